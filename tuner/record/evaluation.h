@@ -1,0 +1,56 @@
+#pragma once
+// The result of evaluating one configuration. A failed configuration is a result with a status, never an
+// exception: the run records it and goes on.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tuner/space/space.h"
+
+namespace tuner {
+
+enum class Status {
+  ok,                  // compiled, ran, verified, timed
+  compile_error,       // NVRTC rejected the instantiated source (message: first lines of the log)
+  resources_exceeded,  // block size, registers or shared memory beyond the device's limits
+  launch_error,        // the launch itself failed (cuLaunchKernel returned an error)
+  wrong_result,        // verification against the reference failed (message: first mismatch)
+  timeout,             // the kernel ran past the per-configuration timeout; the worker was killed
+  crashed,             // illegal address or another error that poisoned the context, or the worker died
+  invalid,             // replay only: the recorded data marks the configuration invalid
+};
+
+std::string_view status_name(Status status);
+std::optional<Status> parse_status(std::string_view name);
+
+struct TimeStatistics {
+  double median_ms = 0;
+  double min_ms = 0;
+  double max_ms = 0;
+  double relative_spread = 0;  // (p75 - p25) / median
+  int samples = 0;
+};
+
+struct Evaluation {
+  Configuration configuration;
+  Status status = Status::ok;
+  std::string message;
+  TimeStatistics time;
+  double compile_ms = 0;          // 0 when the cubin came from the cache
+  bool cubin_cached = false;
+  int registers = 0;              // per thread
+  int static_shared_bytes = 0;
+  std::int64_t dynamic_shared_bytes = 0;
+  int threads_per_block = 0;
+  double occupancy = 0;           // active warps per SM / max warps per SM, from the occupancy calculator
+  int sm_clock_mhz = 0;           // 0 when NVML is not available
+  std::uint64_t throttle_reasons = 0;
+  double max_error = 0;           // largest relative error seen during verification
+  double timestamp = 0;           // seconds since the epoch when the evaluation finished
+
+  bool ok() const { return status == Status::ok; }
+};
+
+}  // namespace tuner

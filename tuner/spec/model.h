@@ -1,0 +1,162 @@
+#pragma once
+// Plain data that the spec loader produces and every later stage reads. No YAML, no CUDA here.
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/common/error.h"
+#include "tuner/expr/expression.h"
+
+namespace tuner {
+
+using expr::Expression;
+using expr::Value;
+
+// ---------------------------------------------------------------- space
+
+enum class ParameterType { integer, boolean, enumeration };
+
+struct Parameter {
+  std::string name;
+  ParameterType type = ParameterType::integer;
+  std::vector<Value> values;  // in declared order; int64 for integer, bool for boolean, string for enumeration
+  Value default_value;        // one of values
+  SourceLocation where;
+};
+
+struct Constraint {
+  Expression expression;  // where() gives file:line:column
+};
+
+// A named expression of parameters (and device properties, and other derived values declared before it),
+// usable in constraints, launch geometry and the template (as a compile-time constant).
+struct DerivedValue {
+  std::string name;
+  Expression expression;
+};
+
+struct Space {
+  std::string name;
+  std::filesystem::path file;  // empty when inline in a spec
+  std::vector<Parameter> parameters;
+  std::vector<DerivedValue> derived;
+  std::vector<Constraint> constraints;
+};
+
+// ---------------------------------------------------------------- device properties
+
+// What expressions may ask of the device. Names as used in expressions are listed in device_property_names().
+struct DeviceProperties {
+  std::string name;  // "NVIDIA H200" or "profile sm_90"
+  int arch_major = 0;
+  int arch_minor = 0;
+  std::int64_t max_threads_per_block = 0;
+  std::int64_t max_shared_memory_per_block = 0;  // bytes, opt-in maximum (what a kernel may request)
+  std::int64_t max_shared_memory_per_sm = 0;     // bytes
+  std::int64_t max_registers_per_block = 0;
+  std::int64_t max_registers_per_sm = 0;
+  std::int64_t max_threads_per_sm = 0;
+  std::int64_t max_blocks_per_sm = 0;
+  std::int64_t sm_count = 0;
+  std::int64_t warp_size = 32;
+  std::int64_t l2_cache_bytes = 0;
+  bool from_hardware = false;  // false: a built-in profile chosen with --arch
+
+  std::string arch_name() const;  // "sm_90"
+};
+
+// Built-in profiles for --arch sm_80|sm_86|sm_89|sm_90 (data-sheet values). Throws InputError for others.
+DeviceProperties device_profile(const std::string& arch);
+std::vector<std::string> known_device_profiles();
+
+// Name -> value pairs exposed to expressions: max_threads_per_block, max_shared_memory_per_block,
+// max_shared_memory_per_sm, max_registers_per_block, max_registers_per_sm, max_threads_per_sm,
+// max_blocks_per_sm, sm_count, warp_size, arch_major, arch_minor, arch (= 10*major + minor).
+std::vector<std::pair<std::string, Value>> device_property_values(const DeviceProperties& device);
+std::vector<std::string> device_property_names();
+
+// ---------------------------------------------------------------- kernel spec
+
+enum class Dtype { f16, bf16, f32, f64, i8, u8, i32, u32, i64 };
+std::size_t dtype_size(Dtype dtype);
+std::string dtype_name(Dtype dtype);                // "f32"
+std::string dtype_cpp_name(Dtype dtype);            // "float", "__nv_bfloat16", ...
+std::optional<Dtype> parse_dtype(std::string_view name);
+
+enum class Role { in, out, inout };
+
+struct Initialisation {
+  enum class Kind { random, constant, sequence } kind = Kind::random;
+  std::uint64_t seed = 1;     // random
+  double low = -1.0, high = 1.0;  // random: uniform in [low, high)
+  double value = 0.0;         // constant
+  double start = 0.0, step = 1.0;  // sequence: start + i * step
+};
+
+struct Argument {
+  std::string name;
+  Dtype dtype = Dtype::f32;
+  bool is_buffer = true;
+  // Buffers: element count and initial contents. Scalars: value.
+  Expression count;
+  Initialisation init;
+  Role role = Role::in;
+  Expression value;
+  SourceLocation where;
+};
+
+struct LaunchGeometry {
+  std::array<Expression, 3> grid;   // missing dimensions are constant 1
+  std::array<Expression, 3> block;
+  Expression dynamic_shared_bytes;  // constant 0 when absent
+};
+
+struct Tolerance {
+  double relative = 0;
+  double absolute = 0;
+};
+
+struct Verification {
+  bool enabled = true;
+  // The reference configuration: named parameter values; unnamed parameters take the space default.
+  std::map<std::string, Value> reference;
+  std::map<Dtype, Tolerance> tolerance;  // defaults by dtype, overridable per spec
+  Tolerance tolerance_for(Dtype dtype) const;
+};
+
+struct Metrics {
+  Expression flops;  // empty when not stated
+  Expression bytes;  // minimum traffic: each input read once, each output written once
+};
+
+// Loader settings (streamed workloads) are kept as plain key -> text pairs until the loader issue gives them
+// a model; an empty section is the normal case.
+struct LoaderSettings {
+  std::map<std::string, std::string> settings;
+};
+
+struct KernelSpec {
+  std::string name;
+  std::filesystem::path file;           // the spec file
+  std::filesystem::path template_file;  // resolved relative to the spec file
+  std::string entry_point;              // kernel function or function template name
+  // Template arguments of the entry point, as expressions of parameters/derived values:
+  // entry_point<args...> is the instantiated name.
+  std::vector<Expression> template_arguments;
+  bool needs_arch_specific = false;     // sm_90a and friends (wgmma, setmaxnreg)
+  std::vector<std::pair<std::string, std::int64_t>> problem;  // symbols with defaults, in declared order
+  std::vector<Argument> arguments;
+  LaunchGeometry launch;
+  std::vector<std::string> compile_options;
+  Verification verification;
+  Metrics metrics;
+  Space space;
+  LoaderSettings loader;
+};
+
+}  // namespace tuner
