@@ -1,0 +1,19 @@
+#pragma once
+// Content hashes that name what a record or a cached result was measured against (the spec, the template,
+// the space), so stale results are recognised instead of silently reused.
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace tuner {
+
+// 64-bit FNV-1a over the parts, as 16 lowercase hex digits. Each part's length is hashed before its bytes,
+// so ("ab", "c") and ("a", "bc") hash differently.
+std::string content_hash(std::initializer_list<std::string_view> parts);
+
+// The raw 64-bit value behind content_hash, for callers that combine hashes.
+std::uint64_t fnv1a_64(std::string_view bytes, std::uint64_t state = 0xcbf29ce484222325ULL);
+
+}  // namespace tuner
