@@ -1,10 +1,31 @@
-// `tune`: the command-line front end. Subcommands live in tuner/cli/commands.cpp; this file only routes the
-// hidden worker entry points, which must start before any option parsing.
+// `tune`: routes the hidden worker entry points (which must start before any option parsing), then runs a
+// subcommand and maps library exceptions to the documented exit codes:
+//   0 ok, 1 failure, 2 bad input or usage, 3 no usable GPU.
+#include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 
+#include "tuner/cli/commands.h"
+#include "tuner/common/error.h"
 #include "tuner/compile/compile_worker.h"
+#include "tuner/run/evaluation_worker.h"
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "__compile-worker") == 0) return tuner::compile_worker_main(0, 1);
-  return 0;
+  if (argc >= 2 && std::strcmp(argv[1], "__evaluation-worker") == 0) return tuner::evaluation_worker_main(0, 1);
+  // A closed pipe to a worker must show up as an error from write(), not kill the tuner.
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    return tuner::run_cli(argc, argv);
+  } catch (const tuner::NoGpuError& error) {
+    std::fprintf(stderr, "tune: no usable GPU: %s\n", error.what());
+    return tuner::exit_no_gpu;
+  } catch (const tuner::InputError& error) {
+    std::fprintf(stderr, "tune: %s\n", error.what());
+    return tuner::exit_bad_input;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "tune: error: %s\n", error.what());
+    return tuner::exit_failure;
+  }
 }

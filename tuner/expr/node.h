@@ -131,5 +131,7 @@ Value to_value(const Scalar& scalar);
 std::string scalar_type_name(const Scalar& scalar);
 std::string scalar_to_string(const Scalar& scalar);
 bool scalar_truthy(const Scalar& scalar);
+bool scalar_equal(const Scalar& a, const Scalar& b);  // Python ==
+std::string format_real(double value);              // shortest text that reads back as the same double
 
 }  // namespace tuner::expr

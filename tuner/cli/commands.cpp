@@ -1,0 +1,487 @@
+// The subcommands of `tune`. Each one parses its options with CLI11, calls the library, and prints results on
+// stdout (a table, or JSON with --json) and progress on stderr. Errors become exceptions that main() maps to the
+// documented exit codes.
+#include "tuner/cli/commands.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tuner/cache/best_cache.h"
+#include "tuner/compile/compile_pool.h"
+#include "tuner/compile/instantiate.h"
+#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/search/stop_condition.h"
+#include "tuner/search/strategy.h"
+#include "tuner/session/device_query.h"
+#include "tuner/session/tuning_session.h"
+#include "tuner/spec/spec_loader.h"
+
+namespace tuner {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using SteadyClock = std::chrono::steady_clock;
+
+Json value_to_json(const Value& value) {
+  return std::visit([](const auto& v) -> Json { return v; }, value);
+}
+
+Json configuration_to_json(const Space& space, const Configuration& configuration) {
+  Json object = Json::object();
+  for (std::size_t i = 0; i < space.parameters.size(); ++i)
+    object[space.parameters[i].name] = value_to_json(configuration[i]);
+  return object;
+}
+
+std::string parameter_type_name(ParameterType type) {
+  switch (type) {
+    case ParameterType::integer: return "int";
+    case ParameterType::boolean: return "bool";
+    case ParameterType::enumeration: return "enum";
+  }
+  return "?";
+}
+
+// Device properties for expressions: the named built-in profile, else the real GPU.
+DeviceProperties resolve_device(const std::string& arch, int device_index) {
+  if (!arch.empty()) return device_profile(arch);
+  try {
+    return query_gpu_properties(device_index);
+  } catch (const NoGpuError& error) {
+    throw NoGpuError(fmt::format("{}; pass --arch ({}) to use a built-in device profile instead", error.what(),
+                                 fmt::join(known_device_profiles(), "|")));
+  }
+}
+
+struct CommonSpecOptions {
+  std::string spec;
+  std::string arch;
+  std::string problem;
+  int device = 0;
+  bool json = false;
+
+  void add_to(CLI::App& command, bool with_device) {
+    command.add_option("spec", spec, "kernel spec (a path, or a name under kernels/)")->required();
+    command.add_option("--arch", arch, "use a built-in device profile: sm_80, sm_86, sm_89 or sm_90");
+    command.add_option("--problem", problem, "override problem symbols, e.g. M=1024,N=2048");
+    if (with_device) command.add_option("--device", device, "GPU index")->check(CLI::NonNegativeNumber);
+    command.add_flag("--json", json, "machine-readable output on stdout");
+  }
+  KernelSpec load() const { return load_kernel_spec(find_spec(spec), parse_problem_overrides(problem)); }
+};
+
+// ---------------------------------------------------------------- tune space
+
+struct SpaceCommand {
+  CommonSpecOptions common;
+  std::uint64_t list = 0;
+  std::uint64_t sample = 0;
+  std::uint64_t seed = 1;
+
+  int run() const {
+    const auto started = SteadyClock::now();
+    KernelSpec spec = common.load();
+    DeviceProperties device = resolve_device(common.arch, common.device);
+    SpaceEnumerator space(spec.space, run_constants(spec, device));
+    const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
+
+    std::vector<Configuration> shown;
+    if (list > 0)
+      for (std::uint64_t i = 0; i < std::min(list, space.valid_count()); ++i) shown.push_back(space.at(i));
+    if (sample > 0) shown = space.sample(sample, seed);
+
+    if (common.json) {
+      Json output;
+      output["kernel"] = spec.name;
+      output["device"] = device.name;
+      output["arch"] = device.arch_name();
+      output["problem"] = problem_text(spec);
+      output["total"] = space.total_combinations();
+      output["valid"] = space.valid_count();
+      output["seconds"] = seconds;
+      Json parameters = Json::array();
+      for (const Parameter& parameter : spec.space.parameters) {
+        Json values = Json::array();
+        for (const Value& value : parameter.values) values.push_back(value_to_json(value));
+        parameters.push_back({{"name", parameter.name},
+                              {"type", parameter_type_name(parameter.type)},
+                              {"values", values},
+                              {"default", value_to_json(parameter.default_value)}});
+      }
+      output["parameters"] = parameters;
+      if (!shown.empty()) {
+        Json configurations = Json::array();
+        for (const Configuration& configuration : shown)
+          configurations.push_back(configuration_to_json(spec.space, configuration));
+        output["configurations"] = configurations;
+      }
+      fmt::print("{}\n", output.dump(2));
+      return exit_ok;
+    }
+    fmt::print("kernel        {}\n", spec.name);
+    fmt::print("device        {} ({}{})\n", device.name, device.arch_name(), device.from_hardware ? "" : ", built-in profile");
+    fmt::print("problem       {}\n", problem_text(spec));
+    fmt::print("combinations  {:.0f}\n", space.total_combinations());
+    fmt::print("valid         {} ({:.3g}%)\n", space.valid_count(),
+               100.0 * static_cast<double>(space.valid_count()) / space.total_combinations());
+    fmt::print("time          {:.3f} s\n", seconds);
+    fmt::print("parameters\n");
+    for (const Parameter& parameter : spec.space.parameters) {
+      std::vector<std::string> values;
+      for (const Value& value : parameter.values) values.push_back(expr::to_string(value));
+      fmt::print("  {:<16} {:<5} [{}] default {}\n", parameter.name, parameter_type_name(parameter.type),
+                 fmt::join(values, ", "), expr::to_string(parameter.default_value));
+    }
+    for (const Configuration& configuration : shown) fmt::print("{}\n", to_string(spec.space, configuration));
+    return exit_ok;
+  }
+};
+
+// ---------------------------------------------------------------- tune validate
+
+struct ValidateCommand {
+  std::string spec_name;
+  std::string arch = "sm_90";
+  bool json = false;
+
+  int run() const {
+    KernelSpec spec = load_kernel_spec(find_spec(spec_name));
+    // Enumerating with a device profile finds what loading cannot: a constraint that divides by zero for some
+    // configuration, or constraints that leave nothing valid.
+    SpaceEnumerator space(spec.space, run_constants(spec, device_profile(arch)));
+    // Launch geometry and template arguments of the default configuration evaluate (catches type errors).
+    const Configuration configuration =
+        space.is_valid(space.default_configuration()) ? space.default_configuration() : space.at(0);
+    Bindings bindings = space.bindings(configuration);
+    for (const auto* dimensions : {&spec.launch.grid, &spec.launch.block})
+      for (Expression expression : *dimensions) {
+        if (expression.empty()) continue;
+        expression.bind(bindings.scope);
+        expression.evaluate_integer(bindings.slots);
+      }
+    instantiate(spec, space, configuration, arch);
+    if (json) {
+      Json output{{"spec", spec.file.string()}, {"kernel", spec.name}, {"valid", space.valid_count()}, {"ok", true}};
+      fmt::print("{}\n", output.dump(2));
+    } else {
+      fmt::print("{}: ok: kernel {}, {} parameters, {} valid configurations for {}\n", spec.file.string(), spec.name,
+                 spec.space.parameters.size(), space.valid_count(), arch);
+    }
+    return exit_ok;
+  }
+};
+
+// ---------------------------------------------------------------- tune compile-check
+
+struct CompileCheckCommand {
+  CommonSpecOptions common;
+  bool all = false;
+  std::uint64_t sample = 16;
+  std::uint64_t seed = 1;
+  int jobs = 0;
+
+  int run() const {
+    KernelSpec spec = common.load();
+    const std::string arch = common.arch.empty() ? "sm_90" : common.arch;
+    DeviceProperties device = device_profile(arch);
+    SpaceEnumerator space(spec.space, run_constants(spec, device));
+    std::vector<Configuration> configurations;
+    if (all) {
+      for (std::uint64_t i = 0; i < space.valid_count(); ++i) configurations.push_back(space.at(i));
+    } else {
+      configurations = space.sample(sample, seed);
+      const Configuration fallback = space.default_configuration();
+      if (space.is_valid(fallback) &&
+          std::find(configurations.begin(), configurations.end(), fallback) == configurations.end())
+        configurations.insert(configurations.begin(), fallback);
+    }
+    CompilePoolOptions pool_options;
+    pool_options.jobs = jobs;
+    pool_options.cache_dir = default_cubin_cache_dir();
+    pool_options.worker_executable = current_executable();
+    CompilePool pool(pool_options);
+    const auto started = SteadyClock::now();
+    std::vector<std::future<CompileResult>> futures;
+    for (const Configuration& configuration : configurations)
+      futures.push_back(pool.submit(instantiate(spec, space, configuration, arch_for(device, spec.needs_arch_specific))));
+    int failures = 0;
+    Json failed = Json::array();
+    double compile_ms = 0;
+    for (std::size_t i = 0; i < futures.size(); ++i) {
+      CompileResult result = futures[i].get();
+      compile_ms += result.compile_ms;
+      if (result.ok) continue;
+      ++failures;
+      const std::string configuration = to_string(spec.space, configurations[i]);
+      if (common.json) {
+        failed.push_back({{"configuration", configuration}, {"error", result.error}, {"log", result.log}});
+      } else {
+        fmt::print(stderr, "compile error: {} {}\n{}\n", spec.name, configuration, result.log);
+      }
+    }
+    const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
+    if (common.json) {
+      Json output{{"kernel", spec.name}, {"arch", arch}, {"compiled", configurations.size()},
+                  {"failed", failures}, {"seconds", seconds}, {"failures", failed}};
+      fmt::print("{}\n", output.dump(2));
+    } else {
+      fmt::print("{}: {} of {} configurations compiled for {} in {:.2f} s ({} compile processes)\n", spec.name,
+                 configurations.size() - failures, configurations.size(), arch, seconds, pool.jobs());
+    }
+    return failures == 0 ? exit_ok : exit_failure;
+  }
+};
+
+// ---------------------------------------------------------------- tune run
+
+std::string format_ms(double ms) { return ms > 0 ? fmt::format("{:.4f}", ms) : "-"; }
+
+struct RunCommand {
+  CommonSpecOptions common;
+  std::string strategy = "random";
+  std::uint64_t budget = 0;
+  std::string time_budget;
+  std::string out;
+  bool resume = false;
+  bool cold = false;
+  std::uint64_t seed = 1;
+  int jobs = 0;
+  std::string replay;
+  bool no_cubin_cache = false;
+  double timeout = 10;
+  std::string best_dir = "results/best";
+
+  int run() const {
+    TuneOptions options;
+    options.spec_file = find_spec(common.spec);
+    options.problem = parse_problem_overrides(common.problem);
+    options.strategy = strategy;
+    options.seed = seed;
+    if (budget > 0) options.stop.max_evaluations = budget;
+    if (!time_budget.empty()) {
+      std::optional<double> seconds = parse_duration(time_budget);
+      if (!seconds) throw InputError(fmt::format("--time {}: expected a duration such as 90s, 5m or 1h", time_budget));
+      options.stop.max_seconds = seconds;
+    }
+    options.out_dir = out;
+    options.resume = resume;
+    options.device = common.device;
+    options.jobs = jobs;
+    options.measurement.cold = cold;
+    options.replay_csv = replay;
+    options.replay_arch = common.arch;
+    options.use_cubin_cache = !no_cubin_cache;
+    options.timeout_seconds = timeout;
+    options.best_cache_dir = best_dir;
+    options.show_progress = true;
+    if (!common.arch.empty() && replay.empty())
+      throw InputError("--arch applies to --replay only: `tune run` measures on the real GPU");
+
+    TuneReport report = tune(options);
+    if (common.json) {
+      print_json(report);
+    } else {
+      print_table(report);
+    }
+    return report.best.empty() ? exit_failure : exit_ok;
+  }
+
+  static void print_table(const TuneReport& report) {
+    if (report.replay) fmt::print("REPLAY of recorded measurements (no GPU was used): {}\n", report.device_name);
+    fmt::print("kernel {} | problem {} | {} ({})\n", report.kernel, report.problem,
+               report.replay ? "replayed" : report.device_name, report.arch);
+    std::vector<std::string> counts;
+    for (const auto& [status, count] : report.status_counts) counts.push_back(fmt::format("{} {}", status, count));
+    fmt::print("evaluated {} of {} valid configurations in {:.1f} s ({:.1f}/s; {}); stopped: {}\n", report.evaluated,
+               report.valid_configurations, report.seconds, report.evaluations_per_second, fmt::join(counts, ", "),
+               report.stop_reason);
+    if (report.skipped_by_resume) fmt::print("resumed: {} configurations already recorded were not measured again\n",
+                                             report.skipped_by_resume);
+    if (report.copy_bandwidth_gbps > 0)
+      fmt::print("device copy bandwidth measured in this run: {:.0f} GB/s\n", report.copy_bandwidth_gbps);
+    if (report.best.empty()) {
+      fmt::print("no configuration passed verification\n");
+      return;
+    }
+    fmt::print("\n{:<4} {:>11} {:>9} {:>9} {:>8} {:>9} {:>9}  {}\n", "rank", "median ms", "GB/s", "GFLOP/s",
+               "of copy", "vs dflt", "vs median", "configuration");
+    for (std::size_t i = 0; i < report.best.size(); ++i) {
+      const RankedResult& r = report.best[i];
+      fmt::print("{:<4} {:>11} {:>9.1f} {:>9.1f} {:>8} {:>9} {:>9.2f}  {}\n", i + 1, format_ms(r.evaluation.time.median_ms),
+                 r.gbps, r.gflops, r.fraction_of_ceiling > 0 ? fmt::format("{:.1f}%", 100 * r.fraction_of_ceiling) : "-",
+                 r.speedup_over_default > 0 ? fmt::format("{:.2f}x", r.speedup_over_default) : "-",
+                 r.speedup_over_median, configuration_text(r.evaluation));
+    }
+    if (report.default_evaluation)
+      fmt::print("default configuration: {} ms ({})\n", format_ms(report.default_evaluation->time.median_ms),
+                 status_name(report.default_evaluation->status));
+    if (!report.records.empty()) fmt::print("records: {}\n", report.records.string());
+    if (report.best_cache_updated) fmt::print("best configuration stored in the cache under results/best\n");
+  }
+
+  static std::string configuration_text(const Evaluation& evaluation) {
+    std::vector<std::string> values;
+    for (const Value& value : evaluation.configuration) values.push_back(expr::to_string(value));
+    return fmt::format("{}", fmt::join(values, " "));
+  }
+
+  static void print_json(const TuneReport& report) {
+    Json output;
+    output["kernel"] = report.kernel;
+    output["problem"] = report.problem;
+    output["device"] = report.device_name;
+    output["arch"] = report.arch;
+    output["replay"] = report.replay;
+    output["valid"] = report.valid_configurations;
+    output["evaluated"] = report.evaluated;
+    output["skipped_by_resume"] = report.skipped_by_resume;
+    output["statuses"] = report.status_counts;
+    output["seconds"] = report.seconds;
+    output["evaluations_per_second"] = report.evaluations_per_second;
+    output["copy_bandwidth_gbps"] = report.copy_bandwidth_gbps;
+    output["stop_reason"] = report.stop_reason;
+    output["records"] = report.records.string();
+    if (report.default_evaluation) output["default_time_ms"] = report.default_evaluation->time.median_ms;
+    output["median_time_ms"] = report.median_time_ms;
+    Json best = Json::array();
+    for (const RankedResult& r : report.best) {
+      Json values = Json::array();
+      for (const Value& value : r.evaluation.configuration) values.push_back(value_to_json(value));
+      best.push_back({{"configuration", values},
+                      {"median_ms", r.evaluation.time.median_ms},
+                      {"min_ms", r.evaluation.time.min_ms},
+                      {"relative_spread", r.evaluation.time.relative_spread},
+                      {"samples", r.evaluation.time.samples},
+                      {"gbps", r.gbps},
+                      {"gflops", r.gflops},
+                      {"fraction_of_copy_bandwidth", r.fraction_of_ceiling},
+                      {"speedup_over_default", r.speedup_over_default},
+                      {"speedup_over_median", r.speedup_over_median}});
+    }
+    output["best"] = best;
+    fmt::print("{}\n", output.dump(2));
+  }
+};
+
+// ---------------------------------------------------------------- tune best
+
+struct BestCommand {
+  std::string kernel;
+  std::string arch;
+  std::string problem;
+  std::string directory = "results/best";
+  bool json = false;
+
+  int run() const {
+    BestCache cache(directory);
+    std::vector<BestEntry> entries = cache.entries(kernel);
+    std::erase_if(entries, [&](const BestEntry& entry) {
+      return (!arch.empty() && entry.arch != arch) || (!problem.empty() && entry.problem != problem);
+    });
+    if (json) {
+      Json output = Json::array();
+      for (const BestEntry& entry : entries)
+        output.push_back({{"kernel", entry.kernel}, {"arch", entry.arch}, {"problem", entry.problem},
+                          {"configuration", entry.configuration}, {"time_ms", entry.time_ms},
+                          {"gbps", entry.gbps}, {"gflops", entry.gflops}, {"device", entry.device_name},
+                          {"date", entry.date}, {"spec_hash", entry.spec_hash}});
+      fmt::print("{}\n", output.dump(2));
+      return entries.empty() ? exit_failure : exit_ok;
+    }
+    if (entries.empty()) {
+      fmt::print(stderr, "tune best: nothing stored for kernel '{}'{}{} under {}\n", kernel,
+                 arch.empty() ? "" : " on " + arch, problem.empty() ? "" : " for " + problem, directory);
+      return exit_failure;
+    }
+    for (const BestEntry& entry : entries) {
+      std::vector<std::string> values;
+      for (const auto& [name, value] : entry.configuration) values.push_back(name + "=" + value);
+      fmt::print("{} {} {}: {:.4f} ms{} on {} ({}), {}\n", entry.kernel, entry.arch, entry.problem, entry.time_ms,
+                 entry.gbps > 0 ? fmt::format(", {:.0f} GB/s", entry.gbps) : "", entry.device_name, entry.date,
+                 fmt::join(values, " "));
+    }
+    return exit_ok;
+  }
+};
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"tune: a GPU kernel autotuner. Exit codes: 0 ok, 1 failure, 2 bad input or usage, 3 no usable GPU."};
+  app.set_version_flag("--version", std::string(TUNER_VERSION));
+  app.require_subcommand(1);
+
+  SpaceCommand space_command;
+  CLI::App* space = app.add_subcommand("space", "count and list a spec's valid configurations");
+  space_command.common.add_to(*space, true);
+  space->add_option("--list", space_command.list, "print the first N valid configurations");
+  auto* sample_option = space->add_option("--sample", space_command.sample, "print N random valid configurations");
+  space->add_option("--seed", space_command.seed, "seed for --sample")->needs(sample_option);
+
+  ValidateCommand validate_command;
+  CLI::App* validate = app.add_subcommand("validate", "check a spec, its space and its template without a GPU");
+  validate->add_option("spec", validate_command.spec_name, "kernel spec")->required();
+  validate->add_option("--arch", validate_command.arch, "device profile used to enumerate the space");
+  validate->add_flag("--json", validate_command.json, "machine-readable output");
+
+  CompileCheckCommand compile_command;
+  CLI::App* compile = app.add_subcommand("compile-check", "compile configurations with NVRTC (no GPU needed)");
+  compile_command.common.add_to(*compile, false);
+  auto* all_option = compile->add_flag("--all", compile_command.all, "every valid configuration");
+  compile->add_option("--sample", compile_command.sample, "N random valid configurations (default 16)")
+      ->excludes(all_option);
+  compile->add_option("--seed", compile_command.seed, "seed for --sample");
+  compile->add_option("--jobs", compile_command.jobs, "compile processes (default: one per core)");
+
+  RunCommand run_command;
+  CLI::App* run = app.add_subcommand("run", "tune a kernel spec on the GPU (or replay a recorded run)");
+  run_command.common.add_to(*run, true);
+  run->add_option("--strategy", run_command.strategy,
+                  fmt::format("search strategy: {}", fmt::join(strategy_names(), ", ")));
+  run->add_option("--budget", run_command.budget, "stop after N evaluations");
+  run->add_option("--time", run_command.time_budget, "stop after a duration: 90s, 5m, 1h");
+  run->add_option("--out", run_command.out, "record directory (default results/runs/<kernel>/<arch>/<problem>)");
+  run->add_flag("--resume", run_command.resume, "skip configurations already recorded for the same spec hash");
+  run->add_flag("--cold", run_command.cold, "flush the L2 cache before every timed sample");
+  run->add_option("--seed", run_command.seed, "seed of the search strategy");
+  run->add_option("--jobs", run_command.jobs, "compile processes (default: one per core)");
+  run->add_option("--replay", run_command.replay, "take measurements from a recorded evaluations.csv (no GPU)");
+  run->add_flag("--no-cubin-cache", run_command.no_cubin_cache, "compile every configuration afresh");
+  run->add_option("--timeout", run_command.timeout, "seconds a configuration may run before it is killed");
+  run->add_option("--best-dir", run_command.best_dir, "best-configuration cache directory");
+
+  BestCommand best_command;
+  CLI::App* best = app.add_subcommand("best", "print the stored best configurations of a kernel");
+  best->add_option("kernel", best_command.kernel, "kernel name")->required();
+  best->add_option("--arch", best_command.arch, "only this architecture, e.g. sm_90");
+  best->add_option("--problem", best_command.problem, "only this problem, e.g. N=1048576");
+  best->add_option("--dir", best_command.directory, "cache directory (default results/best)");
+  best->add_flag("--json", best_command.json, "machine-readable output");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error);
+    return exit_bad_input;
+  }
+
+  if (space->parsed()) return space_command.run();
+  if (validate->parsed()) return validate_command.run();
+  if (compile->parsed()) return compile_command.run();
+  if (run->parsed()) return run_command.run();
+  if (best->parsed()) return best_command.run();
+  return exit_bad_input;
+}
+
+}  // namespace tuner

@@ -1,0 +1,134 @@
+#include "tuner/compile/nvrtc_compiler.h"
+
+#include <nvrtc.h>
+
+#include <chrono>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tuner/common/error.h"
+#include "tuner/compile/cubin_cache.h"
+
+namespace tuner {
+
+namespace {
+
+// Throws TunerError naming the call as written and where it was made.
+#define TUNER_NVRTC_CHECK(call)                                                                               \
+  do {                                                                                                        \
+    nvrtcResult tuner_nvrtc_result = (call);                                                                  \
+    if (tuner_nvrtc_result != NVRTC_SUCCESS) {                                                                \
+      throw TunerError(fmt::format("{}:{}: {} failed: {}", __FILE__, __LINE__, #call,                         \
+                                   nvrtcGetErrorString(tuner_nvrtc_result)));                                 \
+    }                                                                                                         \
+  } while (false)
+
+struct ProgramDeleter {
+  void operator()(nvrtcProgram program) const { nvrtcDestroyProgram(&program); }
+};
+using ProgramHandle = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, ProgramDeleter>;
+
+std::string program_log(nvrtcProgram program) {
+  std::size_t size = 0;
+  TUNER_NVRTC_CHECK(nvrtcGetProgramLogSize(program, &size));
+  std::string log(size, '\0');
+  TUNER_NVRTC_CHECK(nvrtcGetProgramLog(program, log.data()));
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  return log;
+}
+
+void compile_into(const CompileRequest& request, const CubinCache& cache, CompileResult& result) {
+  std::vector<const char*> header_contents;
+  std::vector<const char*> header_names;
+  for (const auto& [name, contents] : request.headers) {
+    header_names.push_back(name.c_str());
+    header_contents.push_back(contents.c_str());
+  }
+  nvrtcProgram raw_program = nullptr;
+  TUNER_NVRTC_CHECK(nvrtcCreateProgram(&raw_program, request.source.c_str(), request.source_name.c_str(),
+                                       static_cast<int>(header_names.size()), header_contents.data(),
+                                       header_names.data()));
+  ProgramHandle program(raw_program);
+  TUNER_NVRTC_CHECK(nvrtcAddNameExpression(raw_program, request.name_expression.c_str()));
+
+  std::vector<const char*> options;
+  for (const std::string& option : request.options) options.push_back(option.c_str());
+  nvrtcResult compiled = nvrtcCompileProgram(raw_program, static_cast<int>(options.size()), options.data());
+  result.log = program_log(raw_program);
+  if (compiled != NVRTC_SUCCESS) {
+    // NVRTC_ERROR_INVALID_OPTION and friends come with an empty log; say which failure it was.
+    result.error = result.log.empty() ? fmt::format("nvrtcCompileProgram failed: {}", nvrtcGetErrorString(compiled))
+                                      : first_error_lines(result.log);
+    return;
+  }
+
+  const char* lowered_name = nullptr;
+  TUNER_NVRTC_CHECK(nvrtcGetLoweredName(raw_program, request.name_expression.c_str(), &lowered_name));
+  std::size_t cubin_size = 0;
+  TUNER_NVRTC_CHECK(nvrtcGetCUBINSize(raw_program, &cubin_size));
+  if (cubin_size == 0) {
+    result.error = fmt::format("NVRTC produced no cubin; is {} a real architecture (sm_XX, not compute_XX)?",
+                               request.arch);
+    return;
+  }
+  std::string cubin(cubin_size, '\0');
+  TUNER_NVRTC_CHECK(nvrtcGetCUBIN(raw_program, cubin.data()));
+
+  CachedCubin entry = cache.store(result.key, cubin, lowered_name);
+  result.lowered_name = entry.lowered_name;
+  result.cubin_path = entry.cubin_path;
+  result.ok = true;
+}
+
+}  // namespace
+
+std::string nvrtc_version() {
+  int major = 0;
+  int minor = 0;
+  TUNER_NVRTC_CHECK(nvrtcVersion(&major, &minor));
+  return fmt::format("{}.{}", major, minor);
+}
+
+std::string first_error_lines(const std::string& log, int max_lines) {
+  std::istringstream lines(log);
+  std::string line;
+  std::string first_non_empty;
+  std::vector<std::string> error_lines;
+  while (std::getline(lines, line) && static_cast<int>(error_lines.size()) < max_lines) {
+    if (first_non_empty.empty() && line.find_first_not_of(" \t\r") != std::string::npos) first_non_empty = line;
+    // "saxpy.cu(12): error: ..." and "catastrophic error: ...", but not the "1 error detected" summary.
+    if (line.find("error:") != std::string::npos) error_lines.push_back(line);
+  }
+  if (error_lines.empty()) return first_non_empty;
+  std::string joined;
+  for (const std::string& error_line : error_lines) joined += (joined.empty() ? "" : "\n") + error_line;
+  return joined;
+}
+
+CompileResult compile_cubin(const CompileRequest& request, const std::filesystem::path& cache_dir, bool use_cache) {
+  CompileResult result;
+  try {
+    CubinCache cache(cache_dir);
+    result.key = cache_key(request, nvrtc_version());
+    if (use_cache) {
+      if (std::optional<CachedCubin> entry = cache.lookup(result.key)) {
+        result.ok = true;
+        result.cached = true;
+        result.cubin_path = entry->cubin_path;
+        result.lowered_name = entry->lowered_name;
+        return result;
+      }
+    }
+    auto start = std::chrono::steady_clock::now();
+    compile_into(request, cache, result);
+    result.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  } catch (const std::exception& failure) {
+    result.ok = false;
+    result.error = failure.what();
+  }
+  return result;
+}
+
+}  // namespace tuner

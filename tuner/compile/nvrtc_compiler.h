@@ -1,0 +1,37 @@
+#pragma once
+// NVRTC, in this process: one CompileRequest -> one cubin in the cache directory.
+//
+// Compiles straight to SASS for the real arch (nvrtcGetCUBIN). PTX would be JIT-compiled by the driver at load
+// time, which hides the compile cost inside the first launch and, on a driver older than the toolkit, fails.
+
+#include <filesystem>
+#include <string>
+
+#include "tuner/compile/instantiate.h"
+
+namespace tuner {
+
+struct CompileResult {
+  bool ok = false;
+  std::string log;            // NVRTC's full program log (warnings too when ok)
+  std::string lowered_name;   // mangled name of the instantiated entry point, for cuModuleGetFunction
+  std::filesystem::path cubin_path;
+  std::string key;            // cache key (cubin_cache.h)
+  double compile_ms = 0;      // 0 when the cubin came from the cache
+  bool cached = false;
+  std::string error;          // first error line(s) of the log, or why NVRTC could not run
+};
+
+// Looks the request up in cache_dir first (unless use_cache is false), otherwise compiles and stores the cubin
+// there. Never throws: a configuration that fails to compile is a result (ok=false, full log kept).
+CompileResult compile_cubin(const CompileRequest& request, const std::filesystem::path& cache_dir,
+                            bool use_cache = true);
+
+// "13.0": NVRTC's major.minor, part of every cache key.
+std::string nvrtc_version();
+
+// The lines of an NVRTC log that report errors (at most max_lines), joined by newlines; the log's first
+// non-empty line when none says "error".
+std::string first_error_lines(const std::string& log, int max_lines = 3);
+
+}  // namespace tuner

@@ -1,0 +1,131 @@
+#include "tuner/record/run_metadata.h"
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+namespace tuner {
+
+namespace {
+
+using nlohmann::json;
+
+json metadata_to_json(const RunMetadata& metadata) {
+  return json{
+      {"kernel", metadata.kernel},
+      {"spec_hash", metadata.spec_hash},
+      {"gpu_name", metadata.gpu_name},
+      {"arch", metadata.arch},
+      {"driver_version", metadata.driver_version},
+      {"nvrtc_version", metadata.nvrtc_version},
+      {"project_version", metadata.project_version},
+      {"problem", metadata.problem},
+      {"strategy", metadata.strategy},
+      {"started_at", metadata.started_at},
+      {"extra", metadata.extra},
+  };
+}
+
+RunMetadata metadata_from_json(const json& object) {
+  auto text = [&](const char* key) { return object.contains(key) ? object.at(key).get<std::string>() : std::string(); };
+  RunMetadata metadata;
+  metadata.kernel = text("kernel");
+  metadata.spec_hash = text("spec_hash");
+  metadata.gpu_name = text("gpu_name");
+  metadata.arch = text("arch");
+  metadata.driver_version = text("driver_version");
+  metadata.nvrtc_version = text("nvrtc_version");
+  metadata.project_version = text("project_version");
+  metadata.problem = text("problem");
+  metadata.strategy = text("strategy");
+  metadata.started_at = text("started_at");
+  if (object.contains("extra")) metadata.extra = object.at("extra").get<std::map<std::string, std::string>>();
+  return metadata;
+}
+
+std::string parameter_type_name(ParameterType type) {
+  switch (type) {
+    case ParameterType::integer: return "integer";
+    case ParameterType::boolean: return "boolean";
+    case ParameterType::enumeration: return "enumeration";
+  }
+  return "unknown";
+}
+
+json read_json_file(const std::filesystem::path& path) {
+  std::ifstream input(path);
+  if (!input) throw TunerError(fmt::format("{}: cannot open for reading", path.string()));
+  std::stringstream contents;
+  contents << input.rdbuf();
+  try {
+    return json::parse(contents.str());
+  } catch (const json::parse_error& error) {
+    throw InputError(SourceLocation{path.string()}, fmt::format("not valid JSON: {}", error.what()));
+  }
+}
+
+}  // namespace
+
+std::filesystem::path metadata_path(const std::filesystem::path& csv) {
+  std::string stem = csv.stem().string();
+  std::string name = stem == "evaluations" ? std::string("run.json") : stem + ".run.json";
+  return csv.parent_path() / name;
+}
+
+void append_run_metadata(const std::filesystem::path& csv, const Space& space, const RunMetadata& metadata) {
+  std::filesystem::path path = metadata_path(csv);
+  json document;
+  if (std::filesystem::exists(path)) document = read_json_file(path);
+  if (!document.is_object()) document = json::object();
+  document["records"] = csv.filename().string();
+  json parameters = json::array();
+  for (const Parameter& parameter : space.parameters) {
+    json values = json::array();
+    for (const Value& value : parameter.values) values.push_back(expr::to_string(value));
+    parameters.push_back({{"name", parameter.name}, {"type", parameter_type_name(parameter.type)}, {"values", values}});
+  }
+  document["parameters"] = parameters;
+  if (!document.contains("runs") || !document["runs"].is_array()) document["runs"] = json::array();
+  document["runs"].push_back(metadata_to_json(metadata));
+
+  std::filesystem::path temporary = path;
+  temporary += fmt::format(".tmp{}", static_cast<long>(::getpid()));
+  {
+    std::ofstream output(temporary, std::ios::trunc);
+    if (!output) throw TunerError(fmt::format("{}: cannot open for writing", temporary.string()));
+    output << document.dump(2) << '\n';
+    if (!output) throw TunerError(fmt::format("{}: write failed", temporary.string()));
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+std::vector<RunMetadata> read_run_metadata(const std::filesystem::path& csv) {
+  std::filesystem::path path = metadata_path(csv);
+  if (!std::filesystem::exists(path)) return {};
+  json document = read_json_file(path);
+  std::vector<RunMetadata> runs;
+  try {
+    if (document.contains("runs")) {
+      for (const json& run : document.at("runs")) runs.push_back(metadata_from_json(run));
+    }
+  } catch (const json::exception& error) {
+    throw InputError(SourceLocation{path.string()}, fmt::format("unexpected run metadata layout: {}", error.what()));
+  }
+  return runs;
+}
+
+std::string iso8601_now() {
+  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+}  // namespace tuner

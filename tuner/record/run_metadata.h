@@ -1,0 +1,46 @@
+#pragma once
+// What a record file was measured with: kernel, spec hash, device, driver and tool versions, problem size and
+// strategy. Kept in a JSON file next to the CSV (evaluations.csv + run.json) so the CSV stays a plain table that
+// pandas or a spreadsheet reads directly.
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tuner/spec/model.h"
+
+namespace tuner {
+
+struct RunMetadata {
+  std::string kernel;
+  std::string spec_hash;
+  std::string gpu_name;
+  std::string arch;  // "sm_90"
+  std::string driver_version;
+  std::string nvrtc_version;
+  std::string project_version;
+  std::string problem;     // "N=1048576"
+  std::string strategy;
+  std::string started_at;  // ISO 8601, UTC
+  std::map<std::string, std::string> extra;
+
+  bool operator==(const RunMetadata&) const = default;
+};
+
+// The companion file of a record CSV: "run.json" beside "evaluations.csv", otherwise "<stem>.run.json" beside
+// "<stem>.csv", so several record files may share a directory.
+std::filesystem::path metadata_path(const std::filesystem::path& csv);
+
+// Adds one run to the companion file, creating it when missing. A resumed run appends a second entry rather
+// than overwriting the first, so the file tells which sessions (and which driver, which tool version) produced
+// the rows. Written to a temporary file and renamed, so a reader never sees half a file.
+void append_run_metadata(const std::filesystem::path& csv, const Space& space, const RunMetadata& metadata);
+
+// Every run recorded in the companion file, oldest first. Missing file -> empty; unreadable JSON -> InputError.
+std::vector<RunMetadata> read_run_metadata(const std::filesystem::path& csv);
+
+// The current time as "2024-05-01T12:34:56Z".
+std::string iso8601_now();
+
+}  // namespace tuner

@@ -1,0 +1,46 @@
+#pragma once
+// Where a session's measurements come from: the GPU (through an evaluation worker process) or a recorded CSV.
+// The run loop in tuning_session.cpp does not know which.
+
+#include <memory>
+#include <string>
+
+#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/record/evaluation.h"
+#include "tuner/run/measurement.h"
+#include "tuner/space/space.h"
+#include "tuner/spec/model.h"
+
+namespace tuner {
+
+class Measurer {
+ public:
+  virtual ~Measurer() = default;
+  virtual const DeviceProperties& device() const = 0;
+  virtual std::string driver_version() const { return ""; }
+  virtual bool needs_compilation() const = 0;
+  // Device-to-device copy bandwidth (bytes read + written per second / 1e9) measured on this device, 0 if unknown.
+  virtual double copy_bandwidth_gbps() const { return 0; }
+  // Called once the space exists: allocate buffers, compute the reference outputs.
+  virtual void prepare(const SpaceEnumerator& space) = 0;
+  // compiled is null when needs_compilation() is false.
+  virtual Evaluation measure(const Configuration& configuration, const CompileResult* compiled,
+                             const SpaceEnumerator& space) = 0;
+};
+
+struct GpuMeasurerOptions {
+  std::filesystem::path worker_executable;
+  std::filesystem::path cubin_cache_dir;
+  int device = 0;
+  double timeout_seconds = 10;
+  MeasurementSettings measurement;
+};
+
+// Starts an evaluation worker on the device. Throws NoGpuError when there is no driver or device.
+std::unique_ptr<Measurer> make_gpu_measurer(const KernelSpec& spec, const GpuMeasurerOptions& options);
+
+// Measurements from a recorded CSV; configurations missing from it come back with status `invalid`.
+std::unique_ptr<Measurer> make_replay_measurer(const KernelSpec& spec, const std::filesystem::path& csv,
+                                               const DeviceProperties& device);
+
+}  // namespace tuner

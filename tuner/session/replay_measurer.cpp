@@ -1,0 +1,40 @@
+// Measurements taken from a recorded CSV: the whole run loop, strategies included, runs without a GPU.
+#include "tuner/search/replay.h"
+#include "tuner/session/measurer.h"
+
+namespace tuner {
+namespace {
+
+class ReplayMeasurer final : public Measurer {
+ public:
+  ReplayMeasurer(const KernelSpec& spec, const std::filesystem::path& csv, DeviceProperties device)
+      : device_(std::move(device)), source_(csv, spec.space, "") {}
+
+  const DeviceProperties& device() const override { return device_; }
+  bool needs_compilation() const override { return false; }
+  void prepare(const SpaceEnumerator&) override {}
+
+  Evaluation measure(const Configuration& configuration, const CompileResult*, const SpaceEnumerator&) override {
+    if (std::optional<Evaluation> recorded = source_.lookup(configuration)) return *recorded;
+    Evaluation missing;
+    missing.configuration = configuration;
+    missing.status = Status::invalid;
+    missing.message = "not in the recorded data";
+    return missing;
+  }
+
+ private:
+  DeviceProperties device_;
+  ReplaySource source_;
+};
+
+}  // namespace
+
+std::unique_ptr<Measurer> make_replay_measurer(const KernelSpec& spec, const std::filesystem::path& csv,
+                                               const DeviceProperties& device) {
+  DeviceProperties replayed = device;
+  replayed.name = "replay of " + csv.string();
+  return std::make_unique<ReplayMeasurer>(spec, csv, replayed);
+}
+
+}  // namespace tuner

@@ -1,0 +1,352 @@
+#include "tuner/session/tuning_session.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+#include "tuner/cache/best_cache.h"
+#include "tuner/compile/compile_pool.h"
+#include "tuner/compile/instantiate.h"
+#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/record/csv_record.h"
+#include "tuner/record/hash.h"
+#include "tuner/record/run_metadata.h"
+#include "tuner/search/strategy.h"
+#include "tuner/session/measurer.h"
+
+namespace tuner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string read_whole_file(const std::filesystem::path& path) {
+  std::ifstream stream(path, std::ios::binary);
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return text.str();
+}
+
+std::string sanitise_for_path(std::string text) {
+  for (char& c : text)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '=' || c == '-' || c == '_' || c == '.')) c = '_';
+  return text;
+}
+
+// Shows "[ 120/ 400] 3 failed | best 0.213 ms | 21.4 eval/s | ETA 0:13" on one line of a terminal, or a plain
+// line every few seconds when stderr is a file, so logs stay readable.
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled), terminal_(isatty(STDERR_FILENO) != 0) {}
+
+  void update(std::uint64_t done, std::uint64_t planned, std::uint64_t failed, double best_ms, double seconds,
+              bool final_update = false) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (!final_update && !terminal_ && now - last_print_ < std::chrono::seconds(5)) return;
+    if (!final_update && terminal_ && now - last_print_ < std::chrono::milliseconds(100)) return;
+    last_print_ = now;
+    const double rate = seconds > 0 ? done / seconds : 0;
+    std::string eta = "?";
+    if (rate > 0 && planned >= done) {
+      const auto remaining = static_cast<long>((planned - done) / rate);
+      eta = fmt::format("{}:{:02}", remaining / 60, remaining % 60);
+    }
+    const std::string best = best_ms > 0 ? fmt::format("{:.4g} ms", best_ms) : "-";
+    const std::string line = fmt::format("[{:>5}/{:<5}] {} failed | best {} | {:.1f} eval/s | ETA {}", done, planned,
+                                         failed, best, rate, eta);
+    if (terminal_) {
+      fmt::print(stderr, "\r{:<78}", line);
+      if (final_update) fmt::print(stderr, "\n");
+    } else {
+      fmt::print(stderr, "{}\n", line);
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_;
+  bool terminal_;
+  Clock::time_point last_print_{};
+};
+
+double evaluate_metric(const Expression& expression, const SpaceEnumerator& space, const Configuration& config) {
+  if (expression.empty()) return 0;
+  Expression bound = expression;
+  Bindings bindings = space.bindings(config);
+  bound.bind(bindings.scope);
+  return bound.evaluate_number(bindings.slots);
+}
+
+std::string configuration_key(const Space& space, const Configuration& configuration) {
+  return to_string(space, configuration);
+}
+
+struct PendingEvaluation {
+  Configuration configuration;
+  std::optional<std::future<CompileResult>> compiled;
+};
+
+}  // namespace
+
+std::string problem_text(const KernelSpec& spec) {
+  std::string text;
+  for (const auto& [symbol, value] : spec.problem) {
+    if (!text.empty()) text += ",";
+    text += fmt::format("{}={}", symbol, value);
+  }
+  return text;
+}
+
+std::string spec_hash(const KernelSpec& spec, const std::string& arch) {
+  const std::string spec_text = read_whole_file(spec.file);
+  const std::string space_text = spec.space.file.empty() ? "" : read_whole_file(spec.space.file);
+  const std::string template_text = read_whole_file(spec.template_file);
+  return content_hash({spec_text, space_text, template_text, problem_text(spec), arch});
+}
+
+Constants run_constants(const KernelSpec& spec, const DeviceProperties& device) {
+  Constants constants = device_property_values(device);
+  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
+  return constants;
+}
+
+std::filesystem::path default_cubin_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::filesystem::path(xdg) / "kernel-tuner" / "cubins";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::filesystem::path(home) / ".cache" / "kernel-tuner" / "cubins";
+  return std::filesystem::temp_directory_path() / "kernel-tuner-cubins";
+}
+
+std::filesystem::path current_executable() { return std::filesystem::read_symlink("/proc/self/exe"); }
+
+TuneReport tune(const TuneOptions& options) {
+  const auto started = Clock::now();
+  const auto elapsed_seconds = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+
+  KernelSpec spec = load_kernel_spec(options.spec_file, options.problem);
+  const bool replay = !options.replay_csv.empty();
+  const std::filesystem::path worker =
+      options.worker_executable.empty() ? current_executable() : options.worker_executable;
+  const std::filesystem::path cubin_cache =
+      options.cubin_cache_dir.empty() ? default_cubin_cache_dir() : options.cubin_cache_dir;
+
+  std::unique_ptr<Measurer> measurer;
+  if (replay) {
+    std::string arch = options.replay_arch;
+    if (arch.empty()) {
+      const auto runs = read_run_metadata(options.replay_csv);
+      arch = runs.empty() ? "sm_90" : runs.back().arch;
+    }
+    measurer = make_replay_measurer(spec, options.replay_csv, device_profile(arch));
+  } else {
+    GpuMeasurerOptions gpu_options;
+    gpu_options.worker_executable = worker;
+    gpu_options.cubin_cache_dir = cubin_cache;
+    gpu_options.device = options.device;
+    gpu_options.timeout_seconds = options.timeout_seconds;
+    gpu_options.measurement = options.measurement;
+    measurer = make_gpu_measurer(spec, gpu_options);
+  }
+  const DeviceProperties& device = measurer->device();
+  SpaceEnumerator space(spec.space, run_constants(spec, device));
+  const std::string arch = device.arch_name();
+  const std::string hash = spec_hash(spec, arch);
+
+  TuneReport report;
+  report.kernel = spec.name;
+  report.problem = problem_text(spec);
+  report.device_name = device.name;
+  report.arch = arch;
+  report.replay = replay;
+  report.valid_configurations = space.valid_count();
+
+  // Records: every evaluation of this run, appended and flushed row by row. A replay writes none unless asked.
+  std::filesystem::path out_dir = options.out_dir;
+  if (out_dir.empty() && !replay)
+    out_dir = std::filesystem::path("results") / "runs" / spec.name / arch / sanitise_for_path(report.problem);
+  std::optional<RecordWriter> writer;
+  std::optional<ResumeState> resume;
+  if (!out_dir.empty()) {
+    std::filesystem::create_directories(out_dir);
+    report.records = out_dir / "evaluations.csv";
+    if (replay && std::filesystem::exists(report.records) &&
+        std::filesystem::equivalent(report.records, options.replay_csv))
+      throw InputError(fmt::format("--out {} would append to the file being replayed", out_dir.string()));
+    if (options.resume) resume = load_resume_state(report.records, spec.space, hash);
+    RunMetadata metadata;
+    metadata.kernel = spec.name;
+    metadata.spec_hash = hash;
+    metadata.gpu_name = device.name;
+    metadata.arch = arch;
+    metadata.driver_version = measurer->driver_version();
+    metadata.nvrtc_version = nvrtc_version();
+    metadata.project_version = TUNER_VERSION;
+    metadata.problem = report.problem;
+    metadata.strategy = options.strategy;
+    metadata.started_at = iso8601_now();
+    if (replay) metadata.extra["replay_of"] = options.replay_csv.string();
+    writer.emplace(report.records, spec.space, metadata);
+    append_run_metadata(report.records, spec.space, metadata);
+  }
+
+  measurer->prepare(space);
+  report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
+
+  std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, space, options.seed);
+  std::optional<CompilePool> pool;
+  if (measurer->needs_compilation()) {
+    CompilePoolOptions pool_options;
+    pool_options.jobs = options.jobs;
+    pool_options.cache_dir = cubin_cache;
+    pool_options.worker_executable = worker;
+    pool_options.use_cache = options.use_cubin_cache;
+    pool.emplace(pool_options);
+  }
+  const std::size_t lookahead = pool ? static_cast<std::size_t>(pool->jobs()) * 2 + 1 : 64;
+
+  std::deque<PendingEvaluation> pending;
+  std::unordered_set<std::string> seen;
+  bool strategy_exhausted = false;
+  const auto enqueue = [&](const Configuration& configuration) {
+    if (!seen.insert(configuration_key(spec.space, configuration)).second) return;
+    if (resume && resume->contains(configuration)) {
+      ++report.skipped_by_resume;
+      return;
+    }
+    PendingEvaluation item{configuration, std::nullopt};
+    if (pool) item.compiled = pool->submit(instantiate(spec, space, configuration, arch_for(device, spec.needs_arch_specific)));
+    pending.push_back(std::move(item));
+  };
+  const auto refill = [&] {
+    while (pending.size() < lookahead && !strategy_exhausted) {
+      std::vector<Configuration> proposals = strategy->ask(lookahead - pending.size());
+      if (proposals.empty()) strategy_exhausted = true;
+      for (const Configuration& configuration : proposals) enqueue(configuration);
+    }
+  };
+
+  // The default configuration goes first: every result is reported as a speed-up over it.
+  const Configuration default_configuration = space.default_configuration();
+  const bool default_is_valid = space.is_valid(default_configuration);
+  if (default_is_valid) enqueue(default_configuration);
+  refill();
+
+  std::uint64_t planned = space.valid_count() - report.skipped_by_resume;
+  if (options.stop.max_evaluations) planned = std::min<std::uint64_t>(planned, *options.stop.max_evaluations);
+
+  StopTracker stop(options.stop);
+  ProgressLine progress(options.show_progress);
+  std::vector<Evaluation> results;
+  std::uint64_t failed = 0;
+  double best_ms = 0;
+  const std::filesystem::path compile_logs = out_dir.empty() ? std::filesystem::path() : out_dir / "compile_logs";
+
+  while (!pending.empty()) {
+    PendingEvaluation item = std::move(pending.front());
+    pending.pop_front();
+    Evaluation evaluation;
+    if (item.compiled) {
+      CompileResult compiled = item.compiled->get();
+      if (!compiled.ok) {
+        evaluation.configuration = item.configuration;
+        evaluation.status = Status::compile_error;
+        evaluation.message = compiled.error.empty() ? "compilation failed" : compiled.error;
+        evaluation.compile_ms = compiled.compile_ms;
+        if (!compile_logs.empty() && !compiled.key.empty()) {
+          std::filesystem::create_directories(compile_logs);
+          const auto log_file = compile_logs / (compiled.key + ".log");
+          std::ofstream(log_file) << compiled.log;
+          evaluation.message += fmt::format(" (full log: {})", log_file.string());
+        }
+      } else {
+        evaluation = measurer->measure(item.configuration, &compiled, space);
+        evaluation.compile_ms = compiled.compile_ms;
+        evaluation.cubin_cached = compiled.cached;
+      }
+    } else {
+      evaluation = measurer->measure(item.configuration, nullptr, space);
+    }
+    evaluation.configuration = item.configuration;
+    if (evaluation.timestamp == 0)
+      evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+
+    if (writer) writer->append(evaluation, hash);
+    strategy->tell(evaluation);
+    stop.record(evaluation, elapsed_seconds());
+    ++report.evaluated;
+    ++report.status_counts[std::string(status_name(evaluation.status))];
+    if (!evaluation.ok()) {
+      ++failed;
+    } else if (best_ms == 0 || evaluation.time.median_ms < best_ms) {
+      best_ms = evaluation.time.median_ms;
+    }
+    if (default_is_valid && evaluation.configuration == default_configuration) report.default_evaluation = evaluation;
+    results.push_back(std::move(evaluation));
+    progress.update(report.evaluated, planned, failed, best_ms, elapsed_seconds());
+    if (stop.should_stop()) {
+      report.stop_reason = stop.reason();
+      break;
+    }
+    refill();
+  }
+  if (report.stop_reason.empty()) report.stop_reason = "space exhausted";
+  report.seconds = elapsed_seconds();
+  report.evaluations_per_second = report.seconds > 0 ? report.evaluated / report.seconds : 0;
+  progress.update(report.evaluated, planned, failed, best_ms, report.seconds, /*final_update=*/true);
+
+  // Rank the verified results.
+  std::vector<const Evaluation*> ok;
+  for (const Evaluation& evaluation : results)
+    if (evaluation.ok() && evaluation.time.median_ms > 0) ok.push_back(&evaluation);
+  std::sort(ok.begin(), ok.end(),
+            [](const Evaluation* a, const Evaluation* b) { return a->time.median_ms < b->time.median_ms; });
+  if (!ok.empty()) {
+    std::vector<double> times;
+    for (const Evaluation* evaluation : ok) times.push_back(evaluation->time.median_ms);
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    report.median_time_ms = times[times.size() / 2];
+  }
+  for (std::size_t rank = 0; rank < ok.size() && rank < 5; ++rank) {
+    RankedResult ranked;
+    ranked.evaluation = *ok[rank];
+    const double seconds = ranked.evaluation.time.median_ms * 1e-3;
+    ranked.gflops = evaluate_metric(spec.metrics.flops, space, ranked.evaluation.configuration) / seconds / 1e9;
+    ranked.gbps = evaluate_metric(spec.metrics.bytes, space, ranked.evaluation.configuration) / seconds / 1e9;
+    if (report.default_evaluation && report.default_evaluation->ok())
+      ranked.speedup_over_default = report.default_evaluation->time.median_ms / ranked.evaluation.time.median_ms;
+    if (report.median_time_ms > 0) ranked.speedup_over_median = report.median_time_ms / ranked.evaluation.time.median_ms;
+    if (report.copy_bandwidth_gbps > 0 && ranked.gbps > 0) ranked.fraction_of_ceiling = ranked.gbps / report.copy_bandwidth_gbps;
+    report.best.push_back(std::move(ranked));
+  }
+
+  // The best configuration per kernel, arch and problem, for applications to ship. Replays never write it.
+  if (!replay && options.update_best_cache && !report.best.empty()) {
+    const Evaluation& best = report.best.front().evaluation;
+    BestEntry entry;
+    entry.kernel = spec.name;
+    entry.arch = arch;
+    entry.problem = report.problem;
+    for (std::size_t i = 0; i < spec.space.parameters.size(); ++i)
+      entry.configuration[spec.space.parameters[i].name] = expr::to_string(best.configuration[i]);
+    entry.time_ms = best.time.median_ms;
+    entry.device_name = device.name;
+    entry.date = iso8601_now();
+    entry.spec_hash = hash;
+    entry.gflops = report.best.front().gflops;
+    entry.gbps = report.best.front().gbps;
+    report.best_cache_updated = BestCache(options.best_cache_dir).update(entry);
+  }
+  return report;
+}
+
+}  // namespace tuner

@@ -1,0 +1,95 @@
+#pragma once
+// The one place that wires every stage together for `tune run`:
+//   spec -> device (GPU worker or replay) -> space -> strategy -> compile pool -> measure -> record -> best cache.
+// Every other module takes values and returns values; this one owns the loop, the ordering and the bookkeeping.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/record/evaluation.h"
+#include "tuner/run/measurement.h"
+#include "tuner/search/stop_condition.h"
+#include "tuner/spec/model.h"
+#include "tuner/spec/spec_loader.h"
+
+namespace tuner {
+
+struct TuneOptions {
+  std::filesystem::path spec_file;
+  ProblemOverrides problem;
+  std::string strategy = "random";
+  std::uint64_t seed = 1;
+  StopCondition stop;
+  std::filesystem::path out_dir;  // empty: results/runs/<kernel>/<arch>/<problem>
+  bool resume = false;
+  int device = 0;
+  int jobs = 0;  // compile processes; 0: one per core
+  std::filesystem::path cubin_cache_dir;  // empty: $XDG_CACHE_HOME or ~/.cache, /kernel-tuner/cubins
+  bool use_cubin_cache = true;
+  std::filesystem::path best_cache_dir = "results/best";
+  bool update_best_cache = true;
+  double timeout_seconds = 10;  // per configuration, on top of the measurement cap
+  MeasurementSettings measurement;
+  // Replay: measurements come from a recorded CSV instead of the GPU; replay_arch names the device profile
+  // whose properties the space's expressions see (the recorded run's arch when its run.json says).
+  std::filesystem::path replay_csv;
+  std::string replay_arch;
+  std::filesystem::path worker_executable;  // the `tune` binary, for compile and evaluation workers
+  bool show_progress = true;                 // a progress line on stderr
+};
+
+struct RankedResult {
+  Evaluation evaluation;
+  double gflops = 0;          // 0 when the spec states no flops
+  double gbps = 0;            // 0 when the spec states no bytes
+  double speedup_over_default = 0;
+  double speedup_over_median = 0;
+  double fraction_of_ceiling = 0;  // of the measured copy bandwidth (bytes) or 0 when unknown
+};
+
+struct TuneReport {
+  std::string kernel;
+  std::string problem;
+  std::string device_name;
+  std::string arch;
+  bool replay = false;
+  std::uint64_t valid_configurations = 0;
+  std::uint64_t evaluated = 0;         // in this run
+  std::uint64_t skipped_by_resume = 0;
+  std::map<std::string, std::uint64_t> status_counts;
+  double seconds = 0;
+  double evaluations_per_second = 0;
+  double copy_bandwidth_gbps = 0;      // measured in the same run on the GPU; 0 in replay
+  std::optional<Evaluation> default_evaluation;
+  double median_time_ms = 0;
+  std::vector<RankedResult> best;      // fastest first, at most 5
+  std::filesystem::path records;
+  std::string stop_reason;
+  bool best_cache_updated = false;
+};
+
+// Runs a tuning session. Throws InputError (bad spec, problem, strategy), NoGpuError (no driver or device when
+// not replaying) or TunerError; a failing configuration is recorded, never thrown.
+TuneReport tune(const TuneOptions& options);
+
+// "H=8192,W=8192" in the spec's declared order.
+std::string problem_text(const KernelSpec& spec);
+
+// The hash that names what a record row was measured against: spec, space and template text, problem and arch.
+std::string spec_hash(const KernelSpec& spec, const std::string& arch);
+
+// Device properties and problem symbols, the constants of every expression.
+Constants run_constants(const KernelSpec& spec, const DeviceProperties& device);
+
+// The default directory for cubins: $XDG_CACHE_HOME/kernel-tuner/cubins or ~/.cache/kernel-tuner/cubins.
+std::filesystem::path default_cubin_cache_dir();
+
+// The path of the running executable (/proc/self/exe).
+std::filesystem::path current_executable();
+
+}  // namespace tuner

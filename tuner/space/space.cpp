@@ -1,0 +1,742 @@
+#include "tuner/space/space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <tuple>
+#include <unordered_set>
+
+#include "tuner/space/prefix_tree.h"
+
+namespace tuner {
+
+using space_detail::PrefixTree;
+
+namespace {
+
+// A constraint whose parameters have at most this many value combinations is evaluated once per combination
+// before the walk and then looked up: the walk checks it once per visited prefix, typically millions of times.
+constexpr std::uint64_t table_entry_limit = 1u << 16;
+
+enum TableEntry : std::uint8_t { entry_rejects = 0, entry_accepts = 1, entry_fails = 2 };
+
+struct TabulatedConstraint {
+  int constraint = 0;
+  std::vector<std::pair<int, std::uint64_t>> level_strides;  // (level in the group, stride in table)
+  std::vector<std::uint8_t> table;
+};
+
+// What the walk does when it binds the parameter of one level.
+struct Level {
+  int parameter = 0;
+  int slot = 0;
+  bool assigns_slot = false;       // some expression evaluated during the walk reads it
+  std::vector<int> tabulated;      // indices into Group::tabulated
+  std::vector<int> derived;        // derived values computed here, in declared order
+  std::vector<int> constraints;    // constraints evaluated here
+};
+
+struct Group {
+  std::vector<int> parameters;  // in binding order (the levels)
+  std::vector<int> constraints;
+  std::vector<Level> levels;
+  std::vector<TabulatedConstraint> tabulated;
+  std::optional<PrefixTree> tree;  // absent for a parameter read by no constraint
+  std::uint64_t count = 0;
+};
+
+// The message of an evaluation error without its "file:line:column: " prefix, so that it can be restated at
+// the location of the constraint that failed.
+std::string reason_of(const InputError& error) {
+  std::string message = error.what();
+  std::string prefix = error.where().to_string();
+  if (!prefix.empty() && message.starts_with(prefix + ": ")) message.erase(0, prefix.size() + 2);
+  return message;
+}
+
+std::uint64_t uniform_below(std::mt19937_64& generator, std::uint64_t bound) {
+  // Rejection keeps the draw exactly uniform; written out because std::uniform_int_distribution differs
+  // between standard libraries and samples must be reproducible from the seed alone.
+  std::uint64_t threshold = (0 - bound) % bound;
+  while (true) {
+    std::uint64_t draw = generator();
+    if (draw >= threshold) return draw % bound;
+  }
+}
+
+bool same_value(const Value& a, const Value& b) {
+  if (a.index() == b.index()) return a == b;
+  return expr::operator_equal(a, b);
+}
+
+}  // namespace
+
+std::string to_string(const Space& space, const Configuration& configuration) {
+  std::string text;
+  std::size_t count = std::min(space.parameters.size(), configuration.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!text.empty()) text += ' ';
+    text += space.parameters[i].name;
+    text += '=';
+    text += expr::to_string(configuration[i]);
+  }
+  return text;
+}
+
+Value Bindings::get(std::string_view name) const {
+  int slot = scope.slot_of(name);
+  if (slot < 0 || static_cast<std::size_t>(slot) >= slots.size()) {
+    throw TunerError(fmt::format("no binding named '{}'", name));
+  }
+  return slots[slot];
+}
+
+struct SpaceEnumerator::Impl {
+  Space space;
+  Constants constants;
+  expr::Scope scope;
+  std::vector<int> parameter_slot;
+  std::vector<int> derived_slot;
+  std::vector<Value> base_slots;  // constants, and the derived values that read no parameter
+
+  // Transitive dependencies: the parameters an expression reads directly or through derived values, and the
+  // derived values it needs computed first (declared order, which is dependency order).
+  std::vector<std::vector<int>> derived_parameters;
+  std::vector<std::vector<int>> derived_needs;
+  std::vector<std::vector<int>> constraint_parameters;
+  std::vector<std::vector<int>> constraint_needs;
+
+  std::vector<Group> groups;
+  std::vector<int> group_of_parameter;
+  std::vector<int> level_of_parameter;
+  std::vector<std::uint64_t> rejections;  // per constraint, for the "no valid configuration" message
+  std::uint64_t valid = 1;
+  double combinations = 1;
+
+  void bind_expressions();
+  void analyse_dependencies();
+  void evaluate_parameter_free();
+  void form_groups();
+  void order_group(Group& group);
+  void plan_group(Group& group);
+  void tabulate(TabulatedConstraint& tabulated);
+  void walk(Group& group);
+  [[noreturn]] void throw_no_valid(const Group& group) const;
+  [[noreturn]] void throw_walk_failure(const Group& group, int level, std::span<const std::uint32_t> choice,
+                                       int constraint) const;
+  [[noreturn]] void throw_evaluation_error(const Expression& expression, const std::string& what_failed,
+                                           const InputError& error, const std::vector<int>& parameters,
+                                           std::span<const Value> slots) const;
+
+  std::string assignments(const std::vector<int>& parameters, std::span<const Value> slots) const;
+  std::optional<std::uint32_t> value_index(int parameter, const Value& value) const;
+  std::optional<std::uint64_t> index_of(const Configuration& configuration) const;
+  std::vector<Value> slots_for(const Configuration& configuration) const;
+};
+
+// ---------------------------------------------------------------- construction
+
+void SpaceEnumerator::Impl::bind_expressions() {
+  for (const auto& [name, value] : constants) {
+    int slot = scope.add(name);
+    if (static_cast<std::size_t>(slot) == base_slots.size()) {
+      base_slots.push_back(value);
+    } else {
+      base_slots[slot] = value;  // a name given twice: the later value wins
+    }
+  }
+  for (const Parameter& parameter : space.parameters) {
+    if (scope.slot_of(parameter.name) >= 0) {
+      throw InputError(parameter.where, fmt::format("parameter '{}' is declared twice or shadows a device "
+                                                    "property or problem symbol of the same name",
+                                                    parameter.name));
+    }
+    if (parameter.values.empty()) {
+      throw InputError(parameter.where, fmt::format("parameter '{}' has no values", parameter.name));
+    }
+    parameter_slot.push_back(scope.add(parameter.name));
+    base_slots.push_back(parameter.default_value);
+  }
+  // Each derived value sees only the names declared before it, so evaluating in declared order is always
+  // possible and a cycle cannot be written.
+  for (DerivedValue& derived : space.derived) {
+    derived.expression.bind(scope);
+    if (scope.slot_of(derived.name) >= 0) {
+      throw InputError(derived.expression.where(),
+                       fmt::format("derived value '{}' is declared twice or shadows a parameter, device property "
+                                   "or problem symbol of the same name",
+                                   derived.name));
+    }
+    derived_slot.push_back(scope.add(derived.name));
+    base_slots.emplace_back();
+  }
+  for (Constraint& constraint : space.constraints) constraint.expression.bind(scope);
+}
+
+void SpaceEnumerator::Impl::analyse_dependencies() {
+  std::size_t parameter_count = space.parameters.size();
+  // Slot -> parameter index or derived index.
+  std::vector<int> parameter_at_slot(scope.size(), -1);
+  std::vector<int> derived_at_slot(scope.size(), -1);
+  for (std::size_t p = 0; p < parameter_count; ++p) parameter_at_slot[parameter_slot[p]] = static_cast<int>(p);
+  for (std::size_t d = 0; d < space.derived.size(); ++d) derived_at_slot[derived_slot[d]] = static_cast<int>(d);
+
+  auto dependencies = [&](const Expression& expression, std::vector<int>& parameters, std::vector<int>& needs) {
+    std::vector<bool> parameter_read(parameter_count, false);
+    std::vector<bool> derived_needed(space.derived.size(), false);
+    for (const std::string& name : expression.names()) {
+      int slot = scope.slot_of(name);
+      if (slot < 0) continue;
+      if (parameter_at_slot[slot] >= 0) parameter_read[parameter_at_slot[slot]] = true;
+      if (int d = derived_at_slot[slot]; d >= 0) {
+        derived_needed[d] = true;
+        for (int p : derived_parameters[d]) parameter_read[p] = true;
+        for (int n : derived_needs[d]) derived_needed[n] = true;
+      }
+    }
+    for (std::size_t p = 0; p < parameter_count; ++p) {
+      if (parameter_read[p]) parameters.push_back(static_cast<int>(p));
+    }
+    for (std::size_t d = 0; d < derived_needed.size(); ++d) {
+      if (derived_needed[d]) needs.push_back(static_cast<int>(d));
+    }
+  };
+  derived_parameters.resize(space.derived.size());
+  derived_needs.resize(space.derived.size());
+  for (std::size_t d = 0; d < space.derived.size(); ++d) {
+    dependencies(space.derived[d].expression, derived_parameters[d], derived_needs[d]);
+  }
+  constraint_parameters.resize(space.constraints.size());
+  constraint_needs.resize(space.constraints.size());
+  for (std::size_t c = 0; c < space.constraints.size(); ++c) {
+    dependencies(space.constraints[c].expression, constraint_parameters[c], constraint_needs[c]);
+  }
+}
+
+void SpaceEnumerator::Impl::evaluate_parameter_free() {
+  for (std::size_t d = 0; d < space.derived.size(); ++d) {
+    if (!derived_parameters[d].empty()) continue;
+    const DerivedValue& derived = space.derived[d];
+    try {
+      base_slots[derived_slot[d]] = derived.expression.evaluate(base_slots);
+    } catch (const expr::EvaluationError& error) {
+      throw_evaluation_error(derived.expression, fmt::format("derived value {}", derived.name), error, {},
+                             base_slots);
+    }
+  }
+  for (std::size_t c = 0; c < space.constraints.size(); ++c) {
+    if (!constraint_parameters[c].empty()) continue;
+    const Expression& expression = space.constraints[c].expression;
+    bool holds = false;
+    try {
+      holds = expression.evaluate_bool(base_slots);
+    } catch (const expr::EvaluationError& error) {
+      throw_evaluation_error(expression, "constraint", error, {}, base_slots);
+    }
+    if (!holds) {
+      std::string values;
+      for (const std::string& name : expression.names()) {
+        int slot = scope.slot_of(name);
+        if (slot < 0) continue;
+        values += fmt::format("{}{}={}", values.empty() ? "" : " ", name, expr::to_string(base_slots[slot]));
+      }
+      throw InputError(expression.where(),
+                       fmt::format("no valid configuration in space '{}': constraint '{}' reads no parameter and "
+                                   "is false{}{}",
+                                   space.name, expression.text(), values.empty() ? "" : " for ", values));
+    }
+  }
+}
+
+void SpaceEnumerator::Impl::form_groups() {
+  std::size_t parameter_count = space.parameters.size();
+  std::vector<int> parent(parameter_count);
+  std::iota(parent.begin(), parent.end(), 0);
+  auto root = [&](int p) {
+    while (parent[p] != p) p = parent[p] = parent[parent[p]];
+    return p;
+  };
+  for (const auto& parameters : constraint_parameters) {
+    for (std::size_t i = 1; i < parameters.size(); ++i) parent[root(parameters[i])] = root(parameters[0]);
+  }
+  // Groups in the order of their first declared parameter, so the enumeration order follows the declaration.
+  std::vector<int> group_of_root(parameter_count, -1);
+  group_of_parameter.assign(parameter_count, -1);
+  for (std::size_t p = 0; p < parameter_count; ++p) {
+    int r = root(static_cast<int>(p));
+    if (group_of_root[r] < 0) {
+      group_of_root[r] = static_cast<int>(groups.size());
+      groups.emplace_back();
+    }
+    group_of_parameter[p] = group_of_root[r];
+    groups[group_of_root[r]].parameters.push_back(static_cast<int>(p));
+  }
+  for (std::size_t c = 0; c < space.constraints.size(); ++c) {
+    if (constraint_parameters[c].empty()) continue;
+    groups[group_of_parameter[constraint_parameters[c][0]]].constraints.push_back(static_cast<int>(c));
+  }
+}
+
+// Binds first the parameters that let constraints prune soonest: the one completing the most constraints given
+// those already bound, then the one appearing in the most still-open constraints, then the one with the fewest
+// values (a narrow top keeps the tree small), then declared order for a stable result.
+void SpaceEnumerator::Impl::order_group(Group& group) {
+  std::vector<int> unbound = group.parameters;
+  std::vector<bool> bound(space.parameters.size(), false);
+  std::vector<int> order;
+  while (!unbound.empty()) {
+    auto best = unbound.end();
+    std::tuple<int, int, long, int> best_score{};
+    for (auto candidate = unbound.begin(); candidate != unbound.end(); ++candidate) {
+      int completes = 0;
+      int appears = 0;
+      for (int c : group.constraints) {
+        const auto& reads = constraint_parameters[c];
+        if (!std::binary_search(reads.begin(), reads.end(), *candidate)) continue;
+        bool complete = std::all_of(reads.begin(), reads.end(), [&](int p) { return p == *candidate || bound[p]; });
+        completes += complete ? 1 : 0;
+        appears += 1;
+      }
+      std::tuple<int, int, long, int> score{completes, appears,
+                                            -static_cast<long>(space.parameters[*candidate].values.size()),
+                                            -*candidate};
+      if (best == unbound.end() || score > best_score) {
+        best = candidate;
+        best_score = score;
+      }
+    }
+    bound[*best] = true;
+    order.push_back(*best);
+    unbound.erase(best);
+  }
+  group.parameters = std::move(order);
+}
+
+void SpaceEnumerator::Impl::plan_group(Group& group) {
+  group.levels.resize(group.parameters.size());
+  for (std::size_t level = 0; level < group.parameters.size(); ++level) {
+    int p = group.parameters[level];
+    level_of_parameter[p] = static_cast<int>(level);
+    group.levels[level].parameter = p;
+    group.levels[level].slot = parameter_slot[p];
+  }
+  auto level_of = [&](const std::vector<int>& parameters) {
+    int level = 0;
+    for (int p : parameters) level = std::max(level, level_of_parameter[p]);
+    return level;
+  };
+  std::vector<bool> derived_in_walk(space.derived.size(), false);
+  for (int c : group.constraints) {
+    const auto& parameters = constraint_parameters[c];
+    std::uint64_t entries = 1;
+    for (int p : parameters) {
+      entries *= space.parameters[p].values.size();
+      if (entries > table_entry_limit) break;
+    }
+    Level& level = group.levels[level_of(parameters)];
+    if (entries <= table_entry_limit) {
+      TabulatedConstraint tabulated;
+      tabulated.constraint = c;
+      level.tabulated.push_back(static_cast<int>(group.tabulated.size()));
+      group.tabulated.push_back(std::move(tabulated));
+      continue;
+    }
+    level.constraints.push_back(c);
+    for (int d : constraint_needs[c]) derived_in_walk[d] = true;
+    for (int p : parameters) group.levels[level_of_parameter[p]].assigns_slot = true;
+  }
+  for (std::size_t d = 0; d < space.derived.size(); ++d) {
+    if (derived_in_walk[d] && !derived_parameters[d].empty()) {
+      group.levels[level_of(derived_parameters[d])].derived.push_back(static_cast<int>(d));
+    }
+  }
+  for (auto& tabulated : group.tabulated) tabulate(tabulated);
+}
+
+void SpaceEnumerator::Impl::tabulate(TabulatedConstraint& tabulated) {
+  std::vector<int> parameters = constraint_parameters[tabulated.constraint];
+  std::sort(parameters.begin(), parameters.end(),
+            [&](int a, int b) { return level_of_parameter[a] < level_of_parameter[b]; });
+  std::uint64_t stride = 1;
+  tabulated.level_strides.resize(parameters.size());
+  for (std::size_t i = parameters.size(); i-- > 0;) {
+    tabulated.level_strides[i] = {level_of_parameter[parameters[i]], stride};
+    stride *= space.parameters[parameters[i]].values.size();
+  }
+  tabulated.table.resize(stride);
+  const Expression& expression = space.constraints[tabulated.constraint].expression;
+  const auto& needs = constraint_needs[tabulated.constraint];
+  std::vector<Value> slots = base_slots;
+  std::vector<std::size_t> digits(parameters.size(), 0);
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    slots[parameter_slot[parameters[i]]] = space.parameters[parameters[i]].values[0];
+  }
+  for (std::uint64_t entry = 0; entry < stride; ++entry) {
+    std::uint8_t result = entry_accepts;
+    try {
+      for (int d : needs) {
+        if (!derived_parameters[d].empty()) slots[derived_slot[d]] = space.derived[d].expression.evaluate(slots);
+      }
+      result = expression.evaluate_bool(slots) ? entry_accepts : entry_rejects;
+    } catch (const expr::EvaluationError&) {
+      // Only an error if the walk reaches this combination; earlier constraints may exclude it.
+      result = entry_fails;
+    }
+    tabulated.table[entry] = result;
+    for (std::size_t i = parameters.size(); i-- > 0;) {  // odometer, last parameter fastest
+      const auto& values = space.parameters[parameters[i]].values;
+      if (++digits[i] < values.size()) {
+        slots[parameter_slot[parameters[i]]] = values[digits[i]];
+        break;
+      }
+      digits[i] = 0;
+      slots[parameter_slot[parameters[i]]] = values[0];
+    }
+  }
+}
+
+// Depth-first walk over the group's parameters in binding order. Every check runs at the level where the last
+// parameter it reads is bound, so a rejected prefix is never extended. Nothing is allocated per candidate.
+void SpaceEnumerator::Impl::walk(Group& group) {
+  int depth = static_cast<int>(group.levels.size());
+  group.tree.emplace(depth);
+  PrefixTree& tree = *group.tree;
+  std::vector<Value> slots = base_slots;
+  std::vector<std::uint32_t> choice(depth, 0);
+  std::vector<std::uint32_t> value_counts(depth);
+  for (int level = 0; level < depth; ++level) {
+    value_counts[level] = static_cast<std::uint32_t>(space.parameters[group.levels[level].parameter].values.size());
+  }
+
+  auto accepts = [&](int level_index) {
+    const Level& level = group.levels[level_index];
+    std::uint32_t value = choice[level_index];
+    for (int t : level.tabulated) {
+      const TabulatedConstraint& tabulated = group.tabulated[t];
+      std::uint64_t entry = 0;
+      for (const auto& [l, stride] : tabulated.level_strides) entry += choice[l] * stride;
+      std::uint8_t result = tabulated.table[entry];
+      if (result == entry_accepts) continue;
+      if (result == entry_fails) throw_walk_failure(group, level_index, choice, tabulated.constraint);
+      ++rejections[tabulated.constraint];
+      return false;
+    }
+    if (level.assigns_slot) slots[level.slot] = space.parameters[level.parameter].values[value];
+    for (int d : level.derived) {
+      try {
+        slots[derived_slot[d]] = space.derived[d].expression.evaluate(slots);
+      } catch (const expr::EvaluationError& error) {
+        throw_evaluation_error(space.derived[d].expression, fmt::format("derived value {}", space.derived[d].name),
+                               error, derived_parameters[d], slots);
+      }
+    }
+    for (int c : level.constraints) {
+      bool holds = false;
+      try {
+        holds = space.constraints[c].expression.evaluate_bool(slots);
+      } catch (const expr::EvaluationError& error) {
+        throw_evaluation_error(space.constraints[c].expression, "constraint", error, constraint_parameters[c],
+                               slots);
+      }
+      if (!holds) {
+        ++rejections[c];
+        return false;
+      }
+    }
+    return true;
+  };
+
+  int level = 0;
+  while (true) {
+    if (choice[level] == value_counts[level]) {
+      if (level == 0) break;
+      --level;
+      tree.close(level);
+      ++choice[level];
+      continue;
+    }
+    if (!accepts(level)) {
+      ++choice[level];
+    } else if (level + 1 == depth) {
+      tree.add_leaf(choice[level]);
+      ++choice[level];
+    } else {
+      tree.open(level, choice[level]);
+      ++level;
+      choice[level] = 0;
+    }
+  }
+  tree.finish();
+  group.count = tree.leaf_count();
+  // The tables and the walk plan are needed only while walking.
+  group.tabulated.clear();
+  group.tabulated.shrink_to_fit();
+  group.levels.clear();
+  group.levels.shrink_to_fit();
+}
+
+std::string SpaceEnumerator::Impl::assignments(const std::vector<int>& parameters,
+                                               std::span<const Value> slots) const {
+  std::string text;
+  for (int p : parameters) {
+    text += fmt::format("{}{}={}", text.empty() ? "" : " ", space.parameters[p].name,
+                        expr::to_string(slots[parameter_slot[p]]));
+  }
+  return text.empty() ? "every configuration" : text;
+}
+
+void SpaceEnumerator::Impl::throw_evaluation_error(const Expression& expression, const std::string& what_failed,
+                                                   const InputError& error, const std::vector<int>& parameters,
+                                                   std::span<const Value> slots) const {
+  throw InputError(expression.where(), fmt::format("{} in {} '{}' for {}", reason_of(error), what_failed,
+                                                   expression.text(), assignments(parameters, slots)));
+}
+
+// A tabulated constraint failed for the prefix being walked: evaluate it again on that prefix to report the
+// error with its values (rare, so not worth keeping the messages in the table).
+void SpaceEnumerator::Impl::throw_walk_failure(const Group& group, int level,
+                                               std::span<const std::uint32_t> choice, int constraint) const {
+  std::vector<Value> slots = base_slots;
+  for (int l = 0; l <= level; ++l) {
+    int p = group.parameters[l];
+    slots[parameter_slot[p]] = space.parameters[p].values[choice[l]];
+  }
+  for (int d : constraint_needs[constraint]) {
+    try {
+      slots[derived_slot[d]] = space.derived[d].expression.evaluate(slots);
+    } catch (const expr::EvaluationError& error) {
+      throw_evaluation_error(space.derived[d].expression, fmt::format("derived value {}", space.derived[d].name),
+                             error, derived_parameters[d], slots);
+    }
+  }
+  const Expression& expression = space.constraints[constraint].expression;
+  try {
+    expression.evaluate_bool(slots);
+  } catch (const expr::EvaluationError& error) {
+    throw_evaluation_error(expression, "constraint", error, constraint_parameters[constraint], slots);
+  }
+  throw TunerError(fmt::format("constraint '{}' failed while tabulated but not when evaluated again",
+                               expression.text()));
+}
+
+void SpaceEnumerator::Impl::throw_no_valid(const Group& group) const {
+  std::vector<std::string> names;
+  for (int p : group.parameters) names.push_back(space.parameters[p].name);
+  std::sort(names.begin(), names.end());
+  int worst = group.constraints.empty() ? -1 : group.constraints[0];
+  for (int c : group.constraints) {
+    if (rejections[c] > rejections[worst]) worst = c;
+  }
+  std::string message = fmt::format("no valid configuration in space '{}': no combination of {} satisfies every "
+                                    "constraint",
+                                    space.name, fmt::join(names, ", "));
+  if (worst < 0) throw InputError(message);
+  const Expression& expression = space.constraints[worst].expression;
+  throw InputError(expression.where(), fmt::format("{}; '{}' rejected the most candidates ({})", message,
+                                                   expression.text(), rejections[worst]));
+}
+
+// ---------------------------------------------------------------- lookups
+
+std::optional<std::uint32_t> SpaceEnumerator::Impl::value_index(int parameter, const Value& value) const {
+  const auto& values = space.parameters[parameter].values;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i].index() == value.index() && values[i] == value) return static_cast<std::uint32_t>(i);
+  }
+  // A value read back from a record may carry another type (1 for True); compare as Python does.
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (same_value(values[i], value)) return static_cast<std::uint32_t>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> SpaceEnumerator::Impl::index_of(const Configuration& configuration) const {
+  if (configuration.size() != space.parameters.size()) return std::nullopt;
+  std::uint64_t index = 0;
+  std::vector<std::uint32_t> value_indices;
+  for (const Group& group : groups) {
+    value_indices.clear();
+    for (int p : group.parameters) {
+      auto found = value_index(p, configuration[p]);
+      if (!found) return std::nullopt;
+      value_indices.push_back(*found);
+    }
+    std::uint64_t local = value_indices[0];
+    if (group.tree) {
+      auto found = group.tree->index_of(value_indices);
+      if (!found) return std::nullopt;
+      local = *found;
+    }
+    index = index * group.count + local;
+  }
+  return index;
+}
+
+std::vector<Value> SpaceEnumerator::Impl::slots_for(const Configuration& configuration) const {
+  if (configuration.size() != space.parameters.size()) {
+    throw TunerError(fmt::format("configuration has {} values but space '{}' has {} parameters",
+                                 configuration.size(), space.name, space.parameters.size()));
+  }
+  std::vector<Value> slots = base_slots;
+  for (std::size_t p = 0; p < configuration.size(); ++p) slots[parameter_slot[p]] = configuration[p];
+  for (std::size_t d = 0; d < space.derived.size(); ++d) {
+    const DerivedValue& derived = space.derived[d];
+    try {
+      slots[derived_slot[d]] = derived.expression.evaluate(slots);
+    } catch (const expr::EvaluationError& error) {
+      throw_evaluation_error(derived.expression, fmt::format("derived value {}", derived.name), error,
+                             derived_parameters[d], slots);
+    }
+  }
+  return slots;
+}
+
+// ---------------------------------------------------------------- SpaceEnumerator
+
+SpaceEnumerator::SpaceEnumerator(const Space& space, Constants constants) : impl_(std::make_unique<Impl>()) {
+  Impl& impl = *impl_;
+  impl.space = space;
+  impl.constants = std::move(constants);
+  impl.bind_expressions();
+  impl.analyse_dependencies();
+  impl.evaluate_parameter_free();
+  impl.form_groups();
+  impl.level_of_parameter.assign(impl.space.parameters.size(), 0);
+  impl.rejections.assign(impl.space.constraints.size(), 0);
+  for (const Parameter& parameter : impl.space.parameters) {
+    impl.combinations *= static_cast<double>(parameter.values.size());
+  }
+  for (Group& group : impl.groups) {
+    if (group.constraints.empty()) {
+      group.count = impl.space.parameters[group.parameters[0]].values.size();
+    } else {
+      impl.order_group(group);
+      impl.plan_group(group);
+      impl.walk(group);
+      if (group.count == 0) impl.throw_no_valid(group);
+    }
+    if (__builtin_mul_overflow(impl.valid, group.count, &impl.valid)) {
+      throw InputError(fmt::format("space '{}' has more than 2^64 valid configurations; constrain it further",
+                                   impl.space.name));
+    }
+  }
+}
+
+SpaceEnumerator::~SpaceEnumerator() = default;
+SpaceEnumerator::SpaceEnumerator(SpaceEnumerator&&) noexcept = default;
+SpaceEnumerator& SpaceEnumerator::operator=(SpaceEnumerator&&) noexcept = default;
+
+const Space& SpaceEnumerator::space() const { return impl_->space; }
+
+double SpaceEnumerator::total_combinations() const { return impl_->combinations; }
+
+std::uint64_t SpaceEnumerator::valid_count() const { return impl_->valid; }
+
+Configuration SpaceEnumerator::at(std::uint64_t index) const {
+  const Impl& impl = *impl_;
+  if (index >= impl.valid) {
+    throw TunerError(fmt::format("configuration index {} is out of range: space '{}' has {} valid configurations",
+                                 index, impl.space.name, impl.valid));
+  }
+  Configuration configuration(impl.space.parameters.size());
+  std::vector<std::uint32_t> value_indices;
+  for (std::size_t g = impl.groups.size(); g-- > 0;) {  // the first group is the most significant digit
+    const Group& group = impl.groups[g];
+    std::uint64_t local = index % group.count;
+    index /= group.count;
+    value_indices.assign(group.parameters.size(), static_cast<std::uint32_t>(local));
+    if (group.tree) group.tree->at(local, value_indices);
+    for (std::size_t l = 0; l < group.parameters.size(); ++l) {
+      int p = group.parameters[l];
+      configuration[p] = impl.space.parameters[p].values[value_indices[l]];
+    }
+  }
+  return configuration;
+}
+
+std::optional<std::uint64_t> SpaceEnumerator::index_of(const Configuration& configuration) const {
+  return impl_->index_of(configuration);
+}
+
+bool SpaceEnumerator::is_valid(const Configuration& configuration) const {
+  return impl_->index_of(configuration).has_value();
+}
+
+std::vector<Configuration> SpaceEnumerator::sample(std::uint64_t n, std::uint64_t seed) const {
+  std::uint64_t valid = impl_->valid;
+  n = std::min(n, valid);
+  std::vector<Configuration> drawn;
+  if (n == 0) return drawn;
+  drawn.reserve(n);
+  std::mt19937_64 generator(seed);
+  if (n <= valid / 2) {
+    // Few of many: redraw repeats; at most half the indices are taken, so a draw repeats with probability <= 1/2.
+    std::unordered_set<std::uint64_t> taken;
+    taken.reserve(n);
+    while (drawn.size() < n) {
+      std::uint64_t index = uniform_below(generator, valid);
+      if (taken.insert(index).second) drawn.push_back(at(index));
+    }
+    return drawn;
+  }
+  // Most of them: the first n steps of a Fisher-Yates shuffle of all indices.
+  std::vector<std::uint64_t> indices(valid);
+  std::iota(indices.begin(), indices.end(), std::uint64_t{0});
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::swap(indices[i], indices[i + uniform_below(generator, valid - i)]);
+    drawn.push_back(at(indices[i]));
+  }
+  return drawn;
+}
+
+std::vector<Configuration> SpaceEnumerator::neighbours(const Configuration& configuration,
+                                                       bool adjacent_only) const {
+  const Impl& impl = *impl_;
+  if (configuration.size() != impl.space.parameters.size()) {
+    throw TunerError(fmt::format("configuration has {} values but space '{}' has {} parameters",
+                                 configuration.size(), impl.space.name, impl.space.parameters.size()));
+  }
+  std::vector<Configuration> found;
+  Configuration candidate = configuration;
+  for (std::size_t p = 0; p < configuration.size(); ++p) {
+    const auto& values = impl.space.parameters[p].values;
+    auto current = impl.value_index(static_cast<int>(p), configuration[p]);
+    auto consider = [&](std::size_t value) {
+      if (current && value == *current) return;
+      candidate[p] = values[value];
+      if (impl.index_of(candidate)) found.push_back(candidate);
+    };
+    if (adjacent_only) {
+      if (!current) continue;  // no declared position, so no adjacent value
+      if (*current > 0) consider(*current - 1);
+      if (*current + 1 < values.size()) consider(*current + 1);
+    } else {
+      for (std::size_t value = 0; value < values.size(); ++value) consider(value);
+    }
+    candidate[p] = configuration[p];
+  }
+  return found;
+}
+
+Configuration SpaceEnumerator::default_configuration() const {
+  Configuration configuration;
+  for (const Parameter& parameter : impl_->space.parameters) configuration.push_back(parameter.default_value);
+  return configuration;
+}
+
+Bindings SpaceEnumerator::bindings(const Configuration& configuration) const {
+  return Bindings{impl_->scope, impl_->slots_for(configuration)};
+}
+
+std::vector<std::pair<std::string, Value>> SpaceEnumerator::derived_values(const Configuration& configuration) const {
+  std::vector<Value> slots = impl_->slots_for(configuration);
+  std::vector<std::pair<std::string, Value>> values;
+  for (std::size_t d = 0; d < impl_->space.derived.size(); ++d) {
+    values.emplace_back(impl_->space.derived[d].name, slots[impl_->derived_slot[d]]);
+  }
+  return values;
+}
+
+}  // namespace tuner
