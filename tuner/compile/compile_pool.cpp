@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -93,7 +94,14 @@ struct CompilePool::Impl {
         item = std::move(queue.front());
         queue.pop_front();
       }
-      item.promise.set_value(compile(worker, item.request, item.key));
+      // An exception escaping this thread would terminate the process; it becomes this request's failure.
+      CompileResult result;
+      try {
+        result = compile(worker, item.request, item.key);
+      } catch (const std::exception& failure) {
+        result = failed_result(item.key, failure.what());
+      }
+      item.promise.set_value(std::move(result));
     }
   }
 

@@ -114,7 +114,7 @@ namespace {
 void collect_recursively(const std::string& source, const std::filesystem::path& source_directory,
                          const std::filesystem::path& search_directory, std::set<std::string>& seen_names,
                          std::vector<std::pair<std::string, std::string>>& headers) {
-  static const std::regex include_directive(R"(^[ \t]*#[ \t]*include[ \t]*"([^"]+)")");
+  static const std::regex include_directive(R"re(^[ \t]*#[ \t]*include[ \t]*"([^"]+)")re");
   std::istringstream lines(source);
   std::string line;
   while (std::getline(lines, line)) {

@@ -216,7 +216,9 @@ std::string print_literal(const Scalar& literal, const std::string& text) {
 
 Expression Expression::parse(std::string_view text, const SourceLocation& where) {
   Expression expression;
-  expression.root_ = std::make_shared<const Node>(parse_tree(text, where));
+  auto root = std::make_shared<Node>(parse_tree(text, where));
+  compile(*root);
+  expression.root_ = std::move(root);
   expression.text_ = std::string(text);
   expression.where_ = where;
   return expression;
@@ -229,6 +231,7 @@ Expression Expression::constant(Value value) {
     node->text = *text;
     node->literal = Scalar::of_string(nullptr);  // a literal's string lives in the node, see evaluate_tree
   }
+  compile(*node);
   Expression expression;
   expression.text_ = print_tree(*node);
   expression.root_ = std::move(node);
@@ -249,6 +252,7 @@ void Expression::bind(const Scope& scope) {
   // A copy, so that copies of this Expression bound to other scopes keep their own slots.
   auto bound_root = std::make_shared<Node>(*root_);
   resolve(*bound_root, scope, text_, where_);
+  compile(*bound_root);
   root_ = std::move(bound_root);
   slot_names_ = scope.names();
   bound_ = true;
@@ -257,13 +261,13 @@ void Expression::bind(const Scope& scope) {
 Value Expression::evaluate(std::span<const Value> slots) const {
   if (!root_) throw TunerError("evaluating an empty expression");
   EvaluationContext context{slots, &text_, &where_};
-  return to_value(evaluate_tree(*root_, context));
+  return to_value(evaluate_program(*root_, context));
 }
 
 std::int64_t Expression::evaluate_integer(std::span<const Value> slots) const {
   if (!root_) throw TunerError("evaluating an empty expression");
   EvaluationContext context{slots, &text_, &where_};
-  Scalar result = evaluate_tree(*root_, context);
+  Scalar result = evaluate_program(*root_, context);
   switch (result.kind) {
     case Scalar::Kind::integer: return result.integer;
     case Scalar::Kind::boolean: return result.boolean;
@@ -284,7 +288,7 @@ std::int64_t Expression::evaluate_integer(std::span<const Value> slots) const {
 double Expression::evaluate_number(std::span<const Value> slots) const {
   if (!root_) throw TunerError("evaluating an empty expression");
   EvaluationContext context{slots, &text_, &where_};
-  Scalar result = evaluate_tree(*root_, context);
+  Scalar result = evaluate_program(*root_, context);
   switch (result.kind) {
     case Scalar::Kind::integer: return static_cast<double>(result.integer);
     case Scalar::Kind::boolean: return result.boolean ? 1.0 : 0.0;
@@ -298,7 +302,7 @@ double Expression::evaluate_number(std::span<const Value> slots) const {
 bool Expression::evaluate_bool(std::span<const Value> slots) const {
   if (!root_) throw TunerError("evaluating an empty expression");
   EvaluationContext context{slots, &text_, &where_};
-  return scalar_truthy(evaluate_tree(*root_, context));
+  return scalar_truthy(evaluate_program(*root_, context));
 }
 
 Value Expression::evaluate(const std::map<std::string, Value>& env) const {
@@ -318,7 +322,10 @@ Value Expression::evaluate(const std::map<std::string, Value>& env) const {
 
 namespace {
 
+// Levenshtein distance in which swapping two adjacent characters also counts as one edit (optimal string
+// alignment): BLOKC is one slip away from BLOCK, not two.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> before_previous(b.size() + 1);
   std::vector<std::size_t> previous(b.size() + 1);
   std::vector<std::size_t> current(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) previous[j] = j;
@@ -327,7 +334,11 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       std::size_t substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
       current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitution});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        current[j] = std::min(current[j], before_previous[j - 2] + 1);
+      }
     }
+    std::swap(before_previous, previous);
     std::swap(previous, current);
   }
   return previous[b.size()];

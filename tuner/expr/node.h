@@ -16,9 +16,10 @@ namespace tuner::expr {
 // outlive one evaluation.
 struct Scalar {
   enum class Kind : std::uint8_t { integer, real, boolean, string };
-  Kind kind = Kind::integer;
+  // No default member values: evaluation keeps an uninitialized stack of these, filled only through of_*().
+  Kind kind;
   union {
-    std::int64_t integer = 0;
+    std::int64_t integer;
     double real;
     bool boolean;
     const std::string* string;
@@ -89,17 +90,71 @@ enum class Function : std::uint8_t {
   sqrt,
 };
 
+struct Node;
+
+// The flat form that evaluation runs: a stack machine whose arithmetic and comparison instructions read their
+// operands straight from a slot or a constant where they can, so the common constraint shapes
+// (`a * b <= 1024`, `x == 0 or ...`) take a handful of instructions. Calls and lists of non-constants run
+// their subtree through the tree walker.
+enum class Opcode : std::uint8_t {
+  push,                  // left
+  add,                   // left, right; also subtract ... power, in Operation's order
+  subtract,
+  multiply,
+  divide,
+  floor_divide,
+  modulo,
+  power,
+  compare,               // left `comparison` right -> boolean
+  compare_chain,         // pops right and left; false: pushes false and jumps to target; true: pushes right
+  negate,                // left
+  unary_plus,            // left
+  logical_not,           // left
+  jump_if_false_or_pop,  // top falsy: replace it by false and jump; else pop
+  jump_if_true_or_pop,   // top truthy: replace it by true and jump; else pop
+  to_boolean,            // top = truthy(top)
+  pop_jump_if_false,
+  jump,
+  member_of_constants,   // left in constants[right, right + count); `comparison` is in or not_in
+  subtree,               // push evaluate_tree(*node)
+};
+
+enum class OperandKind : std::uint8_t { stack, slot, constant };
+
+struct Instruction {
+  Opcode opcode = Opcode::push;
+  Comparison comparison = Comparison::equal;
+  OperandKind left_kind = OperandKind::stack;
+  OperandKind right_kind = OperandKind::stack;
+  int left = 0;
+  int right = 0;
+  int target = 0;  // jumps; the element count of member_of_constants
+  const Node* node = nullptr;  // for messages and for subtree
+};
+
+// Deeper programs are left to the tree walker; the stack lives on the C++ stack.
+inline constexpr int program_stack_capacity = 64;
+
+struct Program {
+  std::vector<Instruction> code;  // empty: evaluate the tree
+  std::vector<Scalar> constants;
+  int slot_count = 0;  // highest slot read + 1
+  bool unbound = false;
+};
+
 struct Node {
   Operation operation = Operation::literal;
   Function function = Function::min;  // for call
   std::uint16_t depth = 1;            // height of the subtree; bounded so recursion cannot overflow the stack
   int slot = -1;                      // for name, once bound
   int offset = 0;                     // where the node starts in the expression text, for messages
-  Scalar literal;                     // for literal; a string literal's text is in `text`
+  Scalar literal = Scalar::of_integer(0);  // for literal; a string literal's text is in `text`
   std::string text;                   // the identifier of a name, the contents of a string literal
   std::vector<Comparison> comparisons;
   std::vector<Node> children;
+  Program program;  // only at the root; refers to this tree's nodes, so rebuilt whenever the tree is copied
 };
+
 
 // Deeper trees are refused at parse time: every pass over the tree is recursive.
 inline constexpr int maximum_depth = 200;
@@ -125,6 +180,9 @@ struct EvaluationContext {
   const SourceLocation* where;
 };
 Scalar evaluate_tree(const Node& node, const EvaluationContext& context);
+// Builds root.program for the tree under root (again, after a copy or a bind).
+void compile(Node& root);
+Scalar evaluate_program(const Node& root, const EvaluationContext& context);
 
 Scalar to_scalar(const Value& value);
 Value to_value(const Scalar& scalar);

@@ -184,8 +184,8 @@ class Parser {
     if (real) {
       token.kind = TokenKind::real;
       // from_chars does not take a leading '.' or a trailing one before an exponent; Python does.
-      std::string normalized(token.spelling);
-      if (normalized.front() == '.') normalized.insert(0, "0");
+      std::string normalized = token.spelling.front() == '.' ? "0" : "";
+      normalized += token.spelling;
       auto result = std::from_chars(normalized.data(), normalized.data() + normalized.size(), token.real);
       if (result.ec == std::errc::result_out_of_range) {
         // Python rounds 1e999 to inf and 1e-999 to 0.

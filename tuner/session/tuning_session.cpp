@@ -195,8 +195,7 @@ TuneReport tune(const TuneOptions& options) {
     metadata.strategy = options.strategy;
     metadata.started_at = iso8601_now();
     if (replay) metadata.extra["replay_of"] = options.replay_csv.string();
-    writer.emplace(report.records, spec.space, metadata);
-    append_run_metadata(report.records, spec.space, metadata);
+    writer.emplace(report.records, spec.space, metadata);  // also adds this run to run.json
   }
 
   measurer->prepare(space);

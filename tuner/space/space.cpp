@@ -490,8 +490,12 @@ std::string SpaceEnumerator::Impl::assignments(const std::vector<int>& parameter
 void SpaceEnumerator::Impl::throw_evaluation_error(const Expression& expression, const std::string& what_failed,
                                                    const InputError& error, const std::vector<int>& parameters,
                                                    std::span<const Value> slots) const {
-  throw InputError(expression.where(), fmt::format("{} in {} '{}' for {}", reason_of(error), what_failed,
-                                                   expression.text(), assignments(parameters, slots)));
+  std::string reason = reason_of(error);
+  // The evaluator's own message may open by restating the expression; this message already names it.
+  std::string restated = fmt::format("evaluating '{}': ", expression.text());
+  if (reason.starts_with(restated)) reason.erase(0, restated.size());
+  throw InputError(expression.where(), fmt::format("{} '{}' cannot be evaluated for {}: {}", what_failed,
+                                                   expression.text(), assignments(parameters, slots), reason));
 }
 
 // A tabulated constraint failed for the prefix being walked: evaluate it again on that prefix to report the

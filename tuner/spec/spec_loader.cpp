@@ -27,7 +27,7 @@ std::string did_you_mean(std::string_view name, const std::vector<std::string>& 
   return suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion);
 }
 
-std::string quoted_list(const std::vector<std::string>& names) {
+std::string comma_list(const std::vector<std::string>& names) {
   std::string text;
   for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
   return text;
@@ -203,7 +203,7 @@ class Fields {
     for (const Entry& entry : entries_) {
       if (!contains(known, entry.key)) {
         document_.fail(entry.key_node, fmt::format("unknown key '{}' in {}{}; known keys: {}", entry.key, what_,
-                                                   did_you_mean(entry.key, known), quoted_list(known)));
+                                                   did_you_mean(entry.key, known), comma_list(known)));
       }
     }
   }
@@ -299,7 +299,7 @@ std::string read_choice(const Document& document, const YAML::Node& node, std::s
                         const std::vector<std::string>& choices) {
   std::string text = read_text(document, node, what);
   if (!contains(choices, text)) {
-    document.fail(node, fmt::format("{} '{}' is not one of {}{}", what, text, quoted_list(choices),
+    document.fail(node, fmt::format("{} '{}' is not one of {}{}", what, text, comma_list(choices),
                                     did_you_mean(text, choices)));
   }
   return text;
@@ -316,6 +316,26 @@ Expression read_expression(const Document& document, const YAML::Node& node, std
   // The expression language spells booleans the Python way; the replacement keeps the length, so columns hold.
   if (scalar.kind == ScalarValue::Kind::boolean) text = scalar.boolean ? "True" : "False";
   return Expression::parse(text, document.text_start(node));
+}
+
+// Expressions listed in [ ]: YAML ends a plain item at each comma, so `[ceil_div(N, 256)]` arrives as two
+// broken items. Say so instead of reporting the parser's confusion about `ceil_div(N`.
+std::vector<Expression> read_expression_list(const Document& document, const YAML::Node& node, const std::string& what) {
+  std::vector<Expression> expressions;
+  std::vector<YAML::Node> items = read_list(document, node, what);
+  for (std::size_t index = 0; index < items.size(); ++index) {
+    const YAML::Node& item = items[index];
+    if (node.Style() == YAML::EmitterStyle::Flow && item.IsScalar() && item.Tag() == "?") {
+      const std::string& text = item.Scalar();
+      if (std::count(text.begin(), text.end(), '(') != std::count(text.begin(), text.end(), ')')) {
+        document.fail(item, fmt::format("{}[{}] '{}' has unbalanced parentheses: inside [ ], YAML splits items at "
+                                        "commas; quote an expression that contains a comma: [\"f(a, b)\"]",
+                                        what, index, text));
+      }
+    }
+    expressions.push_back(read_expression(document, item, fmt::format("{}[{}]", what, index)));
+  }
+  return expressions;
 }
 
 // ---------------------------------------------------------------- spaces
@@ -356,6 +376,14 @@ Value read_parameter_value(const Document& document, const YAML::Node& node, Par
         document.fail(node, fmt::format("{} '{}' is not a string; enum values are strings: quote it (\"{}\") or "
                                         "declare type: int",
                                         what, text, text));
+      }
+      // The template sees an enumeration value v of parameter P as the macro P_v.
+      if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+          })) {
+        document.fail(node, fmt::format("{} '{}' must consist of letters, digits and _: the template sees it as a "
+                                        "macro suffix",
+                                        what, text));
       }
       return text;
   }
@@ -442,6 +470,13 @@ Parameter read_parameter(const Document& document, const YAML::Node& node, const
   const std::string what = fmt::format("parameter '{}'", parameter.name);
 
   if (auto type_node = fields.find("type")) {
+    for (auto [spelling, ours] : {std::pair{"integer", "int"}, std::pair{"boolean", "bool"},
+                                  std::pair{"enumeration", "enum"}, std::pair{"string", "enum"}}) {
+      if (type_node->IsScalar() && type_node->Scalar() == spelling) {
+        document.fail(*type_node, fmt::format("{} type '{}' is not one of int, bool, enum (did you mean '{}'?)", what,
+                                              spelling, ours));
+      }
+    }
     std::string type = read_choice(document, *type_node, what + " type", {"int", "bool", "enum"});
     parameter.type = type == "bool"   ? ParameterType::boolean
                      : type == "enum" ? ParameterType::enumeration
@@ -536,8 +571,8 @@ Space read_space(const Document& document, const YAML::Node& node) {
     }
   }
   if (auto constraints = fields.find("constraints")) {
-    for (const YAML::Node& item : read_list(document, *constraints, "constraints")) {
-      space.constraints.push_back({read_expression(document, item, "a constraint")});
+    for (Expression& constraint : read_expression_list(document, *constraints, "constraints")) {
+      space.constraints.push_back({std::move(constraint)});
     }
   }
   return space;
@@ -613,6 +648,17 @@ void check_names(const KernelSpec& spec) {
                                    derived.name, spec.file.string()));
     }
     // A derived value reads only what is declared before it, so evaluation in declared order is well-defined.
+    for (const std::string& name : derived.expression.names()) {
+      bool declared_later = scope.slot_of(name) < 0 &&
+                            std::any_of(space.derived.begin(), space.derived.end(),
+                                        [&](const DerivedValue& other) { return other.name == name; });
+      if (declared_later) {
+        throw InputError(derived.expression.where(),
+                         fmt::format("derived value '{}' uses '{}', which is declared after it; a derived value may "
+                                     "only use those declared before it: move '{}' up",
+                                     derived.name, name, name));
+      }
+    }
     check_resolves(derived.expression, scope);
     scope.add(derived.name);
   }
@@ -655,7 +701,7 @@ Dtype read_dtype(const Document& document, const YAML::Node& node, std::string_v
   }
   if (suggestion.empty()) suggestion = did_you_mean(text, names);
   document.fail(node, fmt::format("{} '{}' is not a dtype{}; dtypes are {}", what, text, suggestion,
-                                  quoted_list(names)));
+                                  comma_list(names)));
 }
 
 Initialisation read_initialisation(const Document& document, const YAML::Node& node, const std::string& what) {
@@ -746,15 +792,13 @@ Argument read_argument(const Document& document, const YAML::Node& node, std::si
 }
 
 std::array<Expression, 3> read_dimensions(const Document& document, const YAML::Node& node, const std::string& what) {
-  std::vector<YAML::Node> items = read_list(document, node, what);
+  std::vector<Expression> items = read_expression_list(document, node, what);
   if (items.empty() || items.size() > 3) {
     document.fail(node, fmt::format("{} has {} entries; give 1 to 3 (x, y, z)", what, items.size()));
   }
   std::array<Expression, 3> dimensions;
   for (std::size_t axis = 0; axis < 3; ++axis) {
-    dimensions[axis] = axis < items.size()
-                           ? read_expression(document, items[axis], fmt::format("{}[{}]", what, axis))
-                           : Expression::constant(std::int64_t{1});
+    dimensions[axis] = axis < items.size() ? items[axis] : Expression::constant(std::int64_t{1});
   }
   return dimensions;
 }
@@ -821,11 +865,13 @@ Verification read_verification(const Document& document, const YAML::Node& node,
 void apply_overrides(KernelSpec& spec, const ProblemOverrides& overrides) {
   std::vector<std::string> symbols;
   for (const auto& [symbol, value] : spec.problem) symbols.push_back(symbol);
-  for (const auto& [name, value] : overrides) {
+  for (const auto& override_entry : overrides) {
+    const std::string& name = override_entry.first;
+    const std::int64_t value = override_entry.second;
     auto found = std::find_if(spec.problem.begin(), spec.problem.end(),
                               [&](const auto& entry) { return entry.first == name; });
     if (found == spec.problem.end()) {
-      std::string known = symbols.empty() ? "it declares none" : "its symbols are " + quoted_list(symbols);
+      std::string known = symbols.empty() ? "it declares none" : "its symbols are " + comma_list(symbols);
       throw InputError(fmt::format("--problem {}={}: {} has no problem symbol '{}'{}; {}", name, value,
                                    spec.file.string(), name, did_you_mean(name, symbols), known));
     }
@@ -882,10 +928,7 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
   if (spec.space.name.empty()) spec.space.name = spec.name;
 
   if (auto arguments = fields.find("template_arguments")) {
-    std::size_t index = 0;
-    for (const YAML::Node& item : read_list(document, *arguments, "template_arguments")) {
-      spec.template_arguments.push_back(read_expression(document, item, fmt::format("template_arguments[{}]", index++)));
-    }
+    spec.template_arguments = read_expression_list(document, *arguments, "template_arguments");
   }
   if (auto arch_specific = fields.find("arch_specific")) {
     spec.needs_arch_specific = read_bool(document, *arch_specific, "arch_specific");
@@ -1003,7 +1046,7 @@ std::filesystem::path find_spec(std::string_view name_or_path) {
   }
   std::sort(available.begin(), available.end());
   std::string listing = available.empty() ? "no specs in ./kernels"
-                                          : "specs in ./kernels: " + quoted_list(available);
+                                          : "specs in ./kernels: " + comma_list(available);
   throw InputError(fmt::format("no kernel spec '{}': tried {}{}; {}", name_or_path, tried,
                                did_you_mean(given.stem().string(), available), listing));
 }

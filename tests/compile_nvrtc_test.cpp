@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include "compile_test_support.h"
+#include "tuner/compile/nvrtc_compiler.h"
+
+namespace tuner {
+namespace {
+
+using compile_test::broken_request;
+using compile_test::read_file;
+using compile_test::scale_request;
+using compile_test::TemporaryDirectory;
+
+TEST(NvrtcCompiler, VersionIsMajorDotMinor) {
+  std::string version = nvrtc_version();
+  ASSERT_NE(version.find('.'), std::string::npos);
+  EXPECT_GE(std::stoi(version), 12);
+}
+
+class CompileForArch : public testing::TestWithParam<std::string> {};
+
+TEST_P(CompileForArch, TemplateKernelGivesElfCubinAndMangledName) {
+  TemporaryDirectory cache;
+  CompileResult result = compile_cubin(scale_request(128, true, GetParam()), cache.path());
+  ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+  EXPECT_FALSE(result.cached);
+  EXPECT_GT(result.compile_ms, 0);
+  EXPECT_EQ(result.cubin_path, cache.path() / (result.key + ".cubin"));
+  std::string cubin = read_file(result.cubin_path);
+  ASSERT_GT(cubin.size(), 4u);
+  EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
+  // Itanium mangling of scale<128, true>(float*, int, float).
+  EXPECT_EQ(result.lowered_name, "_Z5scaleILi128ELb1EEvPfif");
+}
+
+INSTANTIATE_TEST_SUITE_P(RealArchitectures, CompileForArch, testing::Values("sm_80", "sm_90"));
+
+TEST(NvrtcCompiler, DifferentTemplateArgumentsGiveDifferentLoweredNames) {
+  TemporaryDirectory cache;
+  CompileResult result = compile_cubin(scale_request(64, false), cache.path());
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(result.lowered_name, "_Z5scaleILi64ELb0EEvPfif");
+}
+
+TEST(NvrtcCompiler, SyntaxErrorKeepsTheFullLog) {
+  TemporaryDirectory cache;
+  CompileResult result = compile_cubin(broken_request(), cache.path());
+  EXPECT_FALSE(result.ok);
+  EXPECT_NE(result.log.find("broken.cu(3): error"), std::string::npos) << result.log;
+  // The full log, summary line included, not just the first error.
+  EXPECT_NE(result.log.find("detected in the compilation of \"broken.cu\""), std::string::npos) << result.log;
+  EXPECT_EQ(result.error.rfind("broken.cu(3): error", 0), 0u) << result.error;
+  EXPECT_EQ(result.error.find('\n'), std::string::npos) << "one error, one line: " << result.error;
+  EXPECT_TRUE(result.cubin_path.empty());
+  EXPECT_TRUE(std::filesystem::is_empty(cache.path()));
+}
+
+TEST(NvrtcCompiler, InvalidOptionIsAResultNotAnException) {
+  TemporaryDirectory cache;
+  CompileRequest request = scale_request(64, false);
+  request.options.push_back("--no-such-option");
+  CompileResult result = compile_cubin(request, cache.path());
+  EXPECT_FALSE(result.ok);
+  EXPECT_NE(result.error.find("--no-such-option"), std::string::npos) << result.error;
+}
+
+TEST(NvrtcCompiler, UnknownNameExpressionIsReported) {
+  TemporaryDirectory cache;
+  CompileRequest request = scale_request(64, false);
+  request.name_expression = "no_such_kernel<1>";
+  CompileResult result = compile_cubin(request, cache.path());
+  EXPECT_FALSE(result.ok);
+  EXPECT_NE(result.error.find("no_such_kernel"), std::string::npos) << result.error;
+}
+
+TEST(NvrtcCompiler, SecondCompileIsACacheHitWithTheSamePath) {
+  TemporaryDirectory cache;
+  CompileRequest request = scale_request(256, false);
+  CompileResult first = compile_cubin(request, cache.path());
+  ASSERT_TRUE(first.ok) << first.error;
+  CompileResult second = compile_cubin(request, cache.path());
+  ASSERT_TRUE(second.ok);
+  EXPECT_TRUE(second.cached);
+  EXPECT_EQ(second.compile_ms, 0);
+  EXPECT_EQ(second.cubin_path, first.cubin_path);
+  EXPECT_EQ(second.lowered_name, first.lowered_name);
+  EXPECT_EQ(second.key, first.key);
+
+  CompileResult forced = compile_cubin(request, cache.path(), /*use_cache=*/false);
+  ASSERT_TRUE(forced.ok);
+  EXPECT_FALSE(forced.cached);
+  EXPECT_GT(forced.compile_ms, 0);
+}
+
+TEST(NvrtcCompiler, FirstErrorLinesSkipsWarningsAndSummary) {
+  std::string log =
+      "k.cu(2): warning #177-D: variable \"x\" was declared but never referenced\n"
+      "k.cu(5): error: expected a \";\"\n"
+      "      int y = 1\n"
+      "k.cu(9): error: identifier \"z\" is undefined\n"
+      "\n"
+      "2 errors detected in the compilation of \"k.cu\".\n";
+  EXPECT_EQ(first_error_lines(log), "k.cu(5): error: expected a \";\"\nk.cu(9): error: identifier \"z\" is undefined");
+  EXPECT_EQ(first_error_lines(log, 1), "k.cu(5): error: expected a \";\"");
+  EXPECT_EQ(first_error_lines("\nsomething odd\n"), "something odd");
+}
+
+}  // namespace
+}  // namespace tuner

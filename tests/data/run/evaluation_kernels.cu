@@ -1,0 +1,49 @@
+// Kernels for the GPU tests of the evaluation worker (tests/gpu/evaluator_device_test.cpp). All but add_one share
+// the parameters (const float* x, float* y, int n, float alpha), so one worker setup serves every outcome.
+
+__global__ void scale(const float* x, float* y, int n, float alpha) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = alpha * x[i];
+}
+
+// The same through dynamic shared memory, so a launch asking for more than 48 KiB exercises the opt-in.
+__global__ void scale_through_shared(const float* x, float* y, int n, float alpha) {
+  extern __shared__ float staging[];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  staging[threadIdx.x] = i < n ? x[i] : 0.0f;
+  __syncthreads();
+  if (i < n) y[i] = alpha * staging[threadIdx.x];
+}
+
+// Leaves y[12345] unwritten: verification must name that index.
+__global__ void scale_skipping_one(const float* x, float* y, int n, float alpha) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && i != 12345) y[i] = alpha * x[i];
+}
+
+// Writes a wrong value at index 777 only.
+__global__ void scale_wrong_at_777(const float* x, float* y, int n, float alpha) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = alpha * x[i] + (i == 777 ? 1.0f : 0.0f);
+}
+
+// Writes a terabyte past the end of y: an illegal address that poisons the context.
+__global__ void scale_writing_far_away(const float* x, float* y, int n, float alpha) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = alpha * x[i];
+  if (i == 0) y[(1ll << 40) / sizeof(float)] = 1.0f;
+}
+
+// Never ends. clock64() is a volatile read, so the loop cannot be optimised away.
+__global__ void scale_forever(const float* x, float* y, int n, float alpha) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  while (clock64() != -1) {
+  }
+  if (i < n) y[i] = alpha * x[i];
+}
+
+// An in-out buffer: correct only when every verified run starts from the initial contents.
+__global__ void add_one(float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += 1.0f;
+}

@@ -1,0 +1,256 @@
+// The evaluation worker on a real GPU: every status a configuration can end with, and recovery after the ones that
+// kill the worker. Skips, saying why, where there is no driver or device.
+//
+// Paths: TUNER_SOURCE_DIR and TUNE_BINARY come from the build, and environment variables of the same names override
+// them, so the binaries built on one machine run from another checkout (the GPU machine).
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/gpu/device.h"
+#include "tuner/run/gpu_evaluator.h"
+
+namespace tuner {
+namespace {
+
+constexpr std::int64_t element_count = 1 << 24;
+constexpr std::int64_t block_size = 256;
+
+std::filesystem::path from_environment(const char* name, const char* compiled_default) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : compiled_default;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream stream(path);
+  std::stringstream text;
+  text << stream.rdbuf();
+  return text.str();
+}
+
+class EvaluatorOnDevice : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    GpuEvaluatorOptions options;
+    options.worker_executable = from_environment("TUNE_BINARY", TUNE_BINARY);
+    options.timeout_seconds = 5;
+    options.measurement.warmup_ms = 5;
+    options.measurement.min_samples = 10;
+    options.measurement.max_samples = 50;
+    options.measurement.max_seconds = 0.3;
+    evaluator_ = new GpuEvaluator(options);
+    try {
+      device_ = evaluator_->device_info();
+    } catch (const NoGpuError& error) {
+      skip_reason_ = error.what();
+      return;
+    }
+    cache_directory_ = std::filesystem::temp_directory_path() / ("tuner-gpu-test-" + std::to_string(getpid()));
+    std::filesystem::create_directories(cache_directory_);
+    source_ = read_text(from_environment("TUNER_SOURCE_DIR", TUNER_SOURCE_DIR) / "tests/data/run/evaluation_kernels.cu");
+  }
+
+  static void TearDownTestSuite() {
+    delete evaluator_;
+    evaluator_ = nullptr;
+    if (!cache_directory_.empty()) std::filesystem::remove_all(cache_directory_);
+  }
+
+  void SetUp() override {
+    if (!skip_reason_.empty()) GTEST_SKIP() << "no GPU: " << skip_reason_;
+  }
+
+  static KernelLaunch compiled(const std::string& kernel_name, std::int64_t threads = block_size,
+                               std::int64_t dynamic_shared_bytes = 0) {
+    CompileRequest request;
+    request.source_name = "evaluation_kernels.cu";
+    request.source = source_;
+    request.name_expression = kernel_name;
+    request.arch = device_.properties.arch_name();
+    request.options = {"--gpu-architecture=" + request.arch, "--std=c++17"};
+    CompileResult result = compile_cubin(request, cache_directory_);
+    EXPECT_TRUE(result.ok) << result.log;
+    KernelLaunch launch;
+    launch.cubin_path = result.cubin_path;
+    launch.lowered_name = result.lowered_name;
+    launch.grid = {(element_count + threads - 1) / threads, 1, 1};
+    launch.block = {threads, 1, 1};
+    launch.dynamic_shared_bytes = dynamic_shared_bytes;
+    launch.scalar_values = {{"n", element_count}, {"alpha", 3.0}};
+    return launch;
+  }
+
+  // x in, y out, n and alpha scalars; the reference is `scale`. Done once per test: a worker restart replays it.
+  static void set_up_scale() {
+    if (scale_set_up_) return;
+    WorkerSetup setup;
+    setup.arguments = {
+        {"x", Dtype::f32, true, element_count, {Initialisation::Kind::random, 5, -1.0, 1.0, 0, 0, 1}, Role::in},
+        {"y", Dtype::f32, true, element_count, {}, Role::out},
+        {"n", Dtype::i32, false, 0, {}, Role::in},
+        {"alpha", Dtype::f32, false, 0, {}, Role::in},
+    };
+    setup.tolerance[Dtype::f32] = {1e-6, 1e-7};
+    setup.reference = compiled("scale");
+    evaluator_->setup(setup);
+    scale_set_up_ = true;
+  }
+
+  static Evaluation evaluate(const KernelLaunch& launch, double timeout_seconds = 0) {
+    set_up_scale();
+    return evaluator_->evaluate({launch, true, timeout_seconds});
+  }
+
+  static inline GpuEvaluator* evaluator_ = nullptr;
+  static inline gpu::DeviceInfo device_;
+  static inline std::string skip_reason_;
+  static inline std::filesystem::path cache_directory_;
+  static inline std::string source_;
+  static inline bool scale_set_up_ = false;
+};
+
+TEST_F(EvaluatorOnDevice, DeviceInfoComesFromHardware) {
+  const DeviceProperties& properties = device_.properties;
+  EXPECT_TRUE(properties.from_hardware);
+  EXPECT_FALSE(properties.name.empty());
+  EXPECT_GE(properties.arch_major, 7);
+  EXPECT_GT(properties.sm_count, 0);
+  EXPECT_GE(properties.max_shared_memory_per_block, 48 * 1024);
+  EXPECT_GT(properties.l2_cache_bytes, 0);
+  EXPECT_FALSE(device_.pci_bus_id.empty());
+  EXPECT_FALSE(device_.cuda_driver_version.empty());
+  // The worker and this process see the same device (query_device needs no context).
+  DeviceProperties here = gpu::query_device(0);
+  EXPECT_EQ(here.name, properties.name);
+  EXPECT_EQ(here.sm_count, properties.sm_count);
+  std::printf("device: %s, %s, %lld SMs, L2 %lld bytes, driver %s (CUDA %s), bus %s\n", properties.name.c_str(),
+              properties.arch_name().c_str(), static_cast<long long>(properties.sm_count),
+              static_cast<long long>(properties.l2_cache_bytes), device_.driver_version.c_str(),
+              device_.cuda_driver_version.c_str(), device_.pci_bus_id.c_str());
+}
+
+TEST_F(EvaluatorOnDevice, CorrectKernelIsOkAndTimed) {
+  Evaluation evaluation = evaluate(compiled("scale"));
+  ASSERT_EQ(evaluation.status, Status::ok) << evaluation.message;
+  EXPECT_GT(evaluation.time.median_ms, 0);
+  EXPECT_GT(evaluation.time.min_ms, 0);
+  EXPECT_LE(evaluation.time.min_ms, evaluation.time.median_ms);
+  EXPECT_GE(evaluation.time.samples, 10);
+  EXPECT_GT(evaluation.occupancy, 0);
+  EXPECT_LE(evaluation.occupancy, 1);
+  EXPECT_GT(evaluation.registers, 0);
+  EXPECT_EQ(evaluation.threads_per_block, block_size);
+  EXPECT_EQ(evaluation.max_error, 0);  // the same kernel as the reference
+  EXPECT_GT(evaluation.sm_clock_mhz, 0) << "NVML gave no clock";
+  // 16 Mi floats read and written: 128 MiB. Anything under 10 us would mean the kernel did not run.
+  double bandwidth_gbps = 2.0 * element_count * 4 / (evaluation.time.median_ms * 1e-3) / 1e9;
+  std::printf("scale, %lld floats: median %.4f ms (%.0f GB/s), spread %.3f, %d samples, occupancy %.2f, %d MHz\n",
+              static_cast<long long>(element_count), evaluation.time.median_ms, bandwidth_gbps,
+              evaluation.time.relative_spread, evaluation.time.samples, evaluation.occupancy, evaluation.sm_clock_mhz);
+  EXPECT_GT(evaluation.time.median_ms, 0.01);
+}
+
+TEST_F(EvaluatorOnDevice, DynamicSharedMemoryBeyond48KiBIsOptedInto) {
+  std::int64_t threads = 1024;
+  Evaluation evaluation = evaluate(compiled("scale_through_shared", threads, 100 * 1024));
+  ASSERT_EQ(evaluation.status, Status::ok) << evaluation.message;
+  EXPECT_EQ(evaluation.dynamic_shared_bytes, 100 * 1024);
+}
+
+TEST_F(EvaluatorOnDevice, SkippedElementIsWrongResultNamingTheIndex) {
+  Evaluation evaluation = evaluate(compiled("scale_skipping_one"));
+  ASSERT_EQ(evaluation.status, Status::wrong_result) << evaluation.message;
+  EXPECT_NE(evaluation.message.find("1 of 16777216 elements differ, first at index 12345: got NaN"), std::string::npos)
+      << evaluation.message;
+}
+
+TEST_F(EvaluatorOnDevice, WrongValueIsReportedWithGotAndExpected) {
+  Evaluation evaluation = evaluate(compiled("scale_wrong_at_777"));
+  ASSERT_EQ(evaluation.status, Status::wrong_result) << evaluation.message;
+  EXPECT_NE(evaluation.message.find("first at index 777: got "), std::string::npos) << evaluation.message;
+  EXPECT_GT(evaluation.max_error, 1e-3);
+}
+
+TEST_F(EvaluatorOnDevice, IllegalAddressCrashesAndTheNextEvaluationIsOk) {
+  int starts = evaluator_->worker_starts();
+  Evaluation crashed = evaluate(compiled("scale_writing_far_away"));
+  ASSERT_EQ(crashed.status, Status::crashed) << crashed.message;
+  EXPECT_NE(crashed.message.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << crashed.message;
+  Evaluation next = evaluate(compiled("scale"));
+  EXPECT_EQ(next.status, Status::ok) << next.message;
+  EXPECT_EQ(evaluator_->worker_starts(), starts + 1);
+}
+
+TEST_F(EvaluatorOnDevice, EndlessLoopTimesOutWithinTheDeadlineAndTheNextEvaluationIsOk) {
+  int starts = evaluator_->worker_starts();
+  KernelLaunch forever = compiled("scale_forever");
+  double deadline = evaluator_->reply_deadline_seconds({forever, true, 1.0});
+  auto start = std::chrono::steady_clock::now();
+  Evaluation timed_out = evaluate(forever, 1.0);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(timed_out.status, Status::timeout) << timed_out.message;
+  EXPECT_GE(waited, 1.0);
+  EXPECT_LT(waited, deadline + 3.0);  // the kill and the reaping are quick
+  Evaluation next = evaluate(compiled("scale"));
+  EXPECT_EQ(next.status, Status::ok) << next.message;
+  EXPECT_EQ(evaluator_->worker_starts(), starts + 1);
+}
+
+TEST_F(EvaluatorOnDevice, BlockOf2048ThreadsExceedsResources) {
+  Evaluation evaluation = evaluate(compiled("scale", 2048));
+  ASSERT_EQ(evaluation.status, Status::resources_exceeded) << evaluation.message;
+  EXPECT_NE(evaluation.message.find("2048"), std::string::npos) << evaluation.message;
+}
+
+TEST_F(EvaluatorOnDevice, TooMuchDynamicSharedMemoryExceedsResources) {
+  std::int64_t too_much = device_.properties.max_shared_memory_per_block + 1024;
+  Evaluation evaluation = evaluate(compiled("scale_through_shared", block_size, too_much));
+  ASSERT_EQ(evaluation.status, Status::resources_exceeded) << evaluation.message;
+  EXPECT_NE(evaluation.message.find("shared memory"), std::string::npos) << evaluation.message;
+}
+
+TEST_F(EvaluatorOnDevice, GridBeyondTheDeviceLimitIsALaunchError) {
+  KernelLaunch launch = compiled("scale");
+  launch.grid = {1, 1 << 20, 1};  // y is limited to 65535
+  Evaluation evaluation = evaluate(launch);
+  ASSERT_EQ(evaluation.status, Status::launch_error) << evaluation.message;
+  EXPECT_NE(evaluation.message.find("grid"), std::string::npos) << evaluation.message;
+}
+
+TEST_F(EvaluatorOnDevice, MissingKernelNameIsALaunchError) {
+  KernelLaunch launch = compiled("scale");
+  launch.lowered_name = "no_such_kernel";
+  Evaluation evaluation = evaluate(launch);
+  ASSERT_EQ(evaluation.status, Status::launch_error) << evaluation.message;
+  EXPECT_NE(evaluation.message.find("no_such_kernel"), std::string::npos) << evaluation.message;
+}
+
+// Runs last in this suite: it replaces the setup.
+TEST_F(EvaluatorOnDevice, InOutBufferIsRestoredBeforeEveryVerifiedRun) {
+  WorkerSetup setup;
+  setup.arguments = {
+      {"y", Dtype::f32, true, element_count, {Initialisation::Kind::sequence, 1, -1, 1, 0, 0.0, 1.0}, Role::inout},
+      {"n", Dtype::i32, false, 0, {}, Role::in},
+  };
+  setup.tolerance[Dtype::f32] = {0, 0};
+  KernelLaunch launch = compiled("add_one");
+  launch.scalar_values = {{"n", element_count}};
+  setup.reference = launch;
+  evaluator_->setup(setup);
+  scale_set_up_ = false;
+  // Timing runs add one many times over; each verified run must still see the initial sequence.
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    Evaluation evaluation = evaluator_->evaluate({launch, true, 0});
+    EXPECT_EQ(evaluation.status, Status::ok) << evaluation.message;
+  }
+}
+
+}  // namespace
+}  // namespace tuner

@@ -1,0 +1,377 @@
+#include "tuner/record/csv_record.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "tuner/record/hash.h"
+#include "tuner/record/run_metadata.h"
+
+namespace tuner {
+namespace {
+
+Parameter integer_parameter(const std::string& name, std::vector<std::int64_t> values) {
+  Parameter parameter;
+  parameter.name = name;
+  parameter.type = ParameterType::integer;
+  for (std::int64_t value : values) parameter.values.emplace_back(value);
+  parameter.default_value = parameter.values.front();
+  return parameter;
+}
+
+Parameter boolean_parameter(const std::string& name) {
+  Parameter parameter;
+  parameter.name = name;
+  parameter.type = ParameterType::boolean;
+  parameter.values = {Value{false}, Value{true}};
+  parameter.default_value = Value{false};
+  return parameter;
+}
+
+Parameter enumeration_parameter(const std::string& name, std::vector<std::string> values) {
+  Parameter parameter;
+  parameter.name = name;
+  parameter.type = ParameterType::enumeration;
+  for (std::string& value : values) parameter.values.emplace_back(std::move(value));
+  parameter.default_value = parameter.values.front();
+  return parameter;
+}
+
+Space mixed_space() {
+  Space space;
+  space.name = "mixed";
+  space.parameters = {integer_parameter("BLOCK", {-1, 64, 128, 256}), boolean_parameter("USE_SHMEM"),
+                      enumeration_parameter("LAYOUT", {"row", "column major", "a,b"})};
+  return space;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream input(path, std::ios::binary);
+  std::stringstream contents;
+  contents << input.rdbuf();
+  return contents.str();
+}
+
+void append_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream output(path, std::ios::binary | std::ios::app);
+  output << text;
+}
+
+class RecordTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "record_test_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    directory_ = pattern;
+    csv_ = directory_ / "evaluations.csv";
+  }
+  void TearDown() override { std::filesystem::remove_all(directory_); }
+
+  RunMetadata metadata() const {
+    RunMetadata metadata;
+    metadata.kernel = "saxpy";
+    metadata.spec_hash = "abc123";
+    metadata.gpu_name = "NVIDIA H200";
+    metadata.arch = "sm_90";
+    metadata.driver_version = "13.0";
+    metadata.nvrtc_version = "13.0";
+    metadata.project_version = "0.1.0";
+    metadata.problem = "N=1048576";
+    metadata.strategy = "random";
+    metadata.started_at = "2024-05-01T12:00:00Z";
+    metadata.extra["host"] = "node7";
+    return metadata;
+  }
+
+  std::filesystem::path directory_;
+  std::filesystem::path csv_;
+};
+
+Evaluation measured_evaluation() {
+  Evaluation evaluation;
+  evaluation.configuration = {Value{std::int64_t{128}}, Value{true}, Value{std::string("column major")}};
+  evaluation.status = Status::ok;
+  evaluation.time = {0.012345678901234, 0.0119, 0.0131, 0.0421, 37};
+  evaluation.compile_ms = 412.75;
+  evaluation.cubin_cached = true;
+  evaluation.registers = 40;
+  evaluation.static_shared_bytes = 4096;
+  evaluation.dynamic_shared_bytes = std::int64_t{5} << 32;  // wider than int: must survive as int64
+  evaluation.threads_per_block = 128;
+  evaluation.occupancy = 0.875;
+  evaluation.sm_clock_mhz = 1980;
+  evaluation.throttle_reasons = 0x8000000000000004ULL;
+  evaluation.max_error = 3.5e-7;
+  evaluation.timestamp = 1714567890.123456;
+  return evaluation;
+}
+
+Evaluation failed_evaluation() {
+  Evaluation evaluation;
+  evaluation.configuration = {Value{std::int64_t{-1}}, Value{false}, Value{std::string("a,b")}};
+  evaluation.status = Status::compile_error;
+  evaluation.message = " kernel.cu(3): error: expected a \";\", got \"}\"\n1 error detected ";
+  evaluation.compile_ms = 98.5;
+  evaluation.timestamp = 1714567891.5;
+  return evaluation;
+}
+
+void expect_same(const Evaluation& expected, const Evaluation& actual) {
+  EXPECT_EQ(expected.configuration, actual.configuration);
+  EXPECT_EQ(expected.status, actual.status);
+  EXPECT_EQ(expected.message, actual.message);
+  EXPECT_EQ(expected.time.median_ms, actual.time.median_ms);
+  EXPECT_EQ(expected.time.min_ms, actual.time.min_ms);
+  EXPECT_EQ(expected.time.max_ms, actual.time.max_ms);
+  EXPECT_EQ(expected.time.relative_spread, actual.time.relative_spread);
+  EXPECT_EQ(expected.time.samples, actual.time.samples);
+  EXPECT_EQ(expected.compile_ms, actual.compile_ms);
+  EXPECT_EQ(expected.cubin_cached, actual.cubin_cached);
+  EXPECT_EQ(expected.registers, actual.registers);
+  EXPECT_EQ(expected.static_shared_bytes, actual.static_shared_bytes);
+  EXPECT_EQ(expected.dynamic_shared_bytes, actual.dynamic_shared_bytes);
+  EXPECT_EQ(expected.threads_per_block, actual.threads_per_block);
+  EXPECT_EQ(expected.occupancy, actual.occupancy);
+  EXPECT_EQ(expected.sm_clock_mhz, actual.sm_clock_mhz);
+  EXPECT_EQ(expected.throttle_reasons, actual.throttle_reasons);
+  EXPECT_EQ(expected.max_error, actual.max_error);
+  EXPECT_EQ(expected.timestamp, actual.timestamp);
+}
+
+TEST(Status, NamesRoundTripAndUnknownNamesAreRejected) {
+  for (Status status : {Status::ok, Status::compile_error, Status::resources_exceeded, Status::launch_error,
+                        Status::wrong_result, Status::timeout, Status::crashed, Status::invalid}) {
+    EXPECT_EQ(parse_status(status_name(status)), status) << status_name(status);
+  }
+  EXPECT_EQ(status_name(Status::resources_exceeded), "resources_exceeded");
+  EXPECT_EQ(parse_status("OK"), std::nullopt);
+  EXPECT_EQ(parse_status("compile-error"), std::nullopt);
+}
+
+TEST_F(RecordTest, RoundTripKeepsEveryFieldAndEveryParameterType) {
+  Space space = mixed_space();
+  {
+    RecordWriter writer(csv_, space, metadata());
+    EXPECT_FALSE(writer.resumed());
+    writer.append(measured_evaluation(), "hash-one");
+    writer.append(failed_evaluation(), "hash-two");
+  }
+  std::vector<RecordedEvaluation> records = read_records(csv_, space);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].hash, "hash-one");
+  EXPECT_EQ(records[1].hash, "hash-two");
+  expect_same(measured_evaluation(), records[0].evaluation);
+  expect_same(failed_evaluation(), records[1].evaluation);
+  // Typed values, not text: BLOCK is an int64, USE_SHMEM a bool.
+  EXPECT_TRUE(std::holds_alternative<std::int64_t>(records[1].evaluation.configuration[0]));
+  EXPECT_TRUE(std::holds_alternative<bool>(records[1].evaluation.configuration[1]));
+}
+
+TEST_F(RecordTest, FileIsAPlainTableWithQuotingOnlyWhereNeeded) {
+  Space space = mixed_space();
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(measured_evaluation(), "h1");
+    writer.append(failed_evaluation(), "h2");
+  }
+  std::string text = read_text(csv_);
+  std::string header = text.substr(0, text.find('\n'));
+  EXPECT_EQ(header,
+            "hash,BLOCK,USE_SHMEM,LAYOUT,status,message,time_median_ms,time_min_ms,time_max_ms,relative_spread,"
+            "samples,compile_ms,cubin_cached,registers,static_shared_bytes,dynamic_shared_bytes,threads_per_block,"
+            "occupancy,sm_clock_mhz,throttle_reasons,max_error,timestamp");
+  EXPECT_NE(text.find("\nh1,128,true,column major,ok,,0.012345678901234,"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nh2,-1,false,\"a,b\",compile_error,\" kernel.cu(3): error: expected a \"\";\"\", got "
+                      "\"\"}\"\"\n1 error detected \","),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST_F(RecordTest, MetadataGoesToTheCompanionJsonAndResumesAppendARun) {
+  Space space = mixed_space();
+  RunMetadata first = metadata();
+  RunMetadata second = metadata();
+  second.started_at = "2024-05-02T08:00:00Z";
+  second.driver_version = "13.1";
+  { RecordWriter writer(csv_, space, first); }
+  {
+    RecordWriter writer(csv_, space, second);
+    EXPECT_TRUE(writer.resumed());
+  }
+  EXPECT_TRUE(std::filesystem::exists(directory_ / "run.json"));
+  std::vector<RunMetadata> runs = read_run_metadata(csv_);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0], first);
+  EXPECT_EQ(runs[1], second);
+  // The CSV itself holds only the header: metadata never leaks into the table.
+  std::string table = read_text(csv_);
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 1);
+}
+
+TEST(RunMetadata, CompanionPathIsRunJsonBesideEvaluationsOtherwiseStemRunJson) {
+  EXPECT_EQ(metadata_path("out/evaluations.csv"), std::filesystem::path("out/run.json"));
+  EXPECT_EQ(metadata_path("out/saxpy_h200.csv"), std::filesystem::path("out/saxpy_h200.run.json"));
+}
+
+TEST(RunMetadata, Iso8601NowLooksLikeUtcTimestamp) {
+  std::string now = iso8601_now();
+  ASSERT_EQ(now.size(), 20u) << now;
+  EXPECT_EQ(now[4], '-');
+  EXPECT_EQ(now[10], 'T');
+  EXPECT_EQ(now.back(), 'Z');
+}
+
+TEST_F(RecordTest, HeaderMismatchIsAnInputErrorNamingTheColumns) {
+  Space space = mixed_space();
+  { RecordWriter writer(csv_, space, metadata()); }
+  Space renamed = mixed_space();
+  renamed.parameters[0].name = "BLOCK_SIZE";
+  try {
+    RecordWriter writer(csv_, renamed, metadata());
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("evaluations.csv:1"), std::string::npos) << message;
+    EXPECT_NE(message.find("BLOCK_SIZE, USE_SHMEM, LAYOUT"), std::string::npos) << message;
+    EXPECT_NE(message.find("[BLOCK, USE_SHMEM, LAYOUT]"), std::string::npos) << message;
+  }
+  EXPECT_THROW(read_records(csv_, renamed), InputError);
+  Space extra = mixed_space();
+  extra.parameters.push_back(integer_parameter("UNROLL", {1, 2}));
+  EXPECT_THROW(RecordWriter(csv_, extra, metadata()), InputError);
+}
+
+TEST_F(RecordTest, PartialLastLineIsIgnoredAndDroppedOnResume) {
+  Space space = mixed_space();
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(measured_evaluation(), "h");
+    writer.append(failed_evaluation(), "h");
+  }
+  // A writer killed inside a quoted message: the row has an open quote and no terminator.
+  append_text(csv_, "h,64,true,row,compile_error,\"error: unterminated\nsecond li");
+  EXPECT_EQ(read_records(csv_, space).size(), 2u);
+
+  Evaluation later = measured_evaluation();
+  later.configuration[0] = Value{std::int64_t{256}};
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(later, "h");
+  }
+  std::vector<RecordedEvaluation> records = read_records(csv_, space);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[2].evaluation.configuration[0], Value{std::int64_t{256}});
+  EXPECT_EQ(read_text(csv_).find("unterminated"), std::string::npos);
+}
+
+TEST_F(RecordTest, PartialLastLineWithoutQuotesIsIgnored) {
+  Space space = mixed_space();
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(measured_evaluation(), "h");
+  }
+  append_text(csv_, "h,64,tr");
+  EXPECT_EQ(read_records(csv_, space).size(), 1u);
+}
+
+TEST_F(RecordTest, MalformedRowInTheMiddleNamesItsLine) {
+  Space space = mixed_space();
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(failed_evaluation(), "h");  // lines 2-3: the message holds a newline
+  }
+  append_text(csv_, "h,64,true,row,ok\n");  // line 4: too few fields
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(measured_evaluation(), "h");
+  }
+  try {
+    read_records(csv_, space);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("evaluations.csv:4"), std::string::npos) << message;
+    EXPECT_NE(message.find("expected 22 fields, found 5"), std::string::npos) << message;
+  }
+}
+
+TEST_F(RecordTest, BadParameterTextNamesTheColumn) {
+  Space space = mixed_space();
+  { RecordWriter writer(csv_, space, metadata()); }
+  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");
+  try {
+    read_records(csv_, space);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("evaluations.csv:2"), std::string::npos) << message;
+    EXPECT_NE(message.find("column 'BLOCK': '12x' is not an integer"), std::string::npos) << message;
+  }
+}
+
+TEST_F(RecordTest, UnknownStatusIsAnInputError) {
+  Space space = mixed_space();
+  { RecordWriter writer(csv_, space, metadata()); }
+  append_text(csv_, "h,64,true,row,exploded,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");
+  EXPECT_THROW(read_records(csv_, space), InputError);
+}
+
+TEST_F(RecordTest, ConfigurationOfWrongSizeIsRefused) {
+  Space space = mixed_space();
+  RecordWriter writer(csv_, space, metadata());
+  Evaluation evaluation = measured_evaluation();
+  evaluation.configuration.pop_back();
+  EXPECT_THROW(writer.append(evaluation, "h"), TunerError);
+}
+
+TEST_F(RecordTest, ResumeStateHonoursTheHash) {
+  Space space = mixed_space();
+  Evaluation first = measured_evaluation();
+  Evaluation second = failed_evaluation();
+  Evaluation third = measured_evaluation();
+  third.configuration[2] = Value{std::string("row")};
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(first, "current");
+    writer.append(second, "current");
+    writer.append(third, "previous");
+  }
+  ResumeState current = load_resume_state(csv_, space, "current");
+  EXPECT_EQ(current.count(), 2u);
+  EXPECT_TRUE(current.contains(first.configuration));
+  EXPECT_TRUE(current.contains(second.configuration));
+  EXPECT_FALSE(current.contains(third.configuration));
+
+  ResumeState previous = load_resume_state(csv_, space, "previous");
+  EXPECT_EQ(previous.count(), 1u);
+  EXPECT_TRUE(previous.contains(third.configuration));
+
+  EXPECT_EQ(load_resume_state(directory_ / "missing.csv", space, "current").count(), 0u);
+}
+
+TEST(ConfigurationKey, DistinguishesTypesAndValues) {
+  EXPECT_NE(configuration_key({Value{std::int64_t{1}}}), configuration_key({Value{true}}));
+  EXPECT_NE(configuration_key({Value{std::int64_t{1}}}), configuration_key({Value{std::string("1")}}));
+  EXPECT_NE(configuration_key({Value{std::int64_t{12}}, Value{std::int64_t{3}}}),
+            configuration_key({Value{std::int64_t{1}}, Value{std::int64_t{23}}}));
+  EXPECT_EQ(configuration_key({Value{std::int64_t{7}}, Value{false}}),
+            configuration_key({Value{std::int64_t{7}}, Value{false}}));
+}
+
+TEST(ContentHash, IsFnv1aWithLengthPrefixedParts) {
+  // Published FNV-1a 64-bit test vectors.
+  EXPECT_EQ(fnv1a_64(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(fnv1a_64("a"), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(content_hash({}), "cbf29ce484222325");
+  std::string hash = content_hash({"spec text", "template text"});
+  EXPECT_EQ(hash.size(), 16u);
+  EXPECT_EQ(hash, content_hash({"spec text", "template text"}));
+  EXPECT_NE(content_hash({"ab", "c"}), content_hash({"a", "bc"}));
+  EXPECT_NE(content_hash({"spec text", "template text"}), content_hash({"spec text", "template text!"}));
+}
+
+}  // namespace
+}  // namespace tuner

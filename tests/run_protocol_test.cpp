@@ -1,0 +1,194 @@
+#include "tuner/run/protocol.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace tuner {
+namespace {
+
+KernelLaunch sample_launch() {
+  KernelLaunch launch;
+  launch.cubin_path = "/tmp/cubins/abc.cubin";
+  launch.lowered_name = "_Z5saxpyILi128EEvifPKfPf";
+  launch.grid = {4096, 2, 1};
+  launch.block = {128, 1, 1};
+  launch.dynamic_shared_bytes = 65536;
+  launch.scalar_values["n"] = std::int64_t{1} << 40;  // beyond what a double would keep if read as float
+  launch.scalar_values["alpha"] = 2.0;                // a whole double stays a double
+  return launch;
+}
+
+TEST(Protocol, KernelLaunchRoundTripKeepsIntegerAndFloatScalars) {
+  KernelLaunch decoded = protocol::decode_launch(protocol::encode(sample_launch()));
+  EXPECT_EQ(decoded.cubin_path, "/tmp/cubins/abc.cubin");
+  EXPECT_EQ(decoded.lowered_name, "_Z5saxpyILi128EEvifPKfPf");
+  EXPECT_EQ(decoded.grid, (std::array<std::int64_t, 3>{4096, 2, 1}));
+  EXPECT_EQ(decoded.block, (std::array<std::int64_t, 3>{128, 1, 1}));
+  EXPECT_EQ(decoded.dynamic_shared_bytes, 65536);
+  ASSERT_TRUE(std::holds_alternative<std::int64_t>(decoded.scalar_values.at("n")));
+  EXPECT_EQ(std::get<std::int64_t>(decoded.scalar_values.at("n")), std::int64_t{1} << 40);
+  ASSERT_TRUE(std::holds_alternative<double>(decoded.scalar_values.at("alpha")));
+  EXPECT_EQ(std::get<double>(decoded.scalar_values.at("alpha")), 2.0);
+}
+
+TEST(Protocol, SetupRoundTrip) {
+  WorkerSetup setup;
+  setup.device = 1;
+  WorkerArgument x{"x", Dtype::bf16, true, 1 << 20, {}, Role::in};
+  x.init = {Initialisation::Kind::random, 7, -0.5, 0.5, 0, 0, 1};
+  WorkerArgument y{"y", Dtype::f32, true, 1 << 20, {}, Role::inout};
+  y.init = {Initialisation::Kind::sequence, 1, -1, 1, 0, 3.0, 0.25};
+  WorkerArgument n{"n", Dtype::i32, false, 0, {}, Role::in};
+  setup.arguments = {x, y, n};
+  setup.tolerance[Dtype::f32] = {1e-5, 1e-6};
+  setup.tolerance[Dtype::bf16] = {1e-2, 1e-3};
+  setup.verification_enabled = false;
+  setup.reference = sample_launch();
+  setup.measurement.cold = true;
+  setup.measurement.max_samples = 77;
+
+  WorkerSetup decoded = protocol::decode_setup(protocol::encode(setup));
+  EXPECT_EQ(decoded.device, 1);
+  ASSERT_EQ(decoded.arguments.size(), 3u);
+  EXPECT_EQ(decoded.arguments[0].dtype, Dtype::bf16);
+  EXPECT_EQ(decoded.arguments[0].init.seed, 7u);
+  EXPECT_EQ(decoded.arguments[0].init.low, -0.5);
+  EXPECT_EQ(decoded.arguments[1].role, Role::inout);
+  EXPECT_EQ(decoded.arguments[1].init.kind, Initialisation::Kind::sequence);
+  EXPECT_EQ(decoded.arguments[1].init.step, 0.25);
+  EXPECT_EQ(decoded.arguments[1].element_count, 1 << 20);
+  EXPECT_FALSE(decoded.arguments[2].is_buffer);
+  EXPECT_EQ(decoded.tolerance.at(Dtype::bf16).relative, 1e-2);
+  EXPECT_EQ(decoded.tolerance.at(Dtype::f32).absolute, 1e-6);
+  EXPECT_FALSE(decoded.verification_enabled);
+  EXPECT_EQ(decoded.reference.lowered_name, "_Z5saxpyILi128EEvifPKfPf");
+  EXPECT_TRUE(decoded.measurement.cold);
+  EXPECT_EQ(decoded.measurement.max_samples, 77);
+}
+
+TEST(Protocol, RequestRoundTrip) {
+  EvaluationRequest request{sample_launch(), false, 2.5};
+  EvaluationRequest decoded = protocol::decode_request(protocol::encode(request));
+  EXPECT_FALSE(decoded.verify);
+  EXPECT_EQ(decoded.timeout_seconds, 2.5);
+  EXPECT_EQ(decoded.launch.grid[0], 4096);
+}
+
+TEST(Protocol, EvaluationRoundTripLeavesConfigurationOut) {
+  Evaluation evaluation;
+  evaluation.configuration = {Value{std::int64_t{128}}};
+  evaluation.status = Status::wrong_result;
+  evaluation.message = "y: 1 of 8 elements differ, first at index 3: got nan, expected 1";
+  evaluation.time = {0.5, 0.4, 0.9, 0.01, 42};
+  evaluation.registers = 40;
+  evaluation.static_shared_bytes = 1024;
+  evaluation.dynamic_shared_bytes = 70000;
+  evaluation.threads_per_block = 256;
+  evaluation.occupancy = 0.75;
+  evaluation.sm_clock_mhz = 1980;
+  evaluation.throttle_reasons = 0x4;
+  evaluation.max_error = 1e-3;
+  evaluation.timestamp = 1.7e9;
+
+  nlohmann::json document = protocol::encode(evaluation);
+  EXPECT_FALSE(document.contains("configuration"));
+  Evaluation decoded = protocol::decode_evaluation(document);
+  EXPECT_TRUE(decoded.configuration.empty());
+  EXPECT_EQ(decoded.status, Status::wrong_result);
+  EXPECT_EQ(decoded.message, evaluation.message);
+  EXPECT_EQ(decoded.time.median_ms, 0.5);
+  EXPECT_EQ(decoded.time.samples, 42);
+  EXPECT_EQ(decoded.registers, 40);
+  EXPECT_EQ(decoded.dynamic_shared_bytes, 70000);
+  EXPECT_EQ(decoded.occupancy, 0.75);
+  EXPECT_EQ(decoded.throttle_reasons, 0x4u);
+  EXPECT_EQ(decoded.max_error, 1e-3);
+  EXPECT_EQ(decoded.timestamp, 1.7e9);
+}
+
+TEST(Protocol, DeviceInfoRoundTrip) {
+  gpu::DeviceInfo info;
+  info.properties.name = "NVIDIA H200";
+  info.properties.arch_major = 9;
+  info.properties.sm_count = 132;
+  info.properties.max_shared_memory_per_block = 232448;
+  info.properties.l2_cache_bytes = 52428800;
+  info.properties.from_hardware = true;
+  info.pci_bus_id = "0000:3B:00.0";
+  info.cuda_driver_version = "13.0";
+  info.driver_version = "580.159";
+  info.total_memory_bytes = 150000000000;
+  gpu::DeviceInfo decoded = protocol::decode_device_info(protocol::encode(info));
+  EXPECT_EQ(decoded.properties.name, "NVIDIA H200");
+  EXPECT_EQ(decoded.properties.arch_major, 9);
+  EXPECT_EQ(decoded.properties.sm_count, 132);
+  EXPECT_EQ(decoded.properties.max_shared_memory_per_block, 232448);
+  EXPECT_EQ(decoded.properties.l2_cache_bytes, 52428800);
+  EXPECT_TRUE(decoded.properties.from_hardware);
+  EXPECT_EQ(decoded.pci_bus_id, "0000:3B:00.0");
+  EXPECT_EQ(decoded.driver_version, "580.159");
+  EXPECT_EQ(decoded.total_memory_bytes, 150000000000);
+}
+
+TEST(Protocol, MalformedDocumentNamesTheMessage) {
+  nlohmann::json document = protocol::encode(sample_launch());
+  document.erase("lowered_name");
+  try {
+    protocol::decode_launch(document);
+    FAIL() << "no exception";
+  } catch (const TunerError& error) {
+    EXPECT_NE(std::string(error.what()).find("malformed kernel launch message"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("lowered_name"), std::string::npos) << error.what();
+  }
+  nlohmann::json evaluation = protocol::encode(Evaluation{});
+  evaluation["status"] = "exploded";
+  EXPECT_THROW(protocol::decode_evaluation(evaluation), TunerError);
+}
+
+TEST(Framing, MessagesCrossASocketAndCloseReadsAsClosed) {
+  int sockets[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sockets), 0);
+  nlohmann::json big = {{"type", "setup"}, {"payload", std::string(1 << 20, 'x')}};  // larger than a socket buffer
+  std::thread writer([&] {
+    protocol::write_message(sockets[0], big);
+    protocol::write_message(sockets[0], {{"type", "second"}});
+    close(sockets[0]);
+  });
+  protocol::ReadResult first = protocol::read_message(sockets[1]);
+  protocol::ReadResult second = protocol::read_message(sockets[1]);
+  protocol::ReadResult end = protocol::read_message(sockets[1]);
+  writer.join();
+  close(sockets[1]);
+  ASSERT_EQ(first.outcome, protocol::ReadOutcome::message);
+  EXPECT_EQ(first.message, big);
+  ASSERT_EQ(second.outcome, protocol::ReadOutcome::message);
+  EXPECT_EQ(second.message["type"], "second");
+  EXPECT_EQ(end.outcome, protocol::ReadOutcome::closed);
+}
+
+TEST(Framing, DeadlinePassesWithoutAMessage) {
+  int sockets[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sockets), 0);
+  auto start = std::chrono::steady_clock::now();
+  protocol::ReadResult result = protocol::read_message(sockets[1], start + std::chrono::milliseconds(100));
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(result.outcome, protocol::ReadOutcome::timed_out);
+  EXPECT_GE(waited, 0.09);
+  EXPECT_LT(waited, 2.0);
+  close(sockets[0]);
+  close(sockets[1]);
+}
+
+TEST(Framing, WritingToAClosedPeerThrowsInsteadOfSigpipe) {
+  int sockets[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sockets), 0);
+  close(sockets[1]);
+  EXPECT_THROW(protocol::write_message(sockets[0], {{"type", "x"}}), TunerError);
+  close(sockets[0]);
+}
+
+}  // namespace
+}  // namespace tuner

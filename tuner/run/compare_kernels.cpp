@@ -1,0 +1,116 @@
+#include "tuner/run/compare_kernels.h"
+
+#include <fmt/format.h>
+#include <nvrtc.h>
+
+namespace tuner {
+namespace {
+
+// f16 and bf16 arrive as raw 16-bit patterns wrapped in distinct types, so overloads pick the conversion and the
+// source needs no CUDA headers (NVRTC compiles it without include paths).
+constexpr const char* source = R"(
+typedef unsigned long long u64;
+struct half_bits { unsigned short bits; };
+struct bfloat16_bits { unsigned short bits; };
+
+__device__ double value_at(const half_bits* data, long long i) {
+  float value;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(data[i].bits));
+  return value;
+}
+__device__ double value_at(const bfloat16_bits* data, long long i) {
+  return __uint_as_float(((unsigned)data[i].bits) << 16);
+}
+template <typename T> __device__ double value_at(const T* data, long long i) { return (double)data[i]; }
+
+template <typename T>
+__device__ void compare(const T* out, const T* reference, long long count, double absolute, double relative,
+                        u64* results) {
+  u64 failing = 0, first = ~0ull;
+  double worst = 0;
+  long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += stride) {
+    double got = value_at(out, i), expected = value_at(reference, i);
+    double difference = fabs(got - expected);
+    // Written so that NaN fails: every comparison with NaN is false.
+    if (!(difference <= absolute + relative * fabs(expected))) {
+      ++failing;
+      if ((u64)i < first) first = (u64)i;
+    }
+    if (difference == difference) {
+      double scale = fabs(expected);
+      worst = fmax(worst, scale > 0 ? difference / scale : difference);
+    }
+  }
+  // One atomic per warp instead of per thread: when everything fails, millions of atomics on one word would
+  // cost more than the comparison.
+  u64 worst_bits = (u64)__double_as_longlong(worst);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    failing += __shfl_xor_sync(0xffffffffu, failing, offset);
+    u64 other_first = __shfl_xor_sync(0xffffffffu, first, offset);
+    first = other_first < first ? other_first : first;
+    u64 other_worst = __shfl_xor_sync(0xffffffffu, worst_bits, offset);
+    worst_bits = other_worst > worst_bits ? other_worst : worst_bits;  // non-negative doubles order as their bits
+  }
+  if ((threadIdx.x & 31) == 0) {
+    if (failing) {
+      atomicAdd(&results[0], failing);
+      atomicMin(&results[1], first);
+    }
+    if (worst_bits) atomicMax(&results[2], worst_bits);
+  }
+}
+
+#define TUNER_COMPARE_KERNEL(name, type)                                                                 \
+  extern "C" __global__ void compare_##name(const type* out, const type* reference, long long count,    \
+                                             double absolute, double relative, u64* results) {           \
+    compare(out, reference, count, absolute, relative, results);                                         \
+  }
+TUNER_COMPARE_KERNEL(f16, half_bits)
+TUNER_COMPARE_KERNEL(bf16, bfloat16_bits)
+TUNER_COMPARE_KERNEL(f32, float)
+TUNER_COMPARE_KERNEL(f64, double)
+TUNER_COMPARE_KERNEL(i8, signed char)
+TUNER_COMPARE_KERNEL(u8, unsigned char)
+TUNER_COMPARE_KERNEL(i32, int)
+TUNER_COMPARE_KERNEL(u32, unsigned int)
+TUNER_COMPARE_KERNEL(i64, long long)
+)";
+
+void check_nvrtc(nvrtcResult result, const char* call) {
+  if (result != NVRTC_SUCCESS) {
+    throw TunerError(fmt::format("compare kernels: {} failed: {}", call, nvrtcGetErrorString(result)));
+  }
+}
+
+}  // namespace
+
+std::string compare_kernel_source() { return source; }
+
+std::string compare_kernel_name(Dtype dtype) { return "compare_" + dtype_name(dtype); }
+
+std::vector<char> compile_compare_kernels(int arch_major, int arch_minor) {
+  nvrtcProgram program = nullptr;
+  check_nvrtc(nvrtcCreateProgram(&program, source, "tuner_compare.cu", 0, nullptr, nullptr), "nvrtcCreateProgram");
+  std::string architecture = fmt::format("--gpu-architecture=sm_{}{}", arch_major, arch_minor);
+  const char* options[] = {architecture.c_str(), "--std=c++17"};
+  nvrtcResult compiled = nvrtcCompileProgram(program, 2, options);
+  std::vector<char> cubin;
+  if (compiled != NVRTC_SUCCESS) {
+    std::size_t log_size = 0;
+    nvrtcGetProgramLogSize(program, &log_size);
+    std::string log(log_size, '\0');
+    nvrtcGetProgramLog(program, log.data());
+    nvrtcDestroyProgram(&program);
+    throw TunerError(fmt::format("compare kernels failed to compile for sm_{}{}: {}\n{}", arch_major, arch_minor,
+                                 nvrtcGetErrorString(compiled), log));
+  }
+  std::size_t cubin_size = 0;
+  check_nvrtc(nvrtcGetCUBINSize(program, &cubin_size), "nvrtcGetCUBINSize");
+  cubin.resize(cubin_size);
+  check_nvrtc(nvrtcGetCUBIN(program, cubin.data()), "nvrtcGetCUBIN");
+  nvrtcDestroyProgram(&program);
+  return cubin;
+}
+
+}  // namespace tuner

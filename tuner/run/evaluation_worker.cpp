@@ -1,0 +1,549 @@
+#include "tuner/run/evaluation_worker.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <optional>
+
+#include "tuner/gpu/cuda_driver.h"
+#include "tuner/gpu/device.h"
+#include "tuner/gpu/nvml.h"
+#include "tuner/run/compare_kernels.h"
+#include "tuner/run/element_values.h"
+#include "tuner/run/protocol.h"
+
+namespace tuner {
+namespace {
+
+using gpu::cuda_driver;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Exit status of a worker whose context was lost; the tuner starts a fresh worker for the next evaluation.
+constexpr int exit_context_lost = 4;
+// Kernels may use up to 48 KiB of dynamic shared memory without opting in (CUDA programming guide).
+constexpr std::int64_t default_dynamic_shared_limit = 48 * 1024;
+
+// A configuration's own failure, carried to the top of evaluate() and returned as its status.
+struct ConfigurationFailure {
+  Status status;
+  std::string message;
+};
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes > 0) TUNER_CUDA_CHECK(cuda_driver().cuMemAlloc(&pointer_, bytes));
+  }
+  ~DeviceBuffer() {
+    if (pointer_ != 0) TUNER_CUDA_CHECK_NOTHROW(cuda_driver().cuMemFree(pointer_));
+  }
+  DeviceBuffer(DeviceBuffer&& other) noexcept : pointer_(std::exchange(other.pointer_, 0)), bytes_(other.bytes_) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(pointer_, other.pointer_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  CUdeviceptr get() const { return pointer_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  CUdeviceptr pointer_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+// Unloads on destruction, so thousands of configurations leave no modules behind.
+class LoadedModule {
+ public:
+  LoadedModule() = default;
+  explicit LoadedModule(CUmodule module) : module_(module) {}
+  ~LoadedModule() {
+    if (module_ != nullptr) TUNER_CUDA_CHECK_NOTHROW(cuda_driver().cuModuleUnload(module_));
+  }
+  LoadedModule(LoadedModule&& other) noexcept : module_(std::exchange(other.module_, nullptr)) {}
+  LoadedModule& operator=(LoadedModule&& other) noexcept {
+    std::swap(module_, other.module_);
+    return *this;
+  }
+  CUmodule get() const { return module_; }
+
+ private:
+  CUmodule module_ = nullptr;
+};
+
+// One kernel argument's device memory: what the kernel sees, the initial contents to restore before a verified
+// run (inputs and in-out buffers), and the reference configuration's result (outputs).
+struct ArgumentBuffers {
+  DeviceBuffer data;
+  DeviceBuffer pristine;
+  DeviceBuffer reference;
+};
+
+// A kernel ready to launch: module loaded, resources checked, parameters laid out.
+struct PreparedKernel {
+  LoadedModule module;
+  CUfunction function = nullptr;
+  std::array<unsigned int, 3> grid{};
+  std::array<unsigned int, 3> block{};
+  unsigned int dynamic_shared_bytes = 0;
+  std::vector<std::array<std::byte, 8>> parameter_storage;
+  std::vector<void*> parameters;
+};
+
+std::string dimensions_text(const std::array<std::int64_t, 3>& dimensions) {
+  return fmt::format("({}, {}, {})", dimensions[0], dimensions[1], dimensions[2]);
+}
+
+// NaN prints as "NaN" whatever its sign bit (the poison pattern is a negative NaN).
+std::string value_text(double value) { return std::isnan(value) ? "NaN" : fmt::format("{}", value); }
+
+std::vector<char> read_file(const std::filesystem::path& path) {
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) throw ConfigurationFailure{Status::launch_error, fmt::format("cannot read cubin {}", path.string())};
+  return std::vector<char>(std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>());
+}
+
+class EvaluationWorker {
+ public:
+  json handle(const json& message);
+  bool context_lost() const { return context_lost_; }
+
+ private:
+  void open_device(int index);
+  void setup(const WorkerSetup& setup);
+  Evaluation evaluate(const EvaluationRequest& request);
+
+  PreparedKernel prepare(const KernelLaunch& launch, Evaluation& evaluation);
+  void launch(const PreparedKernel& kernel);
+  void restore_buffers();
+  // Compares every output with its reference; returns the wrong_result message, or nothing when all match.
+  std::optional<std::string> compare_outputs(double& max_error);
+  TimeStatistics time_kernel(const PreparedKernel& kernel);
+  // Runs fn, turning driver errors into the configuration's status; a sticky error marks the context lost.
+  Evaluation guarded_evaluation(const std::function<void(Evaluation&)>& run);
+
+  std::optional<int> device_index_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUevent start_event_ = nullptr;
+  CUevent stop_event_ = nullptr;
+  DeviceProperties properties_;
+  gpu::LaunchLimits limits_;
+  std::string pci_bus_id_;
+  LoadedModule compare_module_;
+  DeviceBuffer compare_results_;
+
+  WorkerSetup setup_;
+  bool ready_ = false;
+  std::vector<ArgumentBuffers> buffers_;  // one per argument; scalars keep empty buffers
+  DeviceBuffer flush_buffer_;
+  std::string phase_;  // what the worker was doing, for error messages
+  bool context_lost_ = false;
+};
+
+json error_reply(const std::string& message, bool no_gpu) {
+  return {{"type", "error"}, {"no_gpu", no_gpu}, {"message", message}};
+}
+
+json EvaluationWorker::handle(const json& message) {
+  try {
+    std::string type = message.at("type").get<std::string>();
+    if (type == "device_info") {
+      gpu::DeviceInfo info = gpu::query_device_info(message.value("device", 0));
+      return {{"type", "device_info"}, {"info", protocol::encode(info)}};
+    }
+    if (type == "setup") {
+      setup(protocol::decode_setup(message.at("setup")));
+      return {{"type", "setup_done"}};
+    }
+    if (type == "evaluate") {
+      if (!ready_) return error_reply("evaluate before setup", false);
+      Evaluation evaluation = evaluate(protocol::decode_request(message.at("request")));
+      return {{"type", "evaluation"}, {"evaluation", protocol::encode(evaluation)}};
+    }
+    return error_reply(fmt::format("unknown message type '{}'", type), false);
+  } catch (const NoGpuError& error) {
+    return error_reply(error.what(), true);
+  } catch (const gpu::CudaError& error) {
+    if (gpu::is_sticky_error(error.result())) context_lost_ = true;
+    return error_reply(error.what(), false);
+  } catch (const ConfigurationFailure& failure) {
+    return error_reply(fmt::format("{}: {}", status_name(failure.status), failure.message), false);
+  } catch (const std::exception& error) {
+    return error_reply(error.what(), false);
+  }
+}
+
+void EvaluationWorker::open_device(int index) {
+  if (device_index_ == index) return;
+  if (device_index_) throw TunerError("an evaluation worker serves one device; start another worker for another");
+  const gpu::CudaDriver& cuda = cuda_driver();
+  properties_ = gpu::query_device(index);  // validates the index
+  limits_ = gpu::query_launch_limits(index);
+  TUNER_CUDA_CHECK(cuda.cuDeviceGet(&device_, index));
+  char bus_id[64] = {};
+  TUNER_CUDA_CHECK(cuda.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device_));
+  pci_bus_id_ = bus_id;
+  // The primary context is the one the runtime API and libraries would share; the worker owns the device.
+  TUNER_CUDA_CHECK(cuda.cuDevicePrimaryCtxRetain(&context_, device_));
+  TUNER_CUDA_CHECK(cuda.cuCtxSetCurrent(context_));
+  TUNER_CUDA_CHECK(cuda.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+  TUNER_CUDA_CHECK(cuda.cuEventCreate(&start_event_, CU_EVENT_DEFAULT));
+  TUNER_CUDA_CHECK(cuda.cuEventCreate(&stop_event_, CU_EVENT_DEFAULT));
+  gpu::read_clocks(pci_bus_id_);  // NVML's first call can take a second: keep it out of evaluation deadlines
+  std::vector<char> compare_cubin = compile_compare_kernels(properties_.arch_major, properties_.arch_minor);
+  CUmodule module = nullptr;
+  TUNER_CUDA_CHECK(cuda.cuModuleLoadData(&module, compare_cubin.data()));
+  compare_module_ = LoadedModule(module);
+  compare_results_ = DeviceBuffer(3 * sizeof(std::uint64_t));
+  device_index_ = index;
+}
+
+void EvaluationWorker::setup(const WorkerSetup& setup) {
+  open_device(setup.device);
+  const gpu::CudaDriver& cuda = cuda_driver();
+  ready_ = false;
+  buffers_.clear();
+  flush_buffer_ = DeviceBuffer();
+  setup_ = setup;
+  for (const WorkerArgument& argument : setup_.arguments) {
+    ArgumentBuffers& buffers = buffers_.emplace_back();
+    if (!argument.is_buffer) continue;
+    if (argument.element_count < 0) {
+      throw TunerError(fmt::format("argument '{}': negative element count {}", argument.name, argument.element_count));
+    }
+    std::vector<std::byte> contents = initial_contents(argument.dtype, argument.element_count, argument.init);
+    buffers.data = DeviceBuffer(contents.size());
+    if (contents.empty()) continue;
+    TUNER_CUDA_CHECK(cuda.cuMemcpyHtoD(buffers.data.get(), contents.data(), contents.size()));
+    if (argument.role != Role::out) {
+      buffers.pristine = DeviceBuffer(contents.size());
+      TUNER_CUDA_CHECK(cuda.cuMemcpyDtoD(buffers.pristine.get(), buffers.data.get(), contents.size()));
+    }
+    if (argument.role != Role::in && setup_.verification_enabled) buffers.reference = DeviceBuffer(contents.size());
+  }
+  if (setup_.measurement.cold) flush_buffer_ = DeviceBuffer(static_cast<std::size_t>(2 * properties_.l2_cache_bytes));
+
+  if (setup_.verification_enabled) {
+    Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
+      phase_ = "reference run";
+      PreparedKernel kernel = prepare(setup_.reference, evaluation);
+      restore_buffers();
+      launch(kernel);
+      TUNER_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
+    });
+    if (!reference.ok()) {
+      throw TunerError(fmt::format("the reference configuration failed ({}): {}", status_name(reference.status),
+                                   reference.message));
+    }
+    for (std::size_t index = 0; index < buffers_.size(); ++index) {
+      ArgumentBuffers& buffers = buffers_[index];
+      if (buffers.reference.bytes() == 0) continue;
+      TUNER_CUDA_CHECK(cuda.cuMemcpyDtoD(buffers.reference.get(), buffers.data.get(), buffers.data.bytes()));
+    }
+    // An element the reference never wrote is still poison (NaN for floats) and would fail every configuration:
+    // its outputs compared with themselves find exactly those.
+    phase_ = "reference check";
+    double ignored = 0;
+    std::optional<std::string> unwritten = compare_outputs(ignored);
+    if (unwritten) throw TunerError("the reference configuration left elements unwritten or NaN: " + *unwritten);
+  }
+  ready_ = true;
+}
+
+void EvaluationWorker::restore_buffers() {
+  const gpu::CudaDriver& cuda = cuda_driver();
+  for (std::size_t index = 0; index < buffers_.size(); ++index) {
+    const ArgumentBuffers& buffers = buffers_[index];
+    if (buffers.data.bytes() == 0) continue;
+    if (setup_.arguments[index].role == Role::out) {
+      TUNER_CUDA_CHECK(cuda.cuMemsetD8(buffers.data.get(), poison_byte, buffers.data.bytes()));
+    } else {
+      // Inputs too: a configuration that writes into an input must not change what the next one reads.
+      TUNER_CUDA_CHECK(cuda.cuMemcpyDtoD(buffers.data.get(), buffers.pristine.get(), buffers.data.bytes()));
+    }
+  }
+}
+
+PreparedKernel EvaluationWorker::prepare(const KernelLaunch& launch, Evaluation& evaluation) {
+  const gpu::CudaDriver& cuda = cuda_driver();
+  PreparedKernel kernel;
+  for (std::int64_t dimension : launch.grid) {
+    if (dimension < 1) throw ConfigurationFailure{Status::launch_error, "grid " + dimensions_text(launch.grid) + " has a dimension below 1"};
+  }
+  for (std::int64_t dimension : launch.block) {
+    if (dimension < 1) throw ConfigurationFailure{Status::launch_error, "block " + dimensions_text(launch.block) + " has a dimension below 1"};
+  }
+  for (int axis = 0; axis < 3; ++axis) {
+    if (launch.grid[axis] > limits_.max_grid_dimensions[axis]) {
+      throw ConfigurationFailure{Status::launch_error,
+                                 fmt::format("grid {} exceeds the device's grid limits {}", dimensions_text(launch.grid),
+                                             dimensions_text(limits_.max_grid_dimensions))};
+    }
+  }
+  std::int64_t threads = launch.block[0] * launch.block[1] * launch.block[2];
+  evaluation.threads_per_block = static_cast<int>(std::min<std::int64_t>(threads, 1 << 30));
+  evaluation.dynamic_shared_bytes = launch.dynamic_shared_bytes;
+
+  std::vector<char> image = read_file(launch.cubin_path);
+  phase_ = "module load";
+  CUmodule module = nullptr;
+  TUNER_CUDA_CHECK(cuda.cuModuleLoadData(&module, image.data()));
+  kernel.module = LoadedModule(module);
+  CUresult found = cuda.cuModuleGetFunction(&kernel.function, module, launch.lowered_name.c_str());
+  if (found == CUDA_ERROR_NOT_FOUND) {
+    throw ConfigurationFailure{Status::launch_error,
+                               fmt::format("no kernel named '{}' in {}", launch.lowered_name, launch.cubin_path.string())};
+  }
+  TUNER_CUDA_CHECK(found);
+
+  int registers = 0, static_shared = 0, kernel_max_threads = 0;
+  TUNER_CUDA_CHECK(cuda.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel.function));
+  TUNER_CUDA_CHECK(cuda.cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel.function));
+  TUNER_CUDA_CHECK(cuda.cuFuncGetAttribute(&kernel_max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kernel.function));
+  evaluation.registers = registers;
+  evaluation.static_shared_bytes = static_shared;
+
+  for (int axis = 0; axis < 3; ++axis) {
+    if (launch.block[axis] > limits_.max_block_dimensions[axis]) {
+      throw ConfigurationFailure{Status::resources_exceeded,
+                                 fmt::format("block {} exceeds the device's block limits {}", dimensions_text(launch.block),
+                                             dimensions_text(limits_.max_block_dimensions))};
+    }
+  }
+  if (threads > properties_.max_threads_per_block || threads > kernel_max_threads) {
+    throw ConfigurationFailure{
+        Status::resources_exceeded,
+        fmt::format("block of {} threads exceeds the limit of {} (device {}, kernel with {} registers per thread {})",
+                    threads, std::min<std::int64_t>(properties_.max_threads_per_block, kernel_max_threads),
+                    properties_.max_threads_per_block, registers, kernel_max_threads)};
+  }
+  std::int64_t shared_total = static_shared + launch.dynamic_shared_bytes;
+  if (launch.dynamic_shared_bytes < 0 || shared_total > properties_.max_shared_memory_per_block) {
+    throw ConfigurationFailure{
+        Status::resources_exceeded,
+        fmt::format("shared memory of {} bytes ({} static + {} dynamic) exceeds the device's maximum of {} per block",
+                    shared_total, static_shared, launch.dynamic_shared_bytes, properties_.max_shared_memory_per_block)};
+  }
+  if (launch.dynamic_shared_bytes > default_dynamic_shared_limit) {
+    CUresult raised = cuda.cuFuncSetAttribute(kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                              static_cast<int>(launch.dynamic_shared_bytes));
+    if (raised != CUDA_SUCCESS && !gpu::is_sticky_error(raised)) {
+      throw ConfigurationFailure{Status::resources_exceeded,
+                                 fmt::format("cannot raise the kernel's dynamic shared memory to {} bytes: {}",
+                                             launch.dynamic_shared_bytes, gpu::cuda_error_name(raised))};
+    }
+    TUNER_CUDA_CHECK(raised);
+  }
+
+  int active_blocks = 0;
+  TUNER_CUDA_CHECK(cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(&active_blocks, kernel.function, static_cast<int>(threads),
+                                                                    static_cast<std::size_t>(launch.dynamic_shared_bytes)));
+  std::int64_t warps_per_block = (threads + properties_.warp_size - 1) / properties_.warp_size;
+  std::int64_t max_warps = properties_.max_threads_per_sm / properties_.warp_size;
+  evaluation.occupancy = max_warps > 0 ? static_cast<double>(active_blocks * warps_per_block) / static_cast<double>(max_warps) : 0;
+
+  for (int axis = 0; axis < 3; ++axis) {
+    kernel.grid[axis] = static_cast<unsigned int>(launch.grid[axis]);
+    kernel.block[axis] = static_cast<unsigned int>(launch.block[axis]);
+  }
+  kernel.dynamic_shared_bytes = static_cast<unsigned int>(launch.dynamic_shared_bytes);
+
+  // Parameter storage is sized first: parameters point into it.
+  kernel.parameter_storage.resize(setup_.arguments.size());
+  for (std::size_t index = 0; index < setup_.arguments.size(); ++index) {
+    const WorkerArgument& argument = setup_.arguments[index];
+    std::array<std::byte, 8>& storage = kernel.parameter_storage[index];
+    storage.fill(std::byte{0});
+    if (argument.is_buffer) {
+      CUdeviceptr pointer = buffers_[index].data.get();
+      std::memcpy(storage.data(), &pointer, sizeof pointer);
+    } else {
+      auto value = launch.scalar_values.find(argument.name);
+      if (value == launch.scalar_values.end()) {
+        throw ConfigurationFailure{Status::launch_error, fmt::format("no value for scalar argument '{}'", argument.name)};
+      }
+      if (const auto* integer = std::get_if<std::int64_t>(&value->second);
+          integer != nullptr && argument.dtype == Dtype::i64) {
+        std::memcpy(storage.data(), integer, sizeof *integer);  // exact beyond 2^53
+      } else {
+        double number = std::visit([](auto held) { return static_cast<double>(held); }, value->second);
+        store_element(argument.dtype, number, storage.data());
+      }
+    }
+    kernel.parameters.push_back(storage.data());
+  }
+  return kernel;
+}
+
+void EvaluationWorker::launch(const PreparedKernel& kernel) {
+  TUNER_CUDA_CHECK(cuda_driver().cuLaunchKernel(kernel.function, kernel.grid[0], kernel.grid[1], kernel.grid[2],
+                                                kernel.block[0], kernel.block[1], kernel.block[2],
+                                                kernel.dynamic_shared_bytes, stream_,
+                                                const_cast<void**>(kernel.parameters.data()), nullptr));
+}
+
+std::optional<std::string> EvaluationWorker::compare_outputs(double& max_error) {
+  const gpu::CudaDriver& cuda = cuda_driver();
+  max_error = 0;
+  for (std::size_t index = 0; index < buffers_.size(); ++index) {
+    const WorkerArgument& argument = setup_.arguments[index];
+    const ArgumentBuffers& buffers = buffers_[index];
+    if (buffers.reference.bytes() == 0) continue;
+    CUfunction compare = nullptr;
+    std::string name = compare_kernel_name(argument.dtype);
+    TUNER_CUDA_CHECK(cuda.cuModuleGetFunction(&compare, compare_module_.get(), name.c_str()));
+    Tolerance tolerance;
+    if (auto found = setup_.tolerance.find(argument.dtype); found != setup_.tolerance.end()) tolerance = found->second;
+    std::uint64_t initial[3] = {0, ~0ull, 0};
+    TUNER_CUDA_CHECK(cuda.cuMemcpyHtoD(compare_results_.get(), initial, sizeof initial));
+    CUdeviceptr out = buffers.data.get(), reference = buffers.reference.get(), results = compare_results_.get();
+    long long count = argument.element_count;
+    double absolute = tolerance.absolute, relative = tolerance.relative;
+    void* parameters[] = {&out, &reference, &count, &absolute, &relative, &results};
+    constexpr unsigned int threads = 256;
+    auto blocks = static_cast<unsigned int>(std::clamp<long long>((count + threads - 1) / threads, 1, properties_.sm_count * 8));
+    TUNER_CUDA_CHECK(cuda.cuLaunchKernel(compare, blocks, 1, 1, threads, 1, 1, 0, stream_, parameters, nullptr));
+    std::uint64_t outcome[3] = {};
+    TUNER_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
+    TUNER_CUDA_CHECK(cuda.cuMemcpyDtoH(outcome, compare_results_.get(), sizeof outcome));
+    double worst = 0;
+    std::memcpy(&worst, &outcome[2], sizeof worst);
+    max_error = std::max(max_error, worst);
+    if (outcome[0] == 0) continue;
+    std::size_t size = dtype_size(argument.dtype);
+    std::array<std::byte, 8> got{}, expected{};
+    TUNER_CUDA_CHECK(cuda.cuMemcpyDtoH(got.data(), out + outcome[1] * size, size));
+    TUNER_CUDA_CHECK(cuda.cuMemcpyDtoH(expected.data(), reference + outcome[1] * size, size));
+    return fmt::format("{}: {} of {} elements differ, first at index {}: got {}, expected {}", argument.name, outcome[0],
+                       count, outcome[1], value_text(load_element(argument.dtype, got.data())),
+                       value_text(load_element(argument.dtype, expected.data())));
+  }
+  return std::nullopt;
+}
+
+TimeStatistics EvaluationWorker::time_kernel(const PreparedKernel& kernel) {
+  const gpu::CudaDriver& cuda = cuda_driver();
+  const MeasurementSettings& settings = setup_.measurement;
+  auto event_ms = [&] {
+    TUNER_CUDA_CHECK(cuda.cuEventSynchronize(stop_event_));
+    float elapsed = 0;
+    TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, start_event_, stop_event_));
+    return static_cast<double>(elapsed);
+  };
+  auto flush_l2 = [&] {
+    if (flush_buffer_.bytes() == 0) return;
+    TUNER_CUDA_CHECK(cuda.cuMemsetD32Async(flush_buffer_.get(), 0x5EED, flush_buffer_.bytes() / 4, stream_));
+  };
+
+  // Warm-up: module load, instruction cache and clocks settle; the fastest single launch estimates the kernel's
+  // time for choosing the batch size.
+  phase_ = "warm-up";
+  double fastest_ms = 0;
+  Clock::time_point warmup_start = Clock::now();
+  do {
+    flush_l2();
+    TUNER_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
+    launch(kernel);
+    TUNER_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
+    double elapsed = event_ms();
+    fastest_ms = fastest_ms == 0 ? elapsed : std::min(fastest_ms, elapsed);
+  } while (std::chrono::duration<double, std::milli>(Clock::now() - warmup_start).count() < settings.warmup_ms);
+
+  phase_ = "timing";
+  int batch = launches_per_sample(fastest_ms * 1000, settings.cold);
+  std::vector<double> samples;
+  Clock::time_point sampling_start = Clock::now();
+  do {
+    flush_l2();
+    TUNER_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
+    for (int launch_index = 0; launch_index < batch; ++launch_index) launch(kernel);
+    TUNER_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
+    samples.push_back(event_ms() / batch);
+  } while (!measurement_complete(samples, std::chrono::duration<double>(Clock::now() - sampling_start).count(), settings));
+  return summarise(std::move(samples));
+}
+
+Evaluation EvaluationWorker::guarded_evaluation(const std::function<void(Evaluation&)>& run) {
+  Evaluation evaluation;
+  try {
+    run(evaluation);
+  } catch (const ConfigurationFailure& failure) {
+    evaluation.status = failure.status;
+    evaluation.message = failure.message;
+  } catch (const gpu::CudaError& error) {
+    CUresult result = error.result();
+    std::string name = gpu::cuda_error_name(result);
+    if (gpu::is_sticky_error(result)) {
+      context_lost_ = true;
+      evaluation.status = Status::crashed;
+    } else if (result == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) {
+      evaluation.status = Status::resources_exceeded;
+    } else {
+      evaluation.status = Status::launch_error;
+    }
+    evaluation.message = fmt::format("{} during the {} ({})", name, phase_, error.what());
+  }
+  return evaluation;
+}
+
+Evaluation EvaluationWorker::evaluate(const EvaluationRequest& request) {
+  const gpu::CudaDriver& cuda = cuda_driver();
+  Evaluation evaluation = guarded_evaluation([&](Evaluation& result) {
+    phase_ = "preparation";
+    PreparedKernel kernel = prepare(request.launch, result);
+    if (request.verify && setup_.verification_enabled) {
+      phase_ = "verification run";
+      restore_buffers();
+      launch(kernel);
+      TUNER_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
+      phase_ = "comparison";
+      std::optional<std::string> mismatch = compare_outputs(result.max_error);
+      if (mismatch) throw ConfigurationFailure{Status::wrong_result, *mismatch};
+    }
+    result.time = time_kernel(kernel);
+    gpu::ClockReading clocks = gpu::read_clocks(pci_bus_id_);
+    result.sm_clock_mhz = clocks.sm_clock_mhz;
+    result.throttle_reasons = clocks.throttle_reasons;
+  });
+  evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return evaluation;
+}
+
+}  // namespace
+
+int evaluation_worker_main(int in_fd, int out_fd) {
+  // Anything a library prints to stdout would corrupt the message channel when it is fd 1: move the channel to a
+  // private descriptor and let stdout go where stderr goes.
+  if (out_fd == STDOUT_FILENO) {
+    out_fd = dup(STDOUT_FILENO);
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
+  EvaluationWorker worker;
+  try {
+    while (true) {
+      protocol::ReadResult request = protocol::read_message(in_fd);
+      if (request.outcome != protocol::ReadOutcome::message) return 0;
+      protocol::write_message(out_fd, worker.handle(request.message));
+      // The context is poisoned: leave at once, without destructors that would call into it.
+      if (worker.context_lost()) std::_Exit(exit_context_lost);
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "evaluation worker: %s\n", error.what());
+    return 1;
+  }
+}
+
+}  // namespace tuner

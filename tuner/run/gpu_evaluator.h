@@ -1,0 +1,74 @@
+#pragma once
+// Evaluates configurations on one GPU through an evaluation worker process (evaluation_worker.h).
+//
+// The tuner process never creates a CUDA context: a kernel that faults poisons its context, and one that never ends
+// holds the GPU, so the context lives in a worker that can be killed. GpuEvaluator starts the worker
+// (`worker_executable __evaluation-worker`), waits for each reply with a deadline, kills the worker when the deadline
+// passes (status timeout) and notices when it dies (status crashed). The next evaluate() then starts a fresh worker
+// and replays the setup, reference run included, without the caller doing anything.
+//
+// Not thread-safe: one GpuEvaluator per GPU, used from one thread.
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "tuner/gpu/device.h"
+#include "tuner/record/evaluation.h"
+#include "tuner/run/measurement.h"
+#include "tuner/run/protocol.h"
+
+namespace tuner {
+
+struct GpuEvaluatorOptions {
+  std::filesystem::path worker_executable;  // the `tune` binary
+  int device = 0;
+  double timeout_seconds = 10;  // per configuration, for requests that set none
+  MeasurementSettings measurement;
+};
+
+class GpuEvaluator {
+ public:
+  explicit GpuEvaluator(GpuEvaluatorOptions options);
+  ~GpuEvaluator();  // ends the worker
+  GpuEvaluator(const GpuEvaluator&) = delete;
+  GpuEvaluator& operator=(const GpuEvaluator&) = delete;
+
+  // Asked of the worker once, then remembered. Throws NoGpuError without a driver or device, TunerError when the
+  // worker cannot be started ("cannot start the evaluation worker <path>: ...").
+  gpu::DeviceInfo device_info();
+  DeviceProperties device_properties() { return device_info().properties; }
+
+  // Allocates and fills the buffers and runs the reference configuration in the worker. setup.measurement is
+  // replaced by the options' measurement settings, so the worker and the deadlines agree. Throws TunerError when the
+  // reference configuration fails and NoGpuError without a GPU.
+  void setup(const WorkerSetup& setup);
+
+  // Never throws for the configuration's fault: compile, launch, verification, timeout and crash outcomes come back
+  // as the status. The configuration, compile_ms and cubin_cached are left for the caller to fill.
+  // Throws TunerError when called before setup() or when a restarted worker cannot replay the setup.
+  Evaluation evaluate(const EvaluationRequest& request);
+
+  // Worker processes started so far (a restart after a crash or timeout adds one).
+  int worker_starts() const { return worker_starts_; }
+
+  // Seconds evaluate() waits for a reply: the kernel timeout, the warm-up, the sampling cap and a margin for module
+  // load and verification.
+  double reply_deadline_seconds(const EvaluationRequest& request) const;
+
+ private:
+  struct Worker;
+  struct Exchange;
+  void start_worker();
+  std::string stop_worker(bool kill_now = false);
+  Exchange exchange(const nlohmann::json& message, double seconds);
+  void send_setup();
+
+  GpuEvaluatorOptions options_;
+  std::unique_ptr<Worker> worker_;
+  std::optional<WorkerSetup> setup_;
+  std::optional<gpu::DeviceInfo> device_info_;
+  int worker_starts_ = 0;
+};
+
+}  // namespace tuner

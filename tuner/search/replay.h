@@ -1,0 +1,50 @@
+#pragma once
+// Recorded measurements standing in for the GPU: strategies and the run loop are exercised on any machine,
+// and strategies are compared on real data (evaluations needed to come within 5% of the optimum).
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "tuner/record/evaluation.h"
+#include "tuner/search/stop_condition.h"
+#include "tuner/search/strategy.h"
+
+namespace tuner {
+
+class ReplaySource {
+ public:
+  // Reads csv (record_columns(space) header). hash selects the rows of one spec version; empty takes every row.
+  // When a configuration was recorded twice, the later row wins (a re-measurement after a resume).
+  ReplaySource(const std::filesystem::path& csv, const Space& space, std::string hash);
+
+  // The recorded evaluation, its configuration being the one asked for; nullopt when not recorded.
+  std::optional<Evaluation> lookup(const Configuration& configuration) const;
+  std::size_t size() const { return evaluations_.size(); }  // distinct configurations
+  // The fastest recorded verified median; +infinity when no recorded row is ok.
+  double optimum_ms() const { return optimum_ms_; }
+
+ private:
+  std::unordered_map<std::string, Evaluation> evaluations_;
+  double optimum_ms_;
+};
+
+struct ReplayResult {
+  std::optional<double> best_time_ms;  // nullopt when no evaluation was ok
+  std::optional<Configuration> best_configuration;
+  std::uint64_t evaluations = 0;        // configurations proposed and evaluated, missing ones included
+  std::uint64_t missing = 0;            // proposed but not in the recorded data (told status invalid)
+  std::optional<std::uint64_t> evaluations_to_within_5_percent;   // 1-based count at which best <= 1.05 optimum
+  std::optional<std::uint64_t> evaluations_to_within_10_percent;
+  double simulated_seconds = 0;  // recorded compile time plus median * samples of every evaluation
+  std::string stop_reason;       // the stop tracker's reason, or "strategy exhausted"
+};
+
+// The ask/tell loop against recorded data, asking batch configurations at a time. Time limits run on a
+// simulated clock (simulated_seconds) so results do not depend on the machine replaying them.
+ReplayResult replay_search(Strategy& strategy, const ReplaySource& source, const StopCondition& stop,
+                           std::size_t batch);
+
+}  // namespace tuner

@@ -1,0 +1,33 @@
+#pragma once
+// Ask/tell search: a strategy proposes configurations and is told every result, failures included. When to
+// stop (budget, time, target) is decided elsewhere (stop_condition.h), so any strategy combines with any stop
+// condition, and a strategy runs the same against the GPU or a recorded CSV (replay.h).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tuner/record/evaluation.h"
+#include "tuner/space/space.h"
+
+namespace tuner {
+
+class Strategy {
+ public:
+  virtual ~Strategy();
+  virtual std::string name() const = 0;
+  // Up to count valid configurations never proposed before; empty when the strategy has nothing left.
+  virtual std::vector<Configuration> ask(std::size_t count) = 0;
+  // Every result of a proposed configuration, whatever its status.
+  virtual void tell(const Evaluation& evaluation) = 0;
+};
+
+// "exhaustive": valid configurations in index order 0, 1, ..., valid_count() - 1.
+// "random": uniformly without replacement, the same order for the same seed; O(1) memory whatever the size.
+// The strategy keeps a reference to space, which must outlive it. Unknown name -> InputError listing the names.
+std::unique_ptr<Strategy> make_strategy(std::string_view name, const SpaceEnumerator& space, std::uint64_t seed);
+std::vector<std::string> strategy_names();
+
+}  // namespace tuner
