@@ -232,6 +232,20 @@ TEST_F(EvaluatorOnDevice, MissingKernelNameIsALaunchError) {
   EXPECT_NE(evaluation.message.find("no_such_kernel"), std::string::npos) << evaluation.message;
 }
 
+// The evaluator's own cost per configuration (module load, verification, warm-up, sampling, one round trip), for a
+// kernel of ~40 us: what bounds a tuning run's evaluation rate.
+TEST_F(EvaluatorOnDevice, EvaluationRateOfASmallKernel) {
+  KernelLaunch launch = compiled("scale");
+  evaluate(launch);  // module load and clocks settle
+  constexpr int evaluations = 20;
+  auto start = std::chrono::steady_clock::now();
+  for (int index = 0; index < evaluations; ++index) ASSERT_EQ(evaluate(launch).status, Status::ok);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("evaluation rate: %.1f configurations/s (scale, 16 Mi floats, verified, %d evaluations in %.3f s)\n",
+              evaluations / seconds, evaluations, seconds);
+  EXPECT_GT(evaluations / seconds, 2.0);
+}
+
 // Runs last in this suite: it replaces the setup.
 TEST_F(EvaluatorOnDevice, InOutBufferIsRestoredBeforeEveryVerifiedRun) {
   WorkerSetup setup;

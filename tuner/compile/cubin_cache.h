@@ -10,6 +10,7 @@
 // Layout: <directory>/<key>.cubin and <directory>/<key>.name (the lowered kernel name). Both are written to a
 // temporary file in the same directory and renamed into place, the .name first, so a .cubin exists only when
 // both are complete: a reader never sees a partial entry, even when a compiler process is killed mid-write.
+// Such a kill may leave a hidden ".<name>.<pid>.<n>.tmp" file behind; it is never read and safe to delete.
 
 #include <filesystem>
 #include <optional>

@@ -199,7 +199,10 @@ void EvaluationWorker::open_device(int index) {
   // The primary context is the one the runtime API and libraries would share; the worker owns the device.
   TUNER_CUDA_CHECK(cuda.cuDevicePrimaryCtxRetain(&context_, device_));
   TUNER_CUDA_CHECK(cuda.cuCtxSetCurrent(context_));
-  TUNER_CUDA_CHECK(cuda.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+  // A blocking stream: the synchronous copies of setup and comparison (legacy default stream) stay ordered with
+  // the launches. With a non-blocking stream the poison memset once landed after the kernel on an H200 and every
+  // output read as unwritten.
+  TUNER_CUDA_CHECK(cuda.cuStreamCreate(&stream_, CU_STREAM_DEFAULT));
   TUNER_CUDA_CHECK(cuda.cuEventCreate(&start_event_, CU_EVENT_DEFAULT));
   TUNER_CUDA_CHECK(cuda.cuEventCreate(&stop_event_, CU_EVENT_DEFAULT));
   gpu::read_clocks(pci_bus_id_);  // NVML's first call can take a second: keep it out of evaluation deadlines
@@ -269,10 +272,10 @@ void EvaluationWorker::restore_buffers() {
     const ArgumentBuffers& buffers = buffers_[index];
     if (buffers.data.bytes() == 0) continue;
     if (setup_.arguments[index].role == Role::out) {
-      TUNER_CUDA_CHECK(cuda.cuMemsetD8(buffers.data.get(), poison_byte, buffers.data.bytes()));
+      TUNER_CUDA_CHECK(cuda.cuMemsetD8Async(buffers.data.get(), poison_byte, buffers.data.bytes(), stream_));
     } else {
       // Inputs too: a configuration that writes into an input must not change what the next one reads.
-      TUNER_CUDA_CHECK(cuda.cuMemcpyDtoD(buffers.data.get(), buffers.pristine.get(), buffers.data.bytes()));
+      TUNER_CUDA_CHECK(cuda.cuMemcpyDtoDAsync(buffers.data.get(), buffers.pristine.get(), buffers.data.bytes(), stream_));
     }
   }
 }
@@ -407,8 +410,9 @@ std::optional<std::string> EvaluationWorker::compare_outputs(double& max_error) 
     TUNER_CUDA_CHECK(cuda.cuModuleGetFunction(&compare, compare_module_.get(), name.c_str()));
     Tolerance tolerance;
     if (auto found = setup_.tolerance.find(argument.dtype); found != setup_.tolerance.end()) tolerance = found->second;
-    std::uint64_t initial[3] = {0, ~0ull, 0};
-    TUNER_CUDA_CHECK(cuda.cuMemcpyHtoD(compare_results_.get(), initial, sizeof initial));
+    // {failing count 0, first index ~0, worst error 0}
+    TUNER_CUDA_CHECK(cuda.cuMemsetD8Async(compare_results_.get(), 0, 3 * sizeof(std::uint64_t), stream_));
+    TUNER_CUDA_CHECK(cuda.cuMemsetD8Async(compare_results_.get() + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream_));
     CUdeviceptr out = buffers.data.get(), reference = buffers.reference.get(), results = compare_results_.get();
     long long count = argument.element_count;
     double absolute = tolerance.absolute, relative = tolerance.relative;

@@ -1,0 +1,222 @@
+// The run loop without a GPU: a session replays recorded measurements, records every evaluation, resumes, ranks
+// results and survives being killed with SIGKILL.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "tuner/record/csv_record.h"
+#include "tuner/record/hash.h"
+#include "tuner/session/tuning_session.h"
+#include "tuner/spec/spec_loader.h"
+
+extern char** environ;
+
+namespace tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_directory(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("tune_session_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// A spec over a three-parameter space of a x b x c configurations; the template only has to exist.
+fs::path write_spec(const fs::path& dir, int a_values, int b_values, int c_values) {
+  const fs::path spec = dir / "synthetic.yaml";
+  std::ofstream(spec) << "name: synthetic\n"
+                      << "template: " << TUNER_SOURCE_DIR << "/templates/saxpy.cu\n"
+                      << "entry: saxpy\n"
+                      << "space:\n"
+                      << "  parameters:\n"
+                      << "    - {name: A, range: {from: 0, to: " << a_values - 1 << ", step: 1}, default: 1}\n"
+                      << "    - {name: B, range: {from: 0, to: " << b_values - 1 << ", step: 1}, default: 1}\n"
+                      << "    - {name: C, range: {from: 0, to: " << c_values - 1 << ", step: 1}, default: 0}\n"
+                      << "problem: {N: 1000000}\n"
+                      << "arguments: []\n"
+                      << "launch: {grid: [1], block: [32]}\n"
+                      << "metrics: {bytes: 8 * N}\n";
+  return spec;
+}
+
+// The synthetic landscape: time grows with the distance from (A, B, C) = (3, 2, 1); B == 4 fails verification.
+double synthetic_time_ms(std::int64_t a, std::int64_t b, std::int64_t c) {
+  return 1.0 + 0.1 * static_cast<double>((a - 3) * (a - 3) + (b - 2) * (b - 2) + (c - 1) * (c - 1));
+}
+
+fs::path write_recording(const fs::path& spec_file, const fs::path& dir) {
+  KernelSpec spec = load_kernel_spec(spec_file);
+  SpaceEnumerator space(spec.space, run_constants(spec, device_profile("sm_90")));
+  const fs::path csv = dir / "recorded.csv";
+  RunMetadata metadata;
+  metadata.kernel = spec.name;
+  metadata.arch = "sm_90";
+  metadata.gpu_name = "synthetic";
+  RecordWriter writer(csv, spec.space, metadata);
+  for (std::uint64_t i = 0; i < space.valid_count(); ++i) {
+    Evaluation evaluation;
+    evaluation.configuration = space.at(i);
+    const auto a = std::get<std::int64_t>(evaluation.configuration[0]);
+    const auto b = std::get<std::int64_t>(evaluation.configuration[1]);
+    const auto c = std::get<std::int64_t>(evaluation.configuration[2]);
+    if (b == 4) {
+      evaluation.status = Status::wrong_result;
+      evaluation.message = "1 of 10 elements differ";
+    } else {
+      evaluation.time.median_ms = synthetic_time_ms(a, b, c);
+      evaluation.time.min_ms = evaluation.time.median_ms;
+      evaluation.time.samples = 10;
+    }
+    writer.append(evaluation, "recorded");
+  }
+  return csv;
+}
+
+TuneOptions replay_options(const fs::path& spec, const fs::path& recording, const fs::path& out) {
+  TuneOptions options;
+  options.spec_file = spec;
+  options.replay_csv = recording;
+  options.replay_arch = "sm_90";
+  options.out_dir = out;
+  options.strategy = "exhaustive";
+  options.show_progress = false;
+  options.update_best_cache = false;
+  return options;
+}
+
+TEST(TuningSession, ReplayFindsTheRecordedOptimumAndRecordsEveryEvaluation) {
+  const fs::path dir = fresh_directory("replay");
+  const fs::path spec = write_spec(dir, 6, 5, 3);
+  const fs::path recording = write_recording(spec, dir);
+  TuneReport report = tune(replay_options(spec, recording, dir / "out"));
+
+  EXPECT_TRUE(report.replay);
+  EXPECT_EQ(report.valid_configurations, 90u);
+  EXPECT_EQ(report.evaluated, 90u);
+  EXPECT_EQ(report.status_counts["ok"], 72u);
+  EXPECT_EQ(report.status_counts["wrong_result"], 18u);
+  ASSERT_FALSE(report.best.empty());
+  const Configuration best = report.best.front().evaluation.configuration;
+  EXPECT_EQ(best, (Configuration{std::int64_t{3}, std::int64_t{2}, std::int64_t{1}}));
+  EXPECT_DOUBLE_EQ(report.best.front().evaluation.time.median_ms, 1.0);
+  // Default (1, 1, 0): 1 + 0.1 * (4 + 1 + 1) = 1.6 ms.
+  ASSERT_TRUE(report.default_evaluation.has_value());
+  EXPECT_NEAR(report.best.front().speedup_over_default, 1.6, 1e-9);
+  // 8e6 bytes in 1 ms = 8 GB/s.
+  EXPECT_NEAR(report.best.front().gbps, 8.0, 1e-9);
+  EXPECT_EQ(report.stop_reason, "space exhausted");
+
+  KernelSpec loaded = load_kernel_spec(spec);
+  std::vector<RecordedEvaluation> rows = read_records(report.records, loaded.space);
+  EXPECT_EQ(rows.size(), 90u);
+}
+
+TEST(TuningSession, BudgetThenResumeMeasuresEachConfigurationOnce) {
+  const fs::path dir = fresh_directory("resume");
+  const fs::path spec = write_spec(dir, 6, 5, 3);
+  const fs::path recording = write_recording(spec, dir);
+  TuneOptions first = replay_options(spec, recording, dir / "out");
+  first.strategy = "random";
+  first.stop.max_evaluations = 25;
+  TuneReport partial = tune(first);
+  EXPECT_EQ(partial.evaluated, 25u);
+
+  TuneOptions second = first;
+  second.stop.max_evaluations.reset();
+  second.resume = true;
+  TuneReport rest = tune(second);
+  EXPECT_EQ(rest.skipped_by_resume, 25u);
+  EXPECT_EQ(rest.evaluated, 65u);
+
+  KernelSpec loaded = load_kernel_spec(spec);
+  std::set<std::string> keys;
+  for (const RecordedEvaluation& row : read_records(rest.records, loaded.space))
+    EXPECT_TRUE(keys.insert(configuration_key(row.evaluation.configuration)).second) << "measured twice";
+  EXPECT_EQ(keys.size(), 90u);
+}
+
+TEST(TuningSession, UnknownStrategyIsBadInput) {
+  const fs::path dir = fresh_directory("strategy");
+  const fs::path spec = write_spec(dir, 2, 2, 2);
+  const fs::path recording = write_recording(spec, dir);
+  TuneOptions options = replay_options(spec, recording, dir / "out");
+  options.strategy = "randon";
+  try {
+    tune(options);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("random"), std::string::npos) << error.what();
+  }
+}
+
+std::size_t count_lines(const fs::path& file) {
+  std::ifstream stream(file);
+  return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(stream), {}, '\n'));
+}
+
+// A run killed with SIGKILL mid-way and started again with --resume loses at most the evaluation in flight and
+// measures nothing twice.
+TEST(TuningSession, SigkillThenResumeLosesNothingRecordedAndRepeatsNothing) {
+  const fs::path dir = fresh_directory("sigkill");
+  const fs::path spec = write_spec(dir, 60, 50, 20);  // 60,000 configurations: long enough to be killed mid-way
+  const fs::path recording = write_recording(spec, dir);
+  const fs::path out = dir / "out";
+  const fs::path csv = out / "evaluations.csv";
+
+  const std::string binary = TUNE_BINARY;
+  std::vector<std::string> arguments{binary, "run", spec.string(), "--replay", recording.string(), "--arch", "sm_90",
+                                     "--strategy", "random", "--out", out.string()};
+  std::vector<char*> argv;
+  for (std::string& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t child = 0;
+  ASSERT_EQ(posix_spawn(&child, binary.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // Kill once a few thousand rows are on disk.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < give_up && (!fs::exists(csv) || count_lines(csv) < 3000))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed; make the space larger";
+
+  KernelSpec loaded = load_kernel_spec(spec);
+  const std::size_t recorded_before = read_records(csv, loaded.space).size();
+  EXPECT_GE(recorded_before, 2999u);
+  EXPECT_LT(recorded_before, 60000u);
+
+  TuneOptions resume = replay_options(spec, recording, out);
+  resume.strategy = "random";
+  resume.resume = true;
+  TuneReport report = tune(resume);
+  EXPECT_EQ(report.skipped_by_resume, recorded_before);
+  EXPECT_EQ(report.evaluated, 60000u - recorded_before);
+
+  std::set<std::string> keys;
+  std::size_t rows = 0;
+  for (const RecordedEvaluation& row : read_records(csv, loaded.space)) {
+    ++rows;
+    EXPECT_TRUE(keys.insert(configuration_key(row.evaluation.configuration)).second) << "measured twice";
+  }
+  EXPECT_EQ(rows, 60000u);
+  EXPECT_EQ(keys.size(), 60000u);
+}
+
+}  // namespace
+}  // namespace tuner
