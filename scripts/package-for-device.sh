@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Copies the binaries a GPU check needs into .device/bin (ignored by git), stripped, so they travel to a GPU
+# host without rebuilding there. Usage: scripts/package-for-device.sh [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+rm -rf .device/bin && mkdir -p .device/bin
+for binary in tune test_gpu_device bench_compile; do
+  if [[ -x "$build/$binary" ]]; then
+    strip -o ".device/bin/$binary" "$build/$binary"
+  fi
+done
+du -sh .device/bin
