@@ -133,7 +133,8 @@ TEST(DefineLine, RendersEachValueType) {
   EXPECT_EQ(define_line("SCALE", Value{2.0}), "#define SCALE 2.0\n");  // stays a floating-point literal
   EXPECT_EQ(define_line("SCALE", Value{0.1}), "#define SCALE 0.10000000000000001\n");
   EXPECT_EQ(define_line("SCALE", Value{1e-30}), "#define SCALE 1.0000000000000001e-30\n");
-  EXPECT_EQ(define_line("LAYOUT", Value{std::string("row-major")}, 0), "#define LAYOUT_row_major 1\n#define LAYOUT 0\n");
+  EXPECT_EQ(define_line("LAYOUT", Value{std::string("row-major")}, 0),
+            "#define LAYOUT_row_major 1\n#define LAYOUT 0\n");
 }
 
 TEST(TemplateArgumentText, RendersEachValueType) {

@@ -126,8 +126,9 @@ TEST(CompileWorker, AnswersEachRequestAndExitsZeroOnEndOfFile) {
   int replies[2];
   ASSERT_EQ(::pipe(requests), 0);
   ASSERT_EQ(::pipe(replies), 0);
-  ASSERT_TRUE(write_message(requests[1], dump_json(to_json(WorkerRequest{scale_request(32, false), cache.path().string(), true}))));
-  ASSERT_TRUE(write_message(requests[1], dump_json(to_json(WorkerRequest{broken_request(), cache.path().string(), true}))));
+  for (const CompileRequest& request : {scale_request(32, false), broken_request()}) {
+    ASSERT_TRUE(write_message(requests[1], dump_json(to_json(WorkerRequest{request, cache.path().string(), true}))));
+  }
   ::close(requests[1]);
   EXPECT_EQ(compile_worker_main(requests[0], replies[1]), 0);
   ::close(replies[1]);

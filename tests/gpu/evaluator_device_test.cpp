@@ -266,5 +266,63 @@ TEST_F(EvaluatorOnDevice, InOutBufferIsRestoredBeforeEveryVerifiedRun) {
   }
 }
 
+// f16 buffers verified with a tolerance, timed cold (L2 flushed before every sample).
+TEST(ColdHalfPrecisionOnDevice, ToleranceAppliesAndMismatchShowsHalfValues) {
+  GpuEvaluatorOptions options;
+  options.worker_executable = from_environment("TUNE_BINARY", TUNE_BINARY);
+  options.measurement.warmup_ms = 5;
+  options.measurement.max_seconds = 0.3;
+  options.measurement.cold = true;
+  GpuEvaluator evaluator(options);
+  gpu::DeviceInfo device;
+  try {
+    device = evaluator.device_info();
+  } catch (const NoGpuError& error) {
+    GTEST_SKIP() << "no GPU: " << error.what();
+  }
+  std::filesystem::path cache = std::filesystem::temp_directory_path() / ("tuner-gpu-half-" + std::to_string(getpid()));
+  std::string source = read_text(from_environment("TUNER_SOURCE_DIR", TUNER_SOURCE_DIR) / "tests/data/run/evaluation_kernels.cu");
+  constexpr std::int64_t count = 1 << 20;  // 2 MiB per buffer: fits in L2, so a cold sample must reach memory
+  auto compiled = [&](const std::string& name) {
+    CompileRequest request;
+    request.source_name = "evaluation_kernels.cu";
+    request.source = source;
+    request.name_expression = name;
+    request.arch = device.properties.arch_name();
+    request.options = {"--gpu-architecture=" + request.arch, "--std=c++17"};
+    CompileResult result = compile_cubin(request, cache);
+    EXPECT_TRUE(result.ok) << result.log;
+    KernelLaunch launch;
+    launch.cubin_path = result.cubin_path;
+    launch.lowered_name = result.lowered_name;
+    launch.grid = {count / 256, 1, 1};
+    launch.block = {256, 1, 1};
+    launch.scalar_values = {{"n", count}, {"alpha", 0.75}};
+    return launch;
+  };
+  WorkerSetup setup;
+  setup.arguments = {
+      {"x", Dtype::f16, true, count, {Initialisation::Kind::random, 9, 1.0, 2.0, 0, 0, 1}, Role::in},
+      {"y", Dtype::f16, true, count, {}, Role::out},
+      {"n", Dtype::i32, false, 0, {}, Role::in},
+      {"alpha", Dtype::f32, false, 0, {}, Role::in},
+  };
+  setup.tolerance[Dtype::f16] = {1e-2, 0};
+  setup.reference = compiled("scale_half");
+  evaluator.setup(setup);
+
+  Evaluation exact = evaluator.evaluate({compiled("scale_half"), true, 0});
+  ASSERT_EQ(exact.status, Status::ok) << exact.message;
+  EXPECT_GT(exact.time.median_ms, 0);
+
+  Evaluation off = evaluator.evaluate({compiled("scale_half_off"), true, 0});
+  ASSERT_EQ(off.status, Status::wrong_result) << off.message;
+  // Index 100 (one ulp, under 1e-2 relative) passes; 4242 (+0.5 on values in [0.75, 1.5)) does not.
+  EXPECT_NE(off.message.find("1 of 1048576 elements differ, first at index 4242: got "), std::string::npos) << off.message;
+  std::printf("f16 mismatch: %s\n", off.message.c_str());
+  std::printf("cold scale_half, 1 Mi halves: median %.4f ms, %d samples\n", exact.time.median_ms, exact.time.samples);
+  std::filesystem::remove_all(cache);
+}
+
 }  // namespace
 }  // namespace tuner

@@ -85,6 +85,12 @@ struct CompilePool::Impl {
   std::vector<std::thread> dispatchers;
 
   void dispatch_loop(WorkerProcess& worker) {
+    // Start the process now, so loading NVRTC overlaps with whatever the caller does before its first submit.
+    // A failure here is retried, and reported, with the first request.
+    if (!options.worker_executable.empty()) {
+      std::lock_guard lock(worker.mutex);
+      if (!stopping.load() && worker.pid < 0) start(worker);
+    }
     while (true) {
       Pending item;
       {

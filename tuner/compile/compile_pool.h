@@ -28,7 +28,7 @@ struct CompilePoolOptions {
 class CompilePool {
  public:
   // Throws TunerError when the worker executable is given but cannot be executed, or the cache directory
-  // cannot be created. Worker processes start on first use.
+  // cannot be created. The worker processes start right away; one that dies is restarted on its next request.
   explicit CompilePool(CompilePoolOptions options);
   // Requests still queued complete with ok=false ("compile pool shut down"); workers busy compiling are killed.
   ~CompilePool();

@@ -26,8 +26,9 @@ struct CompileRequest {
 
 // Builds the request for one configuration. Every parameter and derived value becomes a macro, so a template
 // must not reuse those names for anything else: `template <int BLOCK>` next to a parameter BLOCK expands to
-// `template <int 256>`. Name template parameters differently (`template <int block_size>`). arch is a real architecture ("sm_90"); when the spec needs
-// arch-specific features (wgmma, setmaxnreg) and the arch has such a variant, the "a" suffix is added.
+// `template <int 256>`. Name template parameters differently (`template <int block_size>`).
+// arch is a real architecture ("sm_90"); when the spec needs arch-specific features (wgmma, setmaxnreg) and
+// the arch has such a variant, the "a" suffix is added.
 // Throws InputError when the template cannot be read or a template argument cannot be evaluated.
 CompileRequest instantiate(const KernelSpec& spec, const SpaceEnumerator& space, const Configuration& configuration,
                            const std::string& arch);

@@ -62,7 +62,9 @@ std::optional<std::string> read_message(int descriptor) {
   if (header_bytes < sizeof header) throw TunerError("compiler pipe closed inside a message header");
   std::uint64_t length = 0;
   for (int index = 0; index < 8; ++index) length |= static_cast<std::uint64_t>(header[index]) << (8 * index);
-  if (length > max_message_bytes) throw TunerError(fmt::format("compiler pipe message of {} bytes: out of step", length));
+  if (length > max_message_bytes) {
+    throw TunerError(fmt::format("compiler pipe message of {} bytes: out of step", length));
+  }
   std::string payload(length, '\0');
   if (read_all(descriptor, payload.data(), payload.size()) < length) {
     throw TunerError("compiler pipe closed inside a message");

@@ -130,6 +130,7 @@ class EvaluationWorker {
   // Compares every output with its reference; returns the wrong_result message, or nothing when all match.
   std::optional<std::string> compare_outputs(double& max_error);
   TimeStatistics time_kernel(const PreparedKernel& kernel);
+  double measure_copy_bandwidth_gbps();
   // Runs fn, turning driver errors into the configuration's status; a sticky error marks the context lost.
   Evaluation guarded_evaluation(const std::function<void(Evaluation&)>& run);
 
@@ -168,6 +169,10 @@ json EvaluationWorker::handle(const json& message) {
       setup(protocol::decode_setup(message.at("setup")));
       return {{"type", "setup_done"}};
     }
+    if (type == "copy_bandwidth") {
+      if (!ready_) return error_reply("copy_bandwidth before setup", false);
+      return {{"type", "copy_bandwidth"}, {"gbps", measure_copy_bandwidth_gbps()}};
+    }
     if (type == "evaluate") {
       if (!ready_) return error_reply("evaluate before setup", false);
       Evaluation evaluation = evaluate(protocol::decode_request(message.at("request")));
@@ -184,6 +189,30 @@ json EvaluationWorker::handle(const json& message) {
   } catch (const std::exception& error) {
     return error_reply(error.what(), false);
   }
+}
+
+// The ceiling memory-bound results are reported against: a device-to-device copy of 1 GiB (or a quarter of the
+// free memory, if less), counting bytes read plus bytes written, median of 9 copies after 2 warm-up copies.
+double EvaluationWorker::measure_copy_bandwidth_gbps() {
+  const gpu::CudaDriver& cuda = cuda_driver();
+  std::size_t free_bytes = 0, total_bytes = 0;
+  TUNER_CUDA_CHECK(cuda.cuMemGetInfo(&free_bytes, &total_bytes));
+  const std::size_t bytes = std::min<std::size_t>(std::size_t{1} << 30, free_bytes / 4) & ~std::size_t{255};
+  DeviceBuffer source(bytes);
+  DeviceBuffer destination(bytes);
+  TUNER_CUDA_CHECK(cuda.cuMemsetD8Async(source.get(), 0x5a, bytes, stream_));
+  std::vector<double> samples_ms;
+  for (int copy = 0; copy < 11; ++copy) {
+    TUNER_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
+    TUNER_CUDA_CHECK(cuda.cuMemcpyDtoDAsync(destination.get(), source.get(), bytes, stream_));
+    TUNER_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
+    TUNER_CUDA_CHECK(cuda.cuEventSynchronize(stop_event_));
+    float milliseconds = 0;
+    TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&milliseconds, start_event_, stop_event_));
+    if (copy >= 2) samples_ms.push_back(milliseconds);
+  }
+  const TimeStatistics statistics = summarise(samples_ms);
+  return statistics.median_ms > 0 ? 2.0 * static_cast<double>(bytes) / (statistics.median_ms * 1e-3) / 1e9 : 0;
 }
 
 void EvaluationWorker::open_device(int index) {

@@ -189,6 +189,16 @@ gpu::DeviceInfo GpuEvaluator::device_info() {
   return *device_info_;
 }
 
+double GpuEvaluator::copy_bandwidth_gbps() {
+  if (!setup_) throw TunerError("copy_bandwidth_gbps() before setup()");
+  Exchange answer = exchange({{"type", "copy_bandwidth"}}, setup_seconds);
+  if (answer.outcome != Exchange::Outcome::reply)
+    throw TunerError(fmt::format("the evaluation worker failed while measuring the copy bandwidth ({})",
+                                 answer.outcome == Exchange::Outcome::died ? answer.description : "timed out"));
+  if (answer.reply.value("type", "") != "copy_bandwidth") throw_error_reply(answer.reply);
+  return answer.reply.at("gbps").get<double>();
+}
+
 void GpuEvaluator::send_setup() {
   double seconds = setup_seconds + options_.timeout_seconds;
   Exchange answer = exchange({{"type", "setup"}, {"setup", protocol::encode(*setup_)}}, seconds);
@@ -206,6 +216,7 @@ void GpuEvaluator::send_setup() {
 void GpuEvaluator::setup(const WorkerSetup& setup) {
   setup_ = setup;
   setup_->measurement = options_.measurement;
+  setup_->device = options_.device;
   try {
     send_setup();
   } catch (...) {

@@ -39,15 +39,21 @@ class GpuEvaluator {
   gpu::DeviceInfo device_info();
   DeviceProperties device_properties() { return device_info().properties; }
 
-  // Allocates and fills the buffers and runs the reference configuration in the worker. setup.measurement is
-  // replaced by the options' measurement settings, so the worker and the deadlines agree. Throws TunerError when the
-  // reference configuration fails and NoGpuError without a GPU.
+  // Allocates and fills the buffers and runs the reference configuration in the worker. setup.measurement and
+  // setup.device are replaced by the options' values, so the worker, the deadlines and device_info() agree.
+  // Throws TunerError when the reference configuration fails and NoGpuError without a GPU.
+  // Timing runs launch a configuration many times over the same buffers, so in-out buffers hold whatever the last
+  // timed launch left; only verified runs start from the initial contents.
   void setup(const WorkerSetup& setup);
 
   // Never throws for the configuration's fault: compile, launch, verification, timeout and crash outcomes come back
   // as the status. The configuration, compile_ms and cubin_cached are left for the caller to fill.
   // Throws TunerError when called before setup() or when a restarted worker cannot replay the setup.
   Evaluation evaluate(const EvaluationRequest& request);
+
+  // Device-to-device copy bandwidth (bytes read + written, GB/s), measured by the worker after setup(); the
+  // ceiling that memory-bound results are reported against. Throws TunerError when the worker fails.
+  double copy_bandwidth_gbps();
 
   // Worker processes started so far (a restart after a crash or timeout adds one).
   int worker_starts() const { return worker_starts_; }

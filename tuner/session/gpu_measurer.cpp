@@ -90,7 +90,10 @@ class GpuMeasurer final : public Measurer {
                                    to_string(spec_.space, reference), compiled.log));
     setup.reference = launch_for(reference, compiled, space);
     evaluator_.setup(setup);
+    copy_bandwidth_gbps_ = evaluator_.copy_bandwidth_gbps();
   }
+
+  double copy_bandwidth_gbps() const override { return copy_bandwidth_gbps_; }
 
   Evaluation measure(const Configuration& configuration, const CompileResult* compiled,
                      const SpaceEnumerator& space) override {
@@ -141,6 +144,7 @@ class GpuMeasurer final : public Measurer {
   GpuMeasurerOptions options_;
   GpuEvaluator evaluator_;
   gpu::DeviceInfo info_;
+  double copy_bandwidth_gbps_ = 0;
 };
 
 }  // namespace

@@ -47,3 +47,28 @@ __global__ void add_one(float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] += 1.0f;
 }
+
+// f16 through raw 16-bit patterns and PTX conversions, so NVRTC needs no cuda_fp16.h.
+__device__ float half_to_float(unsigned short bits) {
+  float value;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(bits));
+  return value;
+}
+__device__ unsigned short float_to_half(float value) {
+  unsigned short bits;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(value));
+  return bits;
+}
+
+__global__ void scale_half(const unsigned short* x, unsigned short* y, int n, float alpha) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = float_to_half(alpha * half_to_float(x[i]));
+}
+
+// One unit in the last place off at index 100 (within a relative tolerance of 1e-2), and +0.5 at index 4242.
+__global__ void scale_half_off(const unsigned short* x, unsigned short* y, int n, float alpha) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  unsigned short bits = float_to_half(alpha * half_to_float(x[i]) + (i == 4242 ? 0.5f : 0.0f));
+  y[i] = i == 100 ? (unsigned short)(bits + 1) : bits;
+}
