@@ -118,6 +118,12 @@ struct CompilePool::Impl {
     {
       std::lock_guard lock(worker.mutex);
       if (stopping.load()) return failed_result(key, shutdown_message);
+      // A worker that died while idle is replaced before it can fail a request that it never saw.
+      int ignored_status = 0;
+      if (worker.pid > 0 && ::waitpid(worker.pid, &ignored_status, WNOHANG) == worker.pid) {
+        worker.pid = -1;
+        stop(worker, std::chrono::milliseconds(0));
+      }
       if (worker.pid < 0) {
         if (std::string error = start(worker); !error.empty()) return failed_result(key, error);
       }
