@@ -15,8 +15,10 @@ __global__ void faults(long long n, const float* __restrict__ input, float* __re
 #endif
 #if FAULT == 2
   if (i == 0) {
-    volatile int spin = 1;
-    while (spin) {}
+    // clock64() is a volatile read the compiler cannot hoist: the loop really never ends (a plain `while (1)`
+    // without side effects may be removed under C++ forward-progress rules).
+    const long long start = clock64();
+    while (clock64() >= start) {}
   }
 #endif
 #if FAULT == 5
