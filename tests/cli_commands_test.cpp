@@ -194,4 +194,29 @@ TEST(Cli, CompileCheckSaxpyWithoutGpu) {
   EXPECT_GE(output["compiled"].get<int>(), 3);
 }
 
+// NVRTC compiles every shipped template (no GPU needed): the default configuration and a sample, for the
+// architectures the project ships for.
+TEST(Cli, CompileCheckEveryShippedSpec) {
+  for (const auto& entry : fs::directory_iterator(fs::path(TUNER_SOURCE_DIR) / "kernels")) {
+    if (entry.path().extension() != ".yaml") continue;
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CommandResult result = run_tune("compile-check " + entry.path().string() + " --arch " + arch +
+                                      " --sample 4 --json");
+      ASSERT_EQ(result.exit_code, 0) << entry.path() << " " << arch << ": " << result.err << result.out;
+      nlohmann::json output = nlohmann::json::parse(result.out);
+      EXPECT_EQ(output["failed"], 0) << entry.path() << " " << arch;
+      EXPECT_GE(output["compiled"].get<int>(), 4) << entry.path() << " " << arch;
+    }
+  }
+}
+
+TEST(Cli, CompileCheckReportsAFailureWithItsLog) {
+  CommandResult result = run_tune("compile-check tests/data/faults/faults.yaml --arch sm_90 --all --json");
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  nlohmann::json output = nlohmann::json::parse(result.out);
+  EXPECT_EQ(output["failed"], 2);  // FAULT=4, for both block sizes
+  ASSERT_FALSE(output["failures"].empty());
+  EXPECT_NE(output["failures"][0]["log"].get<std::string>().find("planted compile failure"), std::string::npos);
+}
+
 }  // namespace
