@@ -315,7 +315,7 @@ struct RunCommand {
       fmt::print("{:<4} {:>11} {:>9.1f} {:>9.1f} {:>8} {:>9} {:>9.2f}  {}\n", i + 1, format_ms(r.evaluation.time.median_ms),
                  r.gbps, r.gflops, r.fraction_of_ceiling > 0 ? fmt::format("{:.1f}%", 100 * r.fraction_of_ceiling) : "-",
                  r.speedup_over_default > 0 ? fmt::format("{:.2f}x", r.speedup_over_default) : "-",
-                 r.speedup_over_median, configuration_text(r.evaluation));
+                 r.speedup_over_median, configuration_text(report, r.evaluation));
     }
     if (report.default_evaluation)
       fmt::print("default configuration: {} ms ({})\n", format_ms(report.default_evaluation->time.median_ms),
@@ -324,9 +324,10 @@ struct RunCommand {
     if (report.best_cache_updated) fmt::print("best configuration stored in the cache under results/best\n");
   }
 
-  static std::string configuration_text(const Evaluation& evaluation) {
+  static std::string configuration_text(const TuneReport& report, const Evaluation& evaluation) {
     std::vector<std::string> values;
-    for (const Value& value : evaluation.configuration) values.push_back(expr::to_string(value));
+    for (std::size_t i = 0; i < evaluation.configuration.size(); ++i)
+      values.push_back(report.parameter_names.at(i) + "=" + expr::to_string(evaluation.configuration[i]));
     return fmt::format("{}", fmt::join(values, " "));
   }
 
@@ -350,8 +351,9 @@ struct RunCommand {
     output["median_time_ms"] = report.median_time_ms;
     Json best = Json::array();
     for (const RankedResult& r : report.best) {
-      Json values = Json::array();
-      for (const Value& value : r.evaluation.configuration) values.push_back(value_to_json(value));
+      Json values = Json::object();
+      for (std::size_t i = 0; i < r.evaluation.configuration.size(); ++i)
+        values[report.parameter_names.at(i)] = value_to_json(r.evaluation.configuration[i]);
       best.push_back({{"configuration", values},
                       {"median_ms", r.evaluation.time.median_ms},
                       {"min_ms", r.evaluation.time.min_ms},

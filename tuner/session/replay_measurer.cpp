@@ -1,4 +1,5 @@
 // Measurements taken from a recorded CSV: the whole run loop, strategies included, runs without a GPU.
+#include "tuner/record/run_metadata.h"
 #include "tuner/search/replay.h"
 #include "tuner/session/measurer.h"
 
@@ -8,7 +9,15 @@ namespace {
 class ReplayMeasurer final : public Measurer {
  public:
   ReplayMeasurer(const KernelSpec& spec, const std::filesystem::path& csv, DeviceProperties device)
-      : device_(std::move(device)), source_(csv, spec.space, "") {}
+      : device_(std::move(device)), source_(csv, spec.space, "") {
+    // The copy ceiling the recorded run measured, so replayed results show the same fractions.
+    for (const RunMetadata& run : read_run_metadata(csv)) {
+      auto found = run.extra.find("copy_bandwidth_gbps");
+      if (found != run.extra.end()) copy_bandwidth_gbps_ = std::stod(found->second);
+    }
+  }
+
+  double copy_bandwidth_gbps() const override { return copy_bandwidth_gbps_; }
 
   const DeviceProperties& device() const override { return device_; }
   bool needs_compilation() const override { return false; }
@@ -26,6 +35,7 @@ class ReplayMeasurer final : public Measurer {
  private:
   DeviceProperties device_;
   ReplaySource source_;
+  double copy_bandwidth_gbps_ = 0;
 };
 
 }  // namespace

@@ -164,11 +164,16 @@ TuneReport tune(const TuneOptions& options) {
 
   TuneReport report;
   report.kernel = spec.name;
+  for (const Parameter& parameter : spec.space.parameters) report.parameter_names.push_back(parameter.name);
   report.problem = problem_text(spec);
   report.device_name = device.name;
   report.arch = arch;
   report.replay = replay;
   report.valid_configurations = space.valid_count();
+
+  // Buffers, the reference outputs and the copy ceiling first: a spec whose reference fails writes nothing.
+  measurer->prepare(space);
+  report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
 
   // Records: every evaluation of this run, appended and flushed row by row. A replay writes none unless asked.
   std::filesystem::path out_dir = options.out_dir;
@@ -195,11 +200,10 @@ TuneReport tune(const TuneOptions& options) {
     metadata.strategy = options.strategy;
     metadata.started_at = iso8601_now();
     if (replay) metadata.extra["replay_of"] = options.replay_csv.string();
+    if (report.copy_bandwidth_gbps > 0)
+      metadata.extra["copy_bandwidth_gbps"] = fmt::format("{:.1f}", report.copy_bandwidth_gbps);
     writer.emplace(report.records, spec.space, metadata);  // also adds this run to run.json
   }
-
-  measurer->prepare(space);
-  report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
 
   std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, space, options.seed);
   std::optional<CompilePool> pool;

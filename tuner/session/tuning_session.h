@@ -54,6 +54,7 @@ struct RankedResult {
 
 struct TuneReport {
   std::string kernel;
+  std::vector<std::string> parameter_names;  // in configuration order
   std::string problem;
   std::string device_name;
   std::string arch;
@@ -64,7 +65,7 @@ struct TuneReport {
   std::map<std::string, std::uint64_t> status_counts;
   double seconds = 0;
   double evaluations_per_second = 0;
-  double copy_bandwidth_gbps = 0;      // measured in the same run on the GPU; 0 in replay
+  double copy_bandwidth_gbps = 0;      // measured in the same run on the GPU; a replay reports the recorded one
   std::optional<Evaluation> default_evaluation;
   double median_time_ms = 0;
   std::vector<RankedResult> best;      // fastest first, at most 5
