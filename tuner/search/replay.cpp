@@ -14,6 +14,18 @@ ReplaySource::ReplaySource(const std::filesystem::path& csv, const Space& space,
     std::string key = configuration_key(record.evaluation.configuration);
     evaluations_.insert_or_assign(std::move(key), std::move(record.evaluation));
   });
+  find_optimum();
+}
+
+ReplaySource::ReplaySource(std::vector<Evaluation> evaluations) : optimum_ms_(std::numeric_limits<double>::infinity()) {
+  for (Evaluation& evaluation : evaluations) {
+    std::string key = configuration_key(evaluation.configuration);
+    evaluations_.insert_or_assign(std::move(key), std::move(evaluation));
+  }
+  find_optimum();
+}
+
+void ReplaySource::find_optimum() {
   for (const auto& [key, evaluation] : evaluations_) {
     if (evaluation.ok() && evaluation.time.median_ms > 0) optimum_ms_ = std::min(optimum_ms_, evaluation.time.median_ms);
   }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "tuner/record/evaluation.h"
 #include "tuner/search/stop_condition.h"
@@ -19,6 +20,8 @@ class ReplaySource {
   // Reads csv (record_columns(space) header). hash selects the rows of one spec version; empty takes every row.
   // When a configuration was recorded twice, the later row wins (a re-measurement after a resume).
   ReplaySource(const std::filesystem::path& csv, const Space& space, std::string hash);
+  // Evaluations already in memory (a T4 file, a test's landscape); a configuration given twice keeps the later one.
+  explicit ReplaySource(std::vector<Evaluation> evaluations);
 
   // The recorded evaluation, its configuration being the one asked for; nullopt when not recorded.
   std::optional<Evaluation> lookup(const Configuration& configuration) const;
@@ -29,6 +32,8 @@ class ReplaySource {
  private:
   std::unordered_map<std::string, Evaluation> evaluations_;
   double optimum_ms_;
+
+  void find_optimum();
 };
 
 struct ReplayResult {
