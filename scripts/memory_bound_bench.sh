@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The memory-bound kernel family against the copy ceiling (issue 4). For each spec and size, `tune run` tunes with
+# a budget (random search), measuring the device-to-device copy bandwidth in the same run; the table reports the
+# tuned configuration's bandwidth and its fraction of that copy ceiling, the spec's default configuration's time
+# and the worst configuration that passed verification (the slowest `ok` row of the run's evaluations.csv).
+# Large sizes move >= 1 GiB (the floors apply there); small ones are launch-bound.
+# Usage (on a GPU host, from anywhere): scripts/memory_bound_bench.sh [BIN_DIR] [LOG_DIR] [BUDGET]
+# Records go to results/runs/<kernel>/<arch>/<problem>/, best configurations to results/best/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin="${1:-build}"
+logs="${2:-memory-bound-logs}"
+budget="${3:-150}"
+mkdir -p "$logs"
+export TUNER_SOURCE_DIR="$PWD"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+rows="$logs/rows.tsv"
+: >"$rows"
+
+# kernel, problem, floor (fraction of copy; '-' for launch-bound sizes)
+cases=(
+  "vector_add N=268435456 0.90"        # 3 GiB
+  "vector_add N=65536 -"
+  "saxpy N=268435456 0.90"
+  "saxpy N=65536 -"
+  "reduce_sum N=1073741824 0.90"       # 2^30 floats, 4 GiB read
+  "reduce_sum N=65536 -"
+  "softmax ROWS=8192,COLS=8192 0.90"   # 512 MiB
+  "softmax ROWS=4096,COLS=32768 0.90"  # 1 GiB
+  "softmax ROWS=256,COLS=1024 -"
+  "layernorm ROWS=8192,COLS=8192 0.90"
+  "layernorm ROWS=4096,COLS=32768 0.90"
+  "layernorm ROWS=256,COLS=1024 -"
+  "transpose ROWS=8192,COLS=8192 0.85"
+  "transpose ROWS=16384,COLS=16384 0.85"   # 2 GiB
+  "transpose ROWS=512,COLS=512 -"
+  "conv3x3 W=8192,H=8192 0.85"
+  "conv3x3 W=16384,H=16384 0.85"
+  "conv3x3 W=512,H=512 -"
+  "softmax_bf16 ROWS=8192,COLS=8192 0.90"
+  "softmax_bf16 ROWS=4096,COLS=65536 0.90"  # 1 GiB
+)
+for case in "${cases[@]}"; do
+  read -r kernel problem floor <<<"$case"
+  tag="${kernel}_${problem//[=,]/_}"
+  # saxpy and conv3x3 keep their exhaustive records in results/: this benchmark's go under LOG_DIR for them.
+  case "$kernel" in
+    saxpy|conv3x3) out="$logs/runs/$kernel/${problem//,/_}"; best_dir="$logs/best" ;;
+    *) out="results/runs/$kernel/sm_90/${problem//,/_}"; best_dir="results/best" ;;
+  esac
+  rm -rf "$out"
+  echo "== $kernel $problem" >&2
+  timeout 120 "$bin/tune" run "kernels/$kernel.yaml" --problem "$problem" --strategy random --budget "$budget" \
+    --out "$out" --best-dir "$best_dir" --json >"$logs/$tag.json" 2>"$logs/$tag.err"
+  status=$?
+  python3 - "$logs/$tag.json" "$out/evaluations.csv" "$kernel" "$problem" "$floor" "$status" >>"$rows" <<'PY'
+import csv, json, sys
+json_path, csv_path, kernel, problem, floor, status = sys.argv[1:]
+try:
+    run = json.load(open(json_path))
+    best = run["best"][0]
+    ok = [r for r in csv.DictReader(open(csv_path)) if r["status"] == "ok"]
+    worst = max(ok, key=lambda r: float(r["time_median_ms"]))
+    fastest = min(ok, key=lambda r: float(r["time_median_ms"]))
+    default_ms = run.get("default_time_ms")
+    fraction = best["fraction_of_copy_bandwidth"]
+    verdict = "-" if floor == "-" else ("meets" if fraction >= float(floor) else "BELOW")
+    print("\t".join([kernel, problem, f"{best['median_ms']:.4f}", f"{best['gbps']:.0f}", f"{100 * fraction:.1f}%",
+                     f"{run['copy_bandwidth_gbps']:.0f}", "-" if default_ms is None else f"{default_ms:.4f}",
+                     f"{float(worst['time_median_ms']):.4f}", f"{len(ok)}/{run['evaluated']}",
+                     floor if floor == "-" else f"{100 * float(floor):.0f}%", verdict,
+                     " ".join(f"{k}={v}" for k, v in best["configuration"].items()),
+                     f"{fastest['registers']} regs, occupancy {float(fastest['occupancy']):.2f}"]))
+except Exception as error:  # a failed run is a row too, never a silent gap
+    print("\t".join([kernel, problem, f"run failed (exit {status}): {error}"] + [""] * 10))
+PY
+  tail -n 1 "$rows" >&2
+done
+
+echo "| kernel | problem | best ms | best GB/s | of copy | copy GB/s | default ms | worst ok ms | ok/evaluated | floor | verdict | best configuration | best's registers |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+while IFS=$'\t' read -r -a field; do
+  (IFS='|'; echo "| ${field[*]} |" | sed 's/|/ | /g; s/^ | /| /; s/ | $/ |/')
+done <"$rows"

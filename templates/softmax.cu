@@ -1,0 +1,124 @@
+// Softmax over each row of a rows x cols matrix, as a tunable template:
+//   out[r][c] = exp(in[r][c] - max_r) / sum over c' of exp(in[r][c'] - max_r)
+// Element type: float, or __nv_bfloat16 when the spec compiles with -DSOFTMAX_BF16 (arithmetic stays fp32).
+// Every parameter is a macro, so the template parameters carry k-prefixed names.
+//   ROW_THREADS     threads that share one row: 32 is a warp per row, more spans warps (combined in shared memory)
+//   ROWS_PER_BLOCK  rows per thread block (block = ROW_THREADS * ROWS_PER_BLOCK threads)
+//   VEC             elements per vector access
+//   CACHE_ROW       true: the row is read once into registers (ROW_ITEMS vectors per thread; needs cols to be a
+//                   multiple of ROW_THREADS * VEC), the minimum traffic; false: one streaming pass keeps an online
+//                   max and sum, a second pass re-reads the row (usually from L2) and writes the result
+// cols must be a multiple of VEC.
+#ifdef SOFTMAX_BF16
+#include <cuda_bf16.h>
+using Element = __nv_bfloat16;
+__device__ __forceinline__ float to_float(Element value) { return __bfloat162float(value); }
+__device__ __forceinline__ Element from_float(float value) { return __float2bfloat16(value); }
+#else
+using Element = float;
+__device__ __forceinline__ float to_float(Element value) { return value; }
+__device__ __forceinline__ Element from_float(float value) { return value; }
+#endif
+
+// NVRTC has no <cmath>: negative infinity from its bit pattern.
+#define NEGATIVE_INFINITY __int_as_float(0xff800000)
+
+template <int kWidth> struct alignas(sizeof(Element) * kWidth) Pack { Element lane[kWidth]; };
+
+template <bool kMax> __device__ __forceinline__ float combine(float a, float b) { return kMax ? fmaxf(a, b) : a + b; }
+
+// Combines one value per thread over the kRowThreads threads of a row; every thread of the row gets the result.
+// Every thread of the block must call it (it synchronises when a row spans several warps).
+template <int kRowThreads, bool kMax>
+__device__ __forceinline__ float row_reduce(float value, float* row_scratch) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) value = combine<kMax>(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  if constexpr (kRowThreads > 32) {
+    constexpr int kWarps = kRowThreads / 32;
+    __syncthreads();  // the previous reduction's readers are done with the scratch
+    if ((threadIdx.x & 31) == 0) row_scratch[(threadIdx.x % kRowThreads) / 32] = value;
+    __syncthreads();
+    value = row_scratch[0];
+#pragma unroll
+    for (int warp = 1; warp < kWarps; ++warp) value = combine<kMax>(value, row_scratch[warp]);
+  }
+  return value;
+}
+
+template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, int kRowItems>
+__global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
+    softmax(int rows, int cols, const Element* __restrict__ input, Element* __restrict__ output) {
+  using Vector = Pack<kVec>;
+  __shared__ float scratch[kRowsPerBlock][kRowThreads > 32 ? kRowThreads / 32 : 1];
+  const int row_in_block = threadIdx.x / kRowThreads;
+  const int thread_in_row = threadIdx.x % kRowThreads;
+  const long long row = (long long)blockIdx.x * kRowsPerBlock + row_in_block;
+  const bool row_exists = row < rows;  // threads of a missing row still take part in the block's barriers
+  const int row_vectors = cols / kVec;
+  const Vector* in = reinterpret_cast<const Vector*>(input + row * cols);
+  Vector* out = reinterpret_cast<Vector*>(output + row * cols);
+  float* row_scratch = scratch[row_in_block];
+
+  if constexpr (kCacheRow) {
+    float values[kRowItems][kVec];
+    float thread_max = NEGATIVE_INFINITY;
+#pragma unroll
+    for (int item = 0; item < kRowItems; ++item) {
+      Vector loaded;
+      if (row_exists) loaded = in[thread_in_row + item * kRowThreads];
+#pragma unroll
+      for (int lane = 0; lane < kVec; ++lane) {
+        values[item][lane] = row_exists ? to_float(loaded.lane[lane]) : 0.0f;
+        thread_max = fmaxf(thread_max, values[item][lane]);
+      }
+    }
+    const float row_max = row_reduce<kRowThreads, true>(thread_max, row_scratch);
+    float thread_sum = 0.0f;
+#pragma unroll
+    for (int item = 0; item < kRowItems; ++item)
+#pragma unroll
+      for (int lane = 0; lane < kVec; ++lane) {
+        values[item][lane] = __expf(values[item][lane] - row_max);
+        thread_sum += values[item][lane];
+      }
+    const float inverse_sum = 1.0f / row_reduce<kRowThreads, false>(thread_sum, row_scratch);
+    if (!row_exists) return;
+#pragma unroll
+    for (int item = 0; item < kRowItems; ++item) {
+      Vector result;
+#pragma unroll
+      for (int lane = 0; lane < kVec; ++lane) result.lane[lane] = from_float(values[item][lane] * inverse_sum);
+      out[thread_in_row + item * kRowThreads] = result;
+    }
+  } else {
+    // Online softmax statistics: the running sum is rescaled whenever the running maximum grows.
+    float thread_max = NEGATIVE_INFINITY;
+    float thread_sum = 0.0f;
+    if (row_exists) {
+      for (int index = thread_in_row; index < row_vectors; index += kRowThreads) {
+        const Vector loaded = in[index];
+#pragma unroll
+        for (int lane = 0; lane < kVec; ++lane) {
+          const float value = to_float(loaded.lane[lane]);
+          if (value > thread_max) {
+            thread_sum = thread_sum * __expf(thread_max - value) + 1.0f;
+            thread_max = value;
+          } else {
+            thread_sum += __expf(value - thread_max);
+          }
+        }
+      }
+    }
+    const float row_max = row_reduce<kRowThreads, true>(thread_max, row_scratch);
+    const float scaled_sum = thread_max == NEGATIVE_INFINITY ? 0.0f : thread_sum * __expf(thread_max - row_max);
+    const float inverse_sum = 1.0f / row_reduce<kRowThreads, false>(scaled_sum, row_scratch);
+    if (!row_exists) return;
+    for (int index = thread_in_row; index < row_vectors; index += kRowThreads) {
+      const Vector loaded = in[index];
+      Vector result;
+#pragma unroll
+      for (int lane = 0; lane < kVec; ++lane) result.lane[lane] = from_float(__expf(to_float(loaded.lane[lane]) - row_max) * inverse_sum);
+      out[index] = result;
+    }
+  }
+}
