@@ -4,10 +4,43 @@
 //   BLOCK_X, BLOCK_Y  thread block shape
 //   TILE_X, TILE_Y    outputs per thread in x and y; a thread's outputs are BLOCK_X (BLOCK_Y) apart so that
 //                     each warp's loads and stores stay coalesced
-//   USE_SHMEM         stage the block's input tile plus its one-pixel halo in shared memory, or read global
-//                     memory directly (through the read-only cache)
+//   ALGORITHM         0: each output reads its nine inputs from global memory (through the read-only cache)
+//                     1: stage the block's input tile plus its one-pixel halo in shared memory
+//                     2: sliding window: a thread owns TILE_X adjacent columns (one vector load per row) and walks
+//                        down TILE_Y rows keeping three input rows in registers, so each input row is read from
+//                        memory once per thread instead of three times; only the two halo rows per strip repeat
 
-template <int kBlockX, int kBlockY, int kTileX, int kTileY, bool kUseShared>
+// One input row of the sliding window: the thread's TILE_X columns plus one neighbour on each side, zero outside
+// the image. x0 is a multiple of kTileX and the width a multiple of kTileX (a constraint of the space), so the
+// centre is a single aligned vector load for kTileX 2 and 4.
+template <int kTileX>
+__device__ __forceinline__ void load_window_row(const float* __restrict__ input, int width, int height, int x0, int y,
+                                                float (&row)[kTileX + 2]) {
+  if (y < 0 || y >= height) {
+#pragma unroll
+    for (int i = 0; i < kTileX + 2; ++i) row[i] = 0.0f;
+    return;
+  }
+  const float* line = input + (long long)y * width;
+  row[0] = x0 > 0 ? __ldg(line + x0 - 1) : 0.0f;
+  if constexpr (kTileX == 4) {
+    const float4 centre = __ldg(reinterpret_cast<const float4*>(line + x0));
+    row[1] = centre.x;
+    row[2] = centre.y;
+    row[3] = centre.z;
+    row[4] = centre.w;
+  } else if constexpr (kTileX == 2) {
+    const float2 centre = __ldg(reinterpret_cast<const float2*>(line + x0));
+    row[1] = centre.x;
+    row[2] = centre.y;
+  } else {
+#pragma unroll
+    for (int i = 0; i < kTileX; ++i) row[1 + i] = __ldg(line + x0 + i);
+  }
+  row[kTileX + 1] = x0 + kTileX < width ? __ldg(line + x0 + kTileX) : 0.0f;
+}
+
+template <int kBlockX, int kBlockY, int kTileX, int kTileY, int kAlgorithm>
 __global__ void __launch_bounds__(kBlockX * kBlockY)
     conv3x3(int width, int height, const float* __restrict__ input, const float* __restrict__ filter,
             float* __restrict__ output) {
@@ -18,7 +51,45 @@ __global__ void __launch_bounds__(kBlockX * kBlockY)
   const int block_origin_x = blockIdx.x * kBlockX * kTileX;
   const int block_origin_y = blockIdx.y * kBlockY * kTileY;
 
-  if constexpr (kUseShared) {
+  if constexpr (kAlgorithm == 2) {
+    const int x0 = block_origin_x + threadIdx.x * kTileX;
+    const int y_begin = block_origin_y + threadIdx.y * kTileY;
+    if (x0 >= width) return;
+    float window[3][kTileX + 2];
+    load_window_row<kTileX>(input, width, height, x0, y_begin - 1, window[0]);
+    load_window_row<kTileX>(input, width, height, x0, y_begin, window[1]);
+    // Fully unrolled, so (r + k) % 3 are constants and the window stays in registers.
+#pragma unroll
+    for (int r = 0; r < kTileY; ++r) {
+      const int y = y_begin + r;
+      if (y >= height) break;
+      load_window_row<kTileX>(input, width, height, x0, y + 1, window[(r + 2) % 3]);
+      const float(&above)[kTileX + 2] = window[r % 3];
+      const float(&centre)[kTileX + 2] = window[(r + 1) % 3];
+      const float(&below)[kTileX + 2] = window[(r + 2) % 3];
+      float result[kTileX];
+#pragma unroll
+      for (int i = 0; i < kTileX; ++i) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int dx = 0; dx < 3; ++dx) {
+          sum = fmaf(weight[dx], above[i + dx], sum);
+          sum = fmaf(weight[3 + dx], centre[i + dx], sum);
+          sum = fmaf(weight[6 + dx], below[i + dx], sum);
+        }
+        result[i] = sum;
+      }
+      float* out_line = output + (long long)y * width + x0;
+      if constexpr (kTileX == 4) {
+        *reinterpret_cast<float4*>(out_line) = make_float4(result[0], result[1], result[2], result[3]);
+      } else if constexpr (kTileX == 2) {
+        *reinterpret_cast<float2*>(out_line) = make_float2(result[0], result[1]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kTileX; ++i) out_line[i] = result[i];
+      }
+    }
+  } else if constexpr (kAlgorithm == 1) {
     constexpr int kTileWidth = kBlockX * kTileX + 2;
     constexpr int kTileHeight = kBlockY * kTileY + 2;
     __shared__ float tile[kTileHeight][kTileWidth];
