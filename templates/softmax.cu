@@ -8,6 +8,8 @@
 //   CACHE_ROW       true: the row is read once into registers (ROW_ITEMS vectors per thread; needs cols to be a
 //                   multiple of ROW_THREADS * VEC), the minimum traffic; false: one streaming pass keeps an online
 //                   max and sum, a second pass re-reads the row (usually from L2) and writes the result
+//   UNROLL          streaming passes only: vectors each thread loads before using any of them, so several loads
+//                   are in flight per thread; the online statistics are rescaled once per such chunk
 // cols must be a multiple of VEC.
 #ifdef SOFTMAX_BF16
 #include <cuda_bf16.h>
@@ -45,7 +47,16 @@ __device__ __forceinline__ float row_reduce(float value, float* row_scratch) {
   return value;
 }
 
-template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, int kRowItems>
+// Folds a chunk of values into the running (max, sum) of the online softmax statistics.
+__device__ __forceinline__ void fold_chunk(float chunk_max, float chunk_sum_at_chunk_max, float& thread_max,
+                                           float& thread_sum) {
+  const float new_max = fmaxf(thread_max, chunk_max);
+  const float old_scale = thread_max == NEGATIVE_INFINITY ? 0.0f : __expf(thread_max - new_max);
+  thread_sum = thread_sum * old_scale + chunk_sum_at_chunk_max * __expf(chunk_max - new_max);
+  thread_max = new_max;
+}
+
+template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, int kRowItems, int kUnroll>
 __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
     softmax(int rows, int cols, const Element* __restrict__ input, Element* __restrict__ output) {
   using Vector = Pack<kVec>;
@@ -91,29 +102,58 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
       out[thread_in_row + item * kRowThreads] = result;
     }
   } else {
-    // Online softmax statistics: the running sum is rescaled whenever the running maximum grows.
+    // Online softmax statistics: kUnroll vectors are loaded before any is used, then folded into the running
+    // (max, sum) with one rescale per chunk.
     float thread_max = NEGATIVE_INFINITY;
     float thread_sum = 0.0f;
     if (row_exists) {
-      for (int index = thread_in_row; index < row_vectors; index += kRowThreads) {
-        const Vector loaded = in[index];
+      int index = thread_in_row;
+      for (; index + (kUnroll - 1) * kRowThreads < row_vectors; index += kUnroll * kRowThreads) {
+        Vector loaded[kUnroll];
 #pragma unroll
-        for (int lane = 0; lane < kVec; ++lane) {
-          const float value = to_float(loaded.lane[lane]);
-          if (value > thread_max) {
-            thread_sum = thread_sum * __expf(thread_max - value) + 1.0f;
-            thread_max = value;
-          } else {
-            thread_sum += __expf(value - thread_max);
-          }
-        }
+        for (int u = 0; u < kUnroll; ++u) loaded[u] = in[index + u * kRowThreads];
+        float chunk_max = NEGATIVE_INFINITY;
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+          for (int lane = 0; lane < kVec; ++lane) chunk_max = fmaxf(chunk_max, to_float(loaded[u].lane[lane]));
+        float chunk_sum = 0.0f;
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+          for (int lane = 0; lane < kVec; ++lane) chunk_sum += __expf(to_float(loaded[u].lane[lane]) - chunk_max);
+        fold_chunk(chunk_max, chunk_sum, thread_max, thread_sum);
+      }
+      for (; index < row_vectors; index += kRowThreads) {
+        const Vector loaded = in[index];
+        float chunk_max = NEGATIVE_INFINITY;
+#pragma unroll
+        for (int lane = 0; lane < kVec; ++lane) chunk_max = fmaxf(chunk_max, to_float(loaded.lane[lane]));
+        float chunk_sum = 0.0f;
+#pragma unroll
+        for (int lane = 0; lane < kVec; ++lane) chunk_sum += __expf(to_float(loaded.lane[lane]) - chunk_max);
+        fold_chunk(chunk_max, chunk_sum, thread_max, thread_sum);
       }
     }
     const float row_max = row_reduce<kRowThreads, true>(thread_max, row_scratch);
     const float scaled_sum = thread_max == NEGATIVE_INFINITY ? 0.0f : thread_sum * __expf(thread_max - row_max);
     const float inverse_sum = 1.0f / row_reduce<kRowThreads, false>(scaled_sum, row_scratch);
     if (!row_exists) return;
-    for (int index = thread_in_row; index < row_vectors; index += kRowThreads) {
+    int index = thread_in_row;
+    for (; index + (kUnroll - 1) * kRowThreads < row_vectors; index += kUnroll * kRowThreads) {
+      Vector loaded[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) loaded[u] = in[index + u * kRowThreads];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        Vector result;
+#pragma unroll
+        for (int lane = 0; lane < kVec; ++lane)
+          result.lane[lane] = from_float(__expf(to_float(loaded[u].lane[lane]) - row_max) * inverse_sum);
+        out[index + u * kRowThreads] = result;
+      }
+    }
+    for (; index < row_vectors; index += kRowThreads) {
       const Vector loaded = in[index];
       Vector result;
 #pragma unroll
