@@ -9,6 +9,8 @@
 //   STATS           STATS_two_pass: the mean first, then the sum of squared deviations (robust; one more pass over
 //                   the row when it is not cached); STATS_sum_of_squares: sum and sum of squares together,
 //                   variance = E[x^2] - mean^2 (one pass, loses accuracy when |mean| >> deviation)
+//   UNROLL          streaming passes only: vectors each thread loads before using any of them, so several loads
+//                   are in flight per thread
 // cols must be a multiple of VEC.
 
 template <int kWidth> struct alignas(4 * kWidth) FloatPack { float lane[kWidth]; };
@@ -31,7 +33,23 @@ __device__ __forceinline__ float row_sum(float value, float* row_scratch) {
   return value;
 }
 
-template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, bool kTwoPass, int kRowItems>
+// Calls visit(index, vector) for every vector of the row that this thread owns, loading kUnroll vectors before
+// visiting any of them.
+template <int kRowThreads, int kUnroll, typename Vector, typename Visit>
+__device__ __forceinline__ void for_each_vector(const Vector* __restrict__ in, int thread_in_row, int row_vectors,
+                                                Visit visit) {
+  int index = thread_in_row;
+  for (; index + (kUnroll - 1) * kRowThreads < row_vectors; index += kUnroll * kRowThreads) {
+    Vector loaded[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) loaded[u] = in[index + u * kRowThreads];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) visit(index + u * kRowThreads, loaded[u]);
+  }
+  for (; index < row_vectors; index += kRowThreads) visit(index, in[index]);
+}
+
+template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, bool kTwoPass, int kRowItems, int kUnroll>
 __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
     layernorm(int rows, int cols, float epsilon, const float* __restrict__ input, const float* __restrict__ gamma,
               const float* __restrict__ beta, float* __restrict__ output) {
@@ -98,28 +116,26 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
     float thread_sum = 0.0f;
     float thread_squares = 0.0f;
     if (row_exists) {
-      for (int index = thread_in_row; index < row_vectors; index += kRowThreads) {
-        const Vector loaded = in[index];
+      for_each_vector<kRowThreads, kUnroll>(in, thread_in_row, row_vectors, [&](int, const Vector& loaded) {
 #pragma unroll
         for (int lane = 0; lane < kVec; ++lane) {
           thread_sum += loaded.lane[lane];
           if (!kTwoPass) thread_squares = fmaf(loaded.lane[lane], loaded.lane[lane], thread_squares);
         }
-      }
+      });
     }
     mean = row_sum<kRowThreads>(thread_sum, row_scratch) * inverse_cols;
     float variance;
     if constexpr (kTwoPass) {
       float thread_deviations = 0.0f;
       if (row_exists) {
-        for (int index = thread_in_row; index < row_vectors; index += kRowThreads) {
-          const Vector loaded = in[index];
+        for_each_vector<kRowThreads, kUnroll>(in, thread_in_row, row_vectors, [&](int, const Vector& loaded) {
 #pragma unroll
           for (int lane = 0; lane < kVec; ++lane) {
             const float deviation = loaded.lane[lane] - mean;
             thread_deviations = fmaf(deviation, deviation, thread_deviations);
           }
-        }
+        });
       }
       variance = row_sum<kRowThreads>(thread_deviations, row_scratch) * inverse_cols;
     } else {
@@ -127,8 +143,7 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
     }
     inverse_deviation = rsqrtf(variance + epsilon);
     if (!row_exists) return;
-    for (int index = thread_in_row; index < row_vectors; index += kRowThreads) {
-      const Vector loaded = in[index];
+    for_each_vector<kRowThreads, kUnroll>(in, thread_in_row, row_vectors, [&](int index, const Vector& loaded) {
       const Vector g = scale[index];
       const Vector b = shift[index];
       Vector result;
@@ -136,6 +151,6 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
       for (int lane = 0; lane < kVec; ++lane)
         result.lane[lane] = fmaf((loaded.lane[lane] - mean) * inverse_deviation, g.lane[lane], b.lane[lane]);
       out[index] = result;
-    }
+    });
   }
 }
