@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "tuner/cache/best_cache.h"
+#include "tuner/cli/replay_command.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
 #include "tuner/compile/nvrtc_compiler.h"
@@ -243,7 +244,7 @@ std::string format_ms(double ms) { return ms > 0 ? fmt::format("{:.4f}", ms) : "
 
 struct RunCommand {
   CommonSpecOptions common;
-  std::string strategy = "random";
+  std::string strategy = "annealing";  // the default `tune replay --strategy all` picks (README)
   std::uint64_t budget = 0;
   std::string time_budget;
   std::string out;
@@ -303,7 +304,8 @@ struct RunCommand {
     if (report.skipped_by_resume) fmt::print("resumed: {} configurations already recorded were not measured again\n",
                                              report.skipped_by_resume);
     if (report.copy_bandwidth_gbps > 0)
-      fmt::print("device copy bandwidth measured in this run: {:.0f} GB/s\n", report.copy_bandwidth_gbps);
+      fmt::print("device copy bandwidth {}: {:.0f} GB/s\n",
+                 report.replay ? "recorded with these measurements" : "measured in this run", report.copy_bandwidth_gbps);
     if (report.best.empty()) {
       fmt::print("no configuration passed verification\n");
       return;
@@ -465,6 +467,10 @@ int run_cli(int argc, char** argv) {
   best->add_option("--dir", best_command.directory, "cache directory (default results/best)");
   best->add_flag("--json", best_command.json, "machine-readable output");
 
+  ReplayCommand replay_command;
+  CLI::App* replay = app.add_subcommand("replay", "benchmark search strategies on recorded data (no GPU)");
+  replay_command.add_to(*replay);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -483,6 +489,7 @@ int run_cli(int argc, char** argv) {
   if (compile->parsed()) return compile_command.run();
   if (run->parsed()) return run_command.run();
   if (best->parsed()) return best_command.run();
+  if (replay->parsed()) return replay_command.run();
   return exit_bad_input;
 }
 

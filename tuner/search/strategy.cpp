@@ -4,6 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "tuner/search/annealing.h"
+#include "tuner/search/bayesian.h"
+#include "tuner/search/differential_evolution.h"
+#include "tuner/search/genetic.h"
+#include "tuner/search/local_search.h"
 #include "tuner/search/permutation.h"
 
 namespace tuner {
@@ -63,11 +68,18 @@ class RandomStrategy final : public IndexOrderStrategy {
 
 }  // namespace
 
-std::vector<std::string> strategy_names() { return {"exhaustive", "random"}; }
+std::vector<std::string> strategy_names() {
+  return {"exhaustive", "random", "local", "annealing", "genetic", "differential-evolution", "bayesian"};
+}
 
 std::unique_ptr<Strategy> make_strategy(std::string_view name, const SpaceEnumerator& space, std::uint64_t seed) {
   if (name == "exhaustive") return std::make_unique<ExhaustiveStrategy>(space);
   if (name == "random") return std::make_unique<RandomStrategy>(space, seed);
+  if (name == "local") return std::make_unique<LocalSearchStrategy>(space, seed);
+  if (name == "annealing") return std::make_unique<AnnealingStrategy>(space, seed);
+  if (name == "genetic") return std::make_unique<GeneticStrategy>(space, seed);
+  if (name == "differential-evolution") return std::make_unique<DifferentialEvolutionStrategy>(space, seed);
+  if (name == "bayesian") return std::make_unique<BayesianStrategy>(space, seed);
   std::vector<std::string> names = strategy_names();
   std::string suggestion = expr::closest_match(name, names);
   throw InputError(fmt::format("unknown search strategy '{}'{}; known strategies: {}", name,

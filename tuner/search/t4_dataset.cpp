@@ -86,7 +86,7 @@ Space read_t1_space(const std::filesystem::path& t1_file) {
     parameter.default_value = parameter.values.front();
     if (entry.contains("Default")) {
       Value declared = parameter_value(parameter, entry["Default"]);
-      // T1 files do not always keep the default among the values (convolution's block_size_y 16 is, ...).
+      // A declared default outside the values is ignored rather than rejected: the space is still usable.
       if (std::any_of(parameter.values.begin(), parameter.values.end(),
                       [&](const Value& value) { return expr::operator_equal(value, declared); }))
         parameter.default_value = declared;
