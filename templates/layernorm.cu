@@ -9,6 +9,9 @@
 //   STATS           STATS_two_pass: the mean first, then the sum of squared deviations (robust; one more pass over
 //                   the row when it is not cached); STATS_sum_of_squares: sum and sum of squares together,
 //                   variance = E[x^2] - mean^2 (one pass, loses accuracy when |mean| >> deviation)
+//   SHARED_ROW      the row is read once from memory into dynamic shared memory (COLS floats per row; up to 227 KiB
+//                   on sm_90), then statistics and output come from there: the minimum traffic for rows too long
+//                   for registers. Each thread reads back only the vectors it wrote, so no extra barrier is needed.
 //   UNROLL          streaming passes only: vectors each thread loads before using any of them, so several loads
 //                   are in flight per thread
 // cols must be a multiple of VEC.
@@ -49,7 +52,8 @@ __device__ __forceinline__ void for_each_vector(const Vector* __restrict__ in, i
   for (; index < row_vectors; index += kRowThreads) visit(index, in[index]);
 }
 
-template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, bool kTwoPass, int kRowItems, int kUnroll>
+template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, bool kTwoPass, int kRowItems, int kUnroll,
+          bool kSharedRow>
 __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
     layernorm(int rows, int cols, float epsilon, const float* __restrict__ input, const float* __restrict__ gamma,
               const float* __restrict__ beta, float* __restrict__ output) {
@@ -110,6 +114,51 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
 #pragma unroll
       for (int lane = 0; lane < kVec; ++lane)
         result.lane[lane] = fmaf((values[item][lane] - mean) * inverse_deviation, g.lane[lane], b.lane[lane]);
+      out[index] = result;
+    }
+  } else if constexpr (kSharedRow) {
+    extern __shared__ float4 dynamic_shared[];  // float4: 16-byte alignment for every vector width
+    Vector* row_copy = reinterpret_cast<Vector*>(reinterpret_cast<float*>(dynamic_shared) + (long long)row_in_block * cols);
+    float thread_sum = 0.0f;
+    float thread_squares = 0.0f;
+    if (row_exists) {
+      for_each_vector<kRowThreads, kUnroll>(in, thread_in_row, row_vectors, [&](int index, const Vector& loaded) {
+        row_copy[index] = loaded;
+#pragma unroll
+        for (int lane = 0; lane < kVec; ++lane) {
+          thread_sum += loaded.lane[lane];
+          if (!kTwoPass) thread_squares = fmaf(loaded.lane[lane], loaded.lane[lane], thread_squares);
+        }
+      });
+    }
+    mean = row_sum<kRowThreads>(thread_sum, row_scratch) * inverse_cols;
+    float variance;
+    if constexpr (kTwoPass) {
+      float thread_deviations = 0.0f;
+      if (row_exists) {
+        for (int index = thread_in_row; index < row_vectors; index += kRowThreads) {
+          const Vector loaded = row_copy[index];
+#pragma unroll
+          for (int lane = 0; lane < kVec; ++lane) {
+            const float deviation = loaded.lane[lane] - mean;
+            thread_deviations = fmaf(deviation, deviation, thread_deviations);
+          }
+        }
+      }
+      variance = row_sum<kRowThreads>(thread_deviations, row_scratch) * inverse_cols;
+    } else {
+      variance = fmaxf(row_sum<kRowThreads>(thread_squares, row_scratch) * inverse_cols - mean * mean, 0.0f);
+    }
+    inverse_deviation = rsqrtf(variance + epsilon);
+    if (!row_exists) return;
+    for (int index = thread_in_row; index < row_vectors; index += kRowThreads) {
+      const Vector loaded = row_copy[index];
+      const Vector g = scale[index];
+      const Vector b = shift[index];
+      Vector result;
+#pragma unroll
+      for (int lane = 0; lane < kVec; ++lane)
+        result.lane[lane] = fmaf((loaded.lane[lane] - mean) * inverse_deviation, g.lane[lane], b.lane[lane]);
       out[index] = result;
     }
   } else {
