@@ -25,17 +25,9 @@ Trajectory trace(Strategy& strategy, const ReplaySource& source, std::uint64_t b
     std::size_t wanted = static_cast<std::size_t>(std::min<std::uint64_t>(batch, budget - trajectory.best_ms.size()));
     std::vector<Configuration> proposals = strategy.ask(wanted);
     if (proposals.empty()) break;
-    for (Configuration& configuration : proposals) {
-      std::optional<Evaluation> recorded = source.lookup(configuration);
-      Evaluation evaluation;
-      if (recorded) {
-        evaluation = std::move(*recorded);
-      } else {
-        evaluation.configuration = std::move(configuration);
-        evaluation.status = Status::invalid;
-        evaluation.message = "not in the recorded data";
-      }
-      seconds += (evaluation.compile_ms + evaluation.time.median_ms * std::max(evaluation.time.samples, 1)) * 1e-3;
+    for (const Configuration& configuration : proposals) {
+      Evaluation evaluation = source.evaluate(configuration);
+      seconds += simulated_seconds(evaluation);
       if (evaluation.ok() && evaluation.time.median_ms > 0)
         best = std::min(best, evaluation.time.median_ms);
       else

@@ -31,6 +31,19 @@ void ReplaySource::find_optimum() {
   }
 }
 
+double simulated_seconds(const Evaluation& evaluation) {
+  return (evaluation.compile_ms + evaluation.time.median_ms * std::max(evaluation.time.samples, 1)) * 1e-3;
+}
+
+Evaluation ReplaySource::evaluate(const Configuration& configuration) const {
+  if (std::optional<Evaluation> recorded = lookup(configuration)) return std::move(*recorded);
+  Evaluation missing;
+  missing.configuration = configuration;
+  missing.status = Status::invalid;
+  missing.message = "not in the recorded data";
+  return missing;
+}
+
 std::optional<Evaluation> ReplaySource::lookup(const Configuration& configuration) const {
   auto found = evaluations_.find(configuration_key(configuration));
   if (found == evaluations_.end()) return std::nullopt;
@@ -51,20 +64,12 @@ ReplayResult replay_search(Strategy& strategy, const ReplaySource& source, const
       result.stop_reason = "strategy exhausted";
       break;
     }
-    for (Configuration& configuration : proposals) {
-      std::optional<Evaluation> recorded = source.lookup(configuration);
-      Evaluation evaluation;
-      if (recorded) {
-        evaluation = std::move(*recorded);
-      } else {
-        evaluation.configuration = std::move(configuration);
-        evaluation.status = Status::invalid;
-        evaluation.message = "not in the recorded data";
-        ++result.missing;
-      }
+    for (const Configuration& configuration : proposals) {
+      const bool recorded = source.lookup(configuration).has_value();
+      Evaluation evaluation = source.evaluate(configuration);
+      if (!recorded) ++result.missing;
       ++result.evaluations;
-      result.simulated_seconds +=
-          (evaluation.compile_ms + evaluation.time.median_ms * std::max(evaluation.time.samples, 1)) * 1e-3;
+      result.simulated_seconds += simulated_seconds(evaluation);
       strategy.tell(evaluation);
       tracker.record(evaluation, result.simulated_seconds);
       if (evaluation.ok() && evaluation.time.median_ms > 0 &&

@@ -15,6 +15,9 @@
 
 namespace tuner {
 
+// Seconds a recorded evaluation took on the machine that recorded it: compile time plus every timed sample.
+double simulated_seconds(const Evaluation& evaluation);
+
 class ReplaySource {
  public:
   // Reads csv (record_columns(space) header). hash selects the rows of one spec version; empty takes every row.
@@ -25,6 +28,9 @@ class ReplaySource {
 
   // The recorded evaluation, its configuration being the one asked for; nullopt when not recorded.
   std::optional<Evaluation> lookup(const Configuration& configuration) const;
+  // What a replay measures: the recorded evaluation, or one with status `invalid` ("not in the recorded data")
+  // when the configuration was never recorded.
+  Evaluation evaluate(const Configuration& configuration) const;
   std::size_t size() const { return evaluations_.size(); }  // distinct configurations
   // The fastest recorded verified median; +infinity when no recorded row is ok.
   double optimum_ms() const { return optimum_ms_; }
