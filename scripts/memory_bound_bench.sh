@@ -5,19 +5,22 @@
 # and the worst configuration that passed verification (the slowest `ok` row of the run's evaluations.csv).
 # Large sizes move >= 1 GiB (the floors apply there); small ones are launch-bound.
 # Usage (on a GPU host, from anywhere): scripts/memory_bound_bench.sh [BIN_DIR] [LOG_DIR] [BUDGET]
-# Records go to results/runs/<kernel>/<arch>/<problem>/, best configurations to results/best/.
+# Records go to $RESULTS_DIR/runs/<kernel>/<arch>/<problem>/, best configurations to $RESULTS_DIR/best/
+# (RESULTS_DIR defaults to results/). MEMORY_BOUND_CASES (newline-separated "kernel problem floor [strategy
+# [budget]]" lines) replaces the built-in list of cases, e.g. to re-run only the kernels a change touched.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-build}"
 logs="${2:-memory-bound-logs}"
 budget="${3:-150}"
+results="${RESULTS_DIR:-results}"
 mkdir -p "$logs"
 export TUNER_SOURCE_DIR="$PWD"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 rows="$logs/rows.tsv"
 : >"$rows"
 
-# kernel, problem, floor (fraction of copy; '-' for launch-bound sizes)
+# kernel, problem, floor (fraction of copy; '-' for launch-bound sizes), optional strategy and budget
 cases=(
   "vector_add N=268435456 0.90"        # 3 GiB
   "vector_add N=65536 -"
@@ -39,18 +42,27 @@ cases=(
   "conv3x3 W=512,H=512 -"
   "softmax_bf16 ROWS=8192,COLS=8192 0.90"
   "softmax_bf16 ROWS=4096,COLS=65536 0.90"  # 1 GiB
+  "reduce_sum_bf16 N=1073741824 0.90"       # 2^30 bf16 values, 2 GiB read
+  "layernorm_bf16 ROWS=8192,COLS=8192 0.90"
+  "layernorm_bf16 ROWS=4096,COLS=65536 0.90"
 )
+if [[ -n "${MEMORY_BOUND_CASES:-}" ]]; then
+  mapfile -t cases < <(grep -v '^[[:space:]]*$' <<<"$MEMORY_BOUND_CASES")
+fi
 for case in "${cases[@]}"; do
-  read -r kernel problem floor <<<"$case"
+  read -r kernel problem floor case_strategy case_budget <<<"$case"
   tag="${kernel}_${problem//[=,]/_}"
   # saxpy and conv3x3 keep their exhaustive records in results/: this benchmark's go under LOG_DIR for them.
   case "$kernel" in
     saxpy|conv3x3) out="$logs/runs/$kernel/${problem//,/_}"; best_dir="$logs/best" ;;
-    *) out="results/runs/$kernel/sm_90/${problem//,/_}"; best_dir="results/best" ;;
+    *) out="$results/runs/$kernel/sm_90/${problem//,/_}"; best_dir="$results/best" ;;
   esac
   rm -rf "$out"
   echo "== $kernel $problem" >&2
-  timeout 120 "$bin/tune" run "kernels/$kernel.yaml" --problem "$problem" --strategy random --budget "$budget" \
+  strategy_options=(--strategy "${case_strategy:-random}")
+  [[ "${case_strategy:-random}" != exhaustive ]] && strategy_options+=(--budget "${case_budget:-$budget}")
+  mkdir -p "$best_dir"
+  timeout "${CASE_TIMEOUT:-120}" "$bin/tune" run "kernels/$kernel.yaml" --problem "$problem" "${strategy_options[@]}" \
     --out "$out" --best-dir "$best_dir" --json >"$logs/$tag.json" 2>"$logs/$tag.err"
   status=$?
   python3 - "$logs/$tag.json" "$out/evaluations.csv" "$kernel" "$problem" "$floor" "$status" >>"$rows" <<'PY'

@@ -44,6 +44,11 @@ template <int kBlockX, int kBlockY, int kTileX, int kTileY, int kAlgorithm>
 __global__ void __launch_bounds__(kBlockX * kBlockY)
     conv3x3(int width, int height, const float* __restrict__ input, const float* __restrict__ filter,
             float* __restrict__ output) {
+  // Streamed batches (kernels/conv3x3_stream_*.yaml): blockIdx.z selects the image of the batch. With one image
+  // (gridDim.z == 1) the offset is zero and the rest of the kernel is unchanged.
+  const long long image_offset = (long long)blockIdx.z * width * height;
+  input += image_offset;
+  output += image_offset;
   float weight[9];
 #pragma unroll
   for (int i = 0; i < 9; ++i) weight[i] = __ldg(&filter[i]);

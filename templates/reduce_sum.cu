@@ -1,25 +1,38 @@
-// Sum of n floats in one kernel launch, as a tunable template. Every block reduces a grid-stride share of the
+// Sum of n values in one kernel launch, as a tunable template. Every block reduces a grid-stride share of the
 // input to one partial sum; the last block to finish (found with a self-resetting counter) adds the partials and
 // writes the single result. The output is therefore written completely by every configuration and compares across
 // configurations, unlike per-block partials (their count depends on the grid) or a one-pass atomicAdd into the
 // output (it needs the output zeroed, and the tuner poisons outputs before verified runs).
+// Input type: float, or __nv_bfloat16 when the spec compiles with -DREDUCE_SUM_BF16; sums, partials and the
+// result are fp32 either way.
 // Every parameter is a macro, so the template parameters carry k-prefixed names.
 //   BLOCK          threads per block
-//   VEC            floats per vector load: 1, 2 or 4
+//   VEC            elements per vector load (at most 16 bytes)
 //   ITEMS          independent accumulators (vector loads in flight) per thread
 //   BLOCKS_PER_SM  grid size per SM (the grid is sm_count * BLOCKS_PER_SM)
 //   TREE           how a block combines its threads' sums: TREE_shuffle (warp shuffles, then one value per warp
 //                  in shared memory) or TREE_shared (a classic shared-memory tree)
 // n must be a multiple of VEC; partials must hold at least gridDim.x floats; counter starts at 0 and is left at 0.
+#ifdef REDUCE_SUM_BF16
+#include <cuda_bf16.h>
+using Element = __nv_bfloat16;
+__device__ __forceinline__ float to_float(Element value) { return __bfloat162float(value); }
+#else
+using Element = float;
+__device__ __forceinline__ float to_float(Element value) { return value; }
+#endif
 
-template <int kWidth> struct LoadVector;
-template <> struct LoadVector<1> { using type = float; };
-template <> struct LoadVector<2> { using type = float2; };
-template <> struct LoadVector<4> { using type = float4; };
+template <int kWidth> struct alignas(sizeof(Element) * kWidth) Pack { Element lane[kWidth]; };
 
-__device__ __forceinline__ float lane_sum(float v) { return v; }
-__device__ __forceinline__ float lane_sum(float2 v) { return v.x + v.y; }
-__device__ __forceinline__ float lane_sum(float4 v) { return (v.x + v.y) + (v.z + v.w); }
+// The lanes summed pairwise, so the additions of a wide vector do not form one long dependent chain.
+template <int kWidth> __device__ __forceinline__ float lane_sum(const Pack<kWidth>& vector) {
+  if constexpr (kWidth == 1) {
+    return to_float(vector.lane[0]);
+  } else {
+    const Pack<kWidth / 2>* halves = reinterpret_cast<const Pack<kWidth / 2>*>(&vector);
+    return lane_sum(halves[0]) + lane_sum(halves[1]);
+  }
+}
 
 __device__ __forceinline__ float warp_sum(float value) {
 #pragma unroll
@@ -52,10 +65,10 @@ __device__ __forceinline__ float block_sum(float value, float* scratch) {
 }
 
 template <int kBlock, int kVec, int kItems, bool kShuffleTree>
-__global__ void __launch_bounds__(kBlock) reduce_sum(long long n, const float* __restrict__ input,
+__global__ void __launch_bounds__(kBlock) reduce_sum(long long n, const Element* __restrict__ input,
                                                     float* __restrict__ partials, unsigned int* counter,
                                                     float* __restrict__ result) {
-  using Vector = typename LoadVector<kVec>::type;
+  using Vector = Pack<kVec>;
   __shared__ float scratch[kShuffleTree ? kBlock / 32 : kBlock];
   __shared__ bool last_block;
   const long long vectors = n / kVec;

@@ -37,11 +37,11 @@ TEST(Protocol, KernelLaunchRoundTripKeepsIntegerAndFloatScalars) {
 TEST(Protocol, SetupRoundTrip) {
   WorkerSetup setup;
   setup.device = 1;
-  WorkerArgument x{"x", Dtype::bf16, true, 1 << 20, {}, Role::in};
+  WorkerArgument x{"x", Dtype::bf16, true, 1 << 20, {}, Role::in, -1, {}};
   x.init = {Initialisation::Kind::random, 7, -0.5, 0.5, 0, 0, 1};
-  WorkerArgument y{"y", Dtype::f32, true, 1 << 20, {}, Role::inout};
+  WorkerArgument y{"y", Dtype::f32, true, 1 << 20, {}, Role::inout, -1, {}};
   y.init = {Initialisation::Kind::sequence, 1, -1, 1, 0, 3.0, 0.25};
-  WorkerArgument n{"n", Dtype::i32, false, 0, {}, Role::in};
+  WorkerArgument n{"n", Dtype::i32, false, 0, {}, Role::in, -1, {}};
   setup.arguments = {x, y, n};
   setup.tolerance[Dtype::f32] = {1e-5, 1e-6};
   setup.tolerance[Dtype::bf16] = {1e-2, 1e-3};
@@ -69,8 +69,55 @@ TEST(Protocol, SetupRoundTrip) {
   EXPECT_EQ(decoded.measurement.max_samples, 77);
 }
 
+TEST(Protocol, TensorMapsAndBaselineRoundTrip) {
+  WorkerSetup setup;
+  WorkerArgument a{"a", Dtype::f16, true, 64 * 16, {}, Role::in, -1, {}};
+  WorkerArgument map{"a_map", Dtype::f16, false, 0, {}, Role::in, -1, {}};
+  map.tensor_buffer = 0;
+  map.tensor_dims = {16, 64};
+  WorkerArgument c{"c", Dtype::f16, true, 64 * 32, {}, Role::out, -1, {}};
+  setup.arguments = {a, map, c};
+  setup.reference = sample_launch();
+  setup.reference.tensor_maps["a_map"] = {{16, 128}, 32};
+  BaselineCall call;
+  call.library = "cublas";
+  call.operation = "gemm";
+  call.compute = "tf32";
+  call.m = 64;
+  call.n = 32;
+  call.k = 16;
+  call.a = 0;
+  call.b = 0;
+  call.c = 2;
+  call.alpha = 1.5;
+  call.beta = -0.25;
+  setup.baseline = call;
+  setup.reference_from_baseline = true;
+
+  WorkerSetup decoded = protocol::decode_setup(protocol::encode(setup));
+  ASSERT_EQ(decoded.arguments.size(), 3u);
+  EXPECT_FALSE(decoded.arguments[0].is_tensor_map());
+  EXPECT_TRUE(decoded.arguments[1].is_tensor_map());
+  EXPECT_EQ(decoded.arguments[1].tensor_buffer, 0);
+  EXPECT_EQ(decoded.arguments[1].tensor_dims, (std::vector<std::int64_t>{16, 64}));
+  const TensorMapBox& box = decoded.reference.tensor_maps.at("a_map");
+  EXPECT_EQ(box.box, (std::vector<std::int64_t>{16, 128}));
+  EXPECT_EQ(box.swizzle_bytes, 32);
+  ASSERT_TRUE(decoded.baseline.has_value());
+  EXPECT_EQ(decoded.baseline->compute, "tf32");
+  EXPECT_EQ(decoded.baseline->m, 64);
+  EXPECT_EQ(decoded.baseline->c, 2);
+  EXPECT_EQ(decoded.baseline->alpha, 1.5);
+  EXPECT_EQ(decoded.baseline->beta, -0.25);
+  EXPECT_TRUE(decoded.reference_from_baseline);
+
+  WorkerSetup without = protocol::decode_setup(protocol::encode(WorkerSetup{}));
+  EXPECT_FALSE(without.baseline.has_value());
+  EXPECT_FALSE(without.reference_from_baseline);
+}
+
 TEST(Protocol, RequestRoundTrip) {
-  EvaluationRequest request{sample_launch(), false, 2.5};
+  EvaluationRequest request{sample_launch(), false, 2.5, std::nullopt};
   EvaluationRequest decoded = protocol::decode_request(protocol::encode(request));
   EXPECT_FALSE(decoded.verify);
   EXPECT_EQ(decoded.timeout_seconds, 2.5);

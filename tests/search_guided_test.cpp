@@ -1,4 +1,4 @@
-// The learning strategies (local, annealing, genetic, differential-evolution, bayesian) on synthetic landscapes:
+// The learning strategies (local, annealing, genetic, differential-evolution, bayesian, surrogate) on synthetic landscapes:
 // determinism per seed, only valid and never repeated proposals, failures survived, and each beating random
 // search where the optimum is known.
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@ namespace tuner {
 namespace {
 
 const std::vector<std::string> learning_strategies = {"local", "annealing", "genetic", "differential-evolution",
-                                                      "bayesian"};
+                                                      "bayesian", "surrogate"};
 
 Parameter integer_parameter(const std::string& name, std::int64_t count) {
   Parameter parameter;

@@ -55,7 +55,7 @@ std::vector<Configuration> drain(Strategy& strategy, std::size_t batch) {
 
 TEST(Strategy, NamesAndUnknownNameError) {
   EXPECT_EQ(strategy_names(), (std::vector<std::string>{"exhaustive", "random", "local", "annealing", "genetic",
-                                                        "differential-evolution", "bayesian"}));
+                                                        "differential-evolution", "bayesian", "surrogate"}));
   Space space = constrained_space();
   SpaceEnumerator enumerator(space, {});
   EXPECT_EQ(make_strategy("exhaustive", enumerator, 1)->name(), "exhaustive");

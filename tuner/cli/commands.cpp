@@ -306,24 +306,58 @@ struct RunCommand {
     if (report.copy_bandwidth_gbps > 0)
       fmt::print("device copy bandwidth {}: {:.0f} GB/s\n",
                  report.replay ? "recorded with these measurements" : "measured in this run", report.copy_bandwidth_gbps);
+    if (report.baseline_ms > 0)
+      fmt::print("baseline {} {}: {} ms\n", report.baseline_library.empty() ? "library" : report.baseline_library,
+                 report.replay ? "recorded with these measurements" : "measured in this run",
+                 format_ms(report.baseline_ms));
     if (report.best.empty()) {
       fmt::print("no configuration passed verification\n");
       return;
     }
+    // With a baseline the ratio that matters is the fraction of it; otherwise the fraction of the copy ceiling.
+    const bool baseline = report.baseline_ms > 0;
     fmt::print("\n{:<4} {:>11} {:>9} {:>9} {:>8} {:>9} {:>9}  {}\n", "rank", "median ms", "GB/s", "GFLOP/s",
-               "of copy", "vs dflt", "vs median", "configuration");
+               baseline ? "of base" : "of copy", "vs dflt", "vs median", "configuration");
     for (std::size_t i = 0; i < report.best.size(); ++i) {
       const RankedResult& r = report.best[i];
+      const double fraction = baseline ? r.fraction_of_baseline : r.fraction_of_ceiling;
       fmt::print("{:<4} {:>11} {:>9.1f} {:>9.1f} {:>8} {:>9} {:>9.2f}  {}\n", i + 1, format_ms(r.evaluation.time.median_ms),
-                 r.gbps, r.gflops, r.fraction_of_ceiling > 0 ? fmt::format("{:.1f}%", 100 * r.fraction_of_ceiling) : "-",
+                 r.gbps, r.gflops, fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-",
                  r.speedup_over_default > 0 ? fmt::format("{:.2f}x", r.speedup_over_default) : "-",
                  r.speedup_over_median, configuration_text(report, r.evaluation));
     }
     if (report.default_evaluation)
       fmt::print("default configuration: {} ms ({})\n", format_ms(report.default_evaluation->time.median_ms),
                  status_name(report.default_evaluation->status));
+    if (report.streamed) print_stream_breakdown(report);
     if (!report.records.empty()) fmt::print("records: {}\n", report.records.string());
     if (report.best_cache_updated) fmt::print("best configuration stored in the cache under results/best\n");
+  }
+
+  // Streamed specs (tuner/loader): where each pass's time went, for the top configurations and the default (the
+  // naive loader in the shipped spaces), against the pinned host-to-device ceiling measured in the same run.
+  static void print_stream_breakdown(const TuneReport& report) {
+    fmt::print("\nstream breakdown per pass; pinned host-to-device ceiling {}: {}\n",
+               report.replay ? "recorded" : "measured in this run",
+               report.pinned_copy_in_gbps > 0 ? fmt::format("{:.1f} GB/s", report.pinned_copy_in_gbps) : "unknown");
+    fmt::print("{:<6} {:>10} {:>11} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "total ms", "items/s",
+               "in GB/s", "of H2D", "read ms", "H2D ms", "kernel ms", "D2H ms", "idle ms", "configuration");
+    auto row = [&](const std::string& label, const Evaluation& evaluation) {
+      const StreamStages& s = evaluation.stream;
+      double fraction = report.pinned_copy_in_gbps > 0 ? s.input_gbps / report.pinned_copy_in_gbps : 0;
+      fmt::print("{:<6} {:>10.3f} {:>11.4g} {:>8.2f} {:>7} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}  {}\n", label,
+                 s.end_to_end_ms, s.items_per_second, s.input_gbps,
+                 fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-", s.host_read_ms, s.copy_in_ms, s.kernel_ms,
+                 s.copy_out_ms, s.gpu_idle_ms, configuration_text(report, evaluation));
+    };
+    for (std::size_t i = 0; i < report.best.size(); ++i) row(std::to_string(i + 1), report.best[i].evaluation);
+    if (report.default_evaluation && report.default_evaluation->ok()) row("naive", *report.default_evaluation);
+    if (!report.best.empty()) {
+      const StreamStages& s = report.best.front().evaluation.stream;
+      double bound = std::max({s.copy_in_ms, s.kernel_ms, s.copy_out_ms});
+      if (bound > 0)
+        fmt::print("best total / max(H2D, kernel, D2H) = {:.3f} (1.0 is perfect overlap)\n", s.end_to_end_ms / bound);
+    }
   }
 
   static std::string configuration_text(const TuneReport& report, const Evaluation& evaluation) {
@@ -347,6 +381,11 @@ struct RunCommand {
     output["seconds"] = report.seconds;
     output["evaluations_per_second"] = report.evaluations_per_second;
     output["copy_bandwidth_gbps"] = report.copy_bandwidth_gbps;
+    if (report.streamed) output["pinned_copy_in_gbps"] = report.pinned_copy_in_gbps;
+    if (report.baseline_ms > 0) {
+      output["baseline_ms"] = report.baseline_ms;
+      output["baseline_library"] = report.baseline_library;
+    }
     output["stop_reason"] = report.stop_reason;
     output["records"] = report.records.string();
     if (report.default_evaluation) output["default_time_ms"] = report.default_evaluation->time.median_ms;
@@ -364,6 +403,7 @@ struct RunCommand {
                       {"gbps", r.gbps},
                       {"gflops", r.gflops},
                       {"fraction_of_copy_bandwidth", r.fraction_of_ceiling},
+                      {"fraction_of_baseline", r.fraction_of_baseline},
                       {"speedup_over_default", r.speedup_over_default},
                       {"speedup_over_median", r.speedup_over_median}});
     }

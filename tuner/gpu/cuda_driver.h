@@ -27,7 +27,8 @@ namespace tuner::gpu {
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)                                         \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuStreamCreate) X(cuStreamDestroy)                   \
   X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)      \
-  X(cuEventElapsedTime)
+  X(cuEventElapsedTime) X(cuTensorMapEncodeTiled) X(cuLaunchKernelEx)                                  \
+  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) /* tuner/loader */
 
 struct CudaDriver {
 #define TUNER_DECLARE_DRIVER_POINTER(name) decltype(&::name) name = nullptr;

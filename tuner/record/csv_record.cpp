@@ -213,6 +213,14 @@ class RowParser {
     evaluation.throttle_reasons = integer<std::uint64_t>(fields, column++, line);
     evaluation.max_error = number(fields, column++, line);
     evaluation.timestamp = number(fields, column++, line);
+    if (space_.streamed) {
+      StreamStages& stream = evaluation.stream;
+      for (double* field : {&stream.end_to_end_ms, &stream.host_read_ms, &stream.copy_in_ms, &stream.kernel_ms,
+                            &stream.copy_out_ms, &stream.gpu_idle_ms, &stream.items_per_second,
+                            &stream.bytes_per_second, &stream.input_gbps}) {
+        *field = number(fields, column++, line);
+      }
+    }
     return record;
   }
 
@@ -273,11 +281,24 @@ const std::vector<std::string>& measurement_columns() {
   return columns;
 }
 
+const std::vector<std::string>& stream_columns() {
+  static const std::vector<std::string> columns{
+      "stream_end_to_end_ms", "stream_host_read_ms",      "stream_copy_in_ms",       "stream_kernel_ms",
+      "stream_copy_out_ms",   "stream_gpu_idle_ms",       "stream_items_per_second", "stream_bytes_per_second",
+      "stream_input_gbps",
+  };
+  return columns;
+}
+
 std::vector<std::string> record_columns(const Space& space) {
   std::vector<std::string> columns{"hash"};
   for (const Parameter& parameter : space.parameters) columns.push_back(parameter.name);
   const auto& measurement = measurement_columns();
   columns.insert(columns.end(), measurement.begin(), measurement.end());
+  if (space.streamed) {
+    const auto& stream = stream_columns();
+    columns.insert(columns.end(), stream.begin(), stream.end());
+  }
   return columns;
 }
 
@@ -310,7 +331,7 @@ std::string configuration_key(const Configuration& configuration) {
 // ---------------------------------------------------------------- RecordWriter
 
 RecordWriter::RecordWriter(std::filesystem::path csv, const Space& space, const RunMetadata& metadata)
-    : path_(std::move(csv)), parameter_count_(space.parameters.size()) {
+    : path_(std::move(csv)), parameter_count_(space.parameters.size()), streamed_(space.streamed) {
   std::size_t keep_bytes = 0;
   bool has_header = false;
   if (std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0) {
@@ -368,6 +389,14 @@ void RecordWriter::append(const Evaluation& evaluation, const std::string& hash)
   append_field(row, std::to_string(evaluation.throttle_reasons));
   append_field(row, format_number(evaluation.max_error));
   append_field(row, format_number(evaluation.timestamp));
+  if (streamed_) {
+    const StreamStages& stream = evaluation.stream;
+    for (double field : {stream.end_to_end_ms, stream.host_read_ms, stream.copy_in_ms, stream.kernel_ms,
+                         stream.copy_out_ms, stream.gpu_idle_ms, stream.items_per_second, stream.bytes_per_second,
+                         stream.input_gbps}) {
+      append_field(row, format_number(field));
+    }
+  }
   row += '\n';
   // One write() per row: with O_APPEND a row lands whole or, if the process dies mid-call, as a partial last
   // line that readers ignore.

@@ -23,6 +23,8 @@ namespace tuner {
 // columns (measurement_columns()).
 std::vector<std::string> record_columns(const Space& space);
 const std::vector<std::string>& measurement_columns();
+// Appended after the measurement columns when space.streamed: the stream stage breakdown (StreamStages).
+const std::vector<std::string>& stream_columns();
 
 // A text key that identifies a configuration (values with their types), for sets and maps of configurations.
 std::string configuration_key(const Configuration& configuration);
@@ -50,6 +52,7 @@ class RecordWriter {
  private:
   std::filesystem::path path_;
   std::size_t parameter_count_ = 0;
+  bool streamed_ = false;  // streamed spaces add stream_columns()
   int descriptor_ = -1;
   bool resumed_ = false;
   bool sync_every_row_ = false;

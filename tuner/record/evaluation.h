@@ -33,6 +33,20 @@ struct TimeStatistics {
   int samples = 0;
 };
 
+// Streamed workloads only (KernelSpec::stream): where the end-to-end time of the median timed pass went. Stage
+// times are the wall time during which some batch was in that stage (overlap across streams counted once).
+struct StreamStages {
+  double end_to_end_ms = 0;
+  double host_read_ms = 0;  // summed over host workers
+  double copy_in_ms = 0;    // host to device
+  double kernel_ms = 0;
+  double copy_out_ms = 0;   // device to host
+  double gpu_idle_ms = 0;   // end-to-end time with no batch on the device
+  double items_per_second = 0;
+  double bytes_per_second = 0;  // input + output bytes per end-to-end second
+  double input_gbps = 0;        // host-to-device bytes per end-to-end nanosecond: against the pinned H2D ceiling
+};
+
 struct Evaluation {
   Configuration configuration;
   Status status = Status::ok;
@@ -49,6 +63,7 @@ struct Evaluation {
   std::uint64_t throttle_reasons = 0;
   double max_error = 0;           // largest relative error seen during verification
   double timestamp = 0;           // seconds since the epoch when the evaluation finished
+  StreamStages stream;            // streamed specs; time then holds the end-to-end time of a whole pass
 
   bool ok() const { return status == Status::ok; }
 };

@@ -15,9 +15,13 @@
 #include <memory>
 #include <optional>
 
+#include "tuner/gpu/cublas.h"
 #include "tuner/gpu/cuda_driver.h"
 #include "tuner/gpu/device.h"
 #include "tuner/gpu/nvml.h"
+#include "tuner/loader/cuda_pipeline_device.h"
+#include "tuner/loader/dataset.h"
+#include "tuner/loader/pipeline.h"
 #include "tuner/run/compare_kernels.h"
 #include "tuner/run/element_values.h"
 #include "tuner/run/protocol.h"
@@ -90,6 +94,12 @@ struct ArgumentBuffers {
   DeviceBuffer reference;
 };
 
+// Room for one kernel parameter: scalars and pointers use the first 8 bytes; a CUtensorMap needs all 128 and
+// its own alignment (128 bytes in CUDA 13's cuda.h).
+struct alignas(alignof(CUtensorMap)) ParameterSlot {
+  std::byte bytes[sizeof(CUtensorMap)];
+};
+
 // A kernel ready to launch: module loaded, resources checked, parameters laid out.
 struct PreparedKernel {
   LoadedModule module;
@@ -97,7 +107,7 @@ struct PreparedKernel {
   std::array<unsigned int, 3> grid{};
   std::array<unsigned int, 3> block{};
   unsigned int dynamic_shared_bytes = 0;
-  std::vector<std::array<std::byte, 8>> parameter_storage;
+  std::vector<ParameterSlot> parameter_storage;
   std::vector<void*> parameters;
 };
 
@@ -130,6 +140,11 @@ class EvaluationWorker {
   // Compares every output with its reference; returns the wrong_result message, or nothing when all match.
   std::optional<std::string> compare_outputs(double& max_error);
   TimeStatistics time_kernel(const PreparedKernel& kernel);
+  // Warm-up, then samples of batches of launch_once() until the spread is small or the time cap is reached.
+  TimeStatistics time_launches(const std::function<void()>& launch_once);
+  void encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box, ParameterSlot& slot) const;
+  gpu::GemmProblem baseline_problem() const;
+  void run_baseline();
   double measure_copy_bandwidth_gbps();
   // Runs fn, turning driver errors into the configuration's status; a sticky error marks the context lost.
   Evaluation guarded_evaluation(const std::function<void(Evaluation&)>& run);
@@ -150,8 +165,20 @@ class EvaluationWorker {
   bool ready_ = false;
   std::vector<ArgumentBuffers> buffers_;  // one per argument; scalars keep empty buffers
   DeviceBuffer flush_buffer_;
+  std::unique_ptr<gpu::Cublas> cublas_;    // loaded at the first setup with a cuBLAS baseline
+  std::optional<TimeStatistics> baseline_time_;
   std::string phase_;  // what the worker was doing, for error messages
   bool context_lost_ = false;
+
+  // Streamed workloads (tuner/loader): the reference is a naive pipeline pass whose outputs stay on the host, and
+  // a configuration is measured over whole passes through the dataset.
+  void setup_streamed(const WorkerSetup& setup);
+  Evaluation evaluate_streamed(const EvaluationRequest& request);
+  loader::BatchKernel batch_kernel(const PreparedKernel& kernel) const;
+  std::size_t stream_output_item_bytes() const;
+  std::unique_ptr<loader::BatchSource> stream_source_;
+  std::unique_ptr<loader::CudaPipelineDevice> pipeline_device_;
+  std::vector<std::byte> stream_reference_;
 };
 
 json error_reply(const std::string& message, bool no_gpu) {
@@ -166,8 +193,27 @@ json EvaluationWorker::handle(const json& message) {
       return {{"type", "device_info"}, {"info", protocol::encode(info)}};
     }
     if (type == "setup") {
-      setup(protocol::decode_setup(message.at("setup")));
-      return {{"type", "setup_done"}};
+      WorkerSetup decoded = protocol::decode_setup(message.at("setup"));
+      if (decoded.stream) {
+        setup_streamed(decoded);
+      } else {
+        setup(decoded);
+      }
+      json reply = {{"type", "setup_done"}};
+      if (baseline_time_) {
+        reply["baseline"] = {{"median_ms", baseline_time_->median_ms},
+                             {"min_ms", baseline_time_->min_ms},
+                             {"max_ms", baseline_time_->max_ms},
+                             {"relative_spread", baseline_time_->relative_spread},
+                             {"samples", baseline_time_->samples},
+                             {"library", cublas_ ? cublas_->version() : std::string()}};
+      }
+      return reply;
+    }
+    if (type == "pinned_copy_in") {
+      if (!ready_) return error_reply("pinned_copy_in before setup", false);
+      constexpr std::size_t copy_bytes = std::size_t{512} << 20;  // as in the gpu.md ceiling table
+      return {{"type", "pinned_copy_in"}, {"gbps", loader::measure_pinned_copy_in_gbps(context_, copy_bytes)}};
     }
     if (type == "copy_bandwidth") {
       if (!ready_) return error_reply("copy_bandwidth before setup", false);
@@ -175,7 +221,8 @@ json EvaluationWorker::handle(const json& message) {
     }
     if (type == "evaluate") {
       if (!ready_) return error_reply("evaluate before setup", false);
-      Evaluation evaluation = evaluate(protocol::decode_request(message.at("request")));
+      EvaluationRequest request = protocol::decode_request(message.at("request"));
+      Evaluation evaluation = setup_.stream ? evaluate_streamed(request) : evaluate(request);
       return {{"type", "evaluation"}, {"evaluation", protocol::encode(evaluation)}};
     }
     return error_reply(fmt::format("unknown message type '{}'", type), false);
@@ -268,12 +315,22 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
   }
   if (setup_.measurement.cold) flush_buffer_ = DeviceBuffer(static_cast<std::size_t>(2 * properties_.l2_cache_bytes));
 
+  baseline_time_.reset();
+  if (setup_.baseline && setup_.baseline->library == "cublas" && !cublas_) {
+    phase_ = "cuBLAS load";
+    cublas_ = std::make_unique<gpu::Cublas>(stream_);
+  }
   if (setup_.verification_enabled) {
     Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
       phase_ = "reference run";
-      PreparedKernel kernel = prepare(setup_.reference, evaluation);
       restore_buffers();
-      launch(kernel);
+      if (setup_.reference_from_baseline) {
+        if (!setup_.baseline) throw TunerError("the setup asks for the baseline as reference but has no baseline");
+        run_baseline();
+      } else {
+        PreparedKernel kernel = prepare(setup_.reference, evaluation);
+        launch(kernel);
+      }
       TUNER_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
     });
     if (!reference.ok()) {
@@ -291,6 +348,11 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
     double ignored = 0;
     std::optional<std::string> unwritten = compare_outputs(ignored);
     if (unwritten) throw TunerError("the reference configuration left elements unwritten or NaN: " + *unwritten);
+  }
+  if (setup_.baseline) {
+    phase_ = "baseline timing";
+    restore_buffers();
+    baseline_time_ = time_launches([&] { run_baseline(); });
   }
   ready_ = true;
 }
@@ -397,11 +459,18 @@ PreparedKernel EvaluationWorker::prepare(const KernelLaunch& launch, Evaluation&
   kernel.parameter_storage.resize(setup_.arguments.size());
   for (std::size_t index = 0; index < setup_.arguments.size(); ++index) {
     const WorkerArgument& argument = setup_.arguments[index];
-    std::array<std::byte, 8>& storage = kernel.parameter_storage[index];
-    storage.fill(std::byte{0});
-    if (argument.is_buffer) {
+    ParameterSlot& slot = kernel.parameter_storage[index];
+    std::byte* storage = slot.bytes;
+    std::fill(std::begin(slot.bytes), std::end(slot.bytes), std::byte{0});
+    if (argument.is_tensor_map()) {
+      auto box = launch.tensor_maps.find(argument.name);
+      if (box == launch.tensor_maps.end()) {
+        throw ConfigurationFailure{Status::launch_error, fmt::format("no box for tensor map '{}'", argument.name)};
+      }
+      encode_tensor_map(argument, box->second, slot);
+    } else if (argument.is_buffer) {
       CUdeviceptr pointer = buffers_[index].data.get();
-      std::memcpy(storage.data(), &pointer, sizeof pointer);
+      std::memcpy(storage, &pointer, sizeof pointer);
     } else {
       auto value = launch.scalar_values.find(argument.name);
       if (value == launch.scalar_values.end()) {
@@ -409,13 +478,13 @@ PreparedKernel EvaluationWorker::prepare(const KernelLaunch& launch, Evaluation&
       }
       if (const auto* integer = std::get_if<std::int64_t>(&value->second);
           integer != nullptr && argument.dtype == Dtype::i64) {
-        std::memcpy(storage.data(), integer, sizeof *integer);  // exact beyond 2^53
+        std::memcpy(storage, integer, sizeof *integer);  // exact beyond 2^53
       } else {
         double number = std::visit([](auto held) { return static_cast<double>(held); }, value->second);
-        store_element(argument.dtype, number, storage.data());
+        store_element(argument.dtype, number, storage);
       }
     }
-    kernel.parameters.push_back(storage.data());
+    kernel.parameters.push_back(storage);
   }
   return kernel;
 }
@@ -468,6 +537,10 @@ std::optional<std::string> EvaluationWorker::compare_outputs(double& max_error) 
 }
 
 TimeStatistics EvaluationWorker::time_kernel(const PreparedKernel& kernel) {
+  return time_launches([&] { launch(kernel); });
+}
+
+TimeStatistics EvaluationWorker::time_launches(const std::function<void()>& launch_once) {
   const gpu::CudaDriver& cuda = cuda_driver();
   const MeasurementSettings& settings = setup_.measurement;
   auto event_ms = [&] {
@@ -489,7 +562,7 @@ TimeStatistics EvaluationWorker::time_kernel(const PreparedKernel& kernel) {
   do {
     flush_l2();
     TUNER_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
-    launch(kernel);
+    launch_once();
     TUNER_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
     double elapsed = event_ms();
     fastest_ms = fastest_ms == 0 ? elapsed : std::min(fastest_ms, elapsed);
@@ -502,11 +575,120 @@ TimeStatistics EvaluationWorker::time_kernel(const PreparedKernel& kernel) {
   do {
     flush_l2();
     TUNER_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
-    for (int launch_index = 0; launch_index < batch; ++launch_index) launch(kernel);
+    for (int launch_index = 0; launch_index < batch; ++launch_index) launch_once();
     TUNER_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
     samples.push_back(event_ms() / batch);
   } while (!measurement_complete(samples, std::chrono::duration<double>(Clock::now() - sampling_start).count(), settings));
   return summarise(std::move(samples));
+}
+
+// The CUtensorMap of a tensor-map argument for one configuration: the shape comes from the setup, the box and
+// swizzle from the launch. An impossible box (too large, or wider than the swizzle span) fails the configuration.
+void EvaluationWorker::encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box,
+                                         ParameterSlot& slot) const {
+  const WorkerArgument& buffer = setup_.arguments.at(static_cast<std::size_t>(argument.tensor_buffer));
+  const std::size_t rank = argument.tensor_dims.size();
+  if (rank == 0 || rank > 5 || box.box.size() != rank) {
+    throw ConfigurationFailure{Status::launch_error,
+                               fmt::format("tensor map '{}': {} dims and {} box sizes", argument.name, rank, box.box.size())};
+  }
+  CUtensorMapDataType data_type{};
+  switch (buffer.dtype) {
+    case Dtype::f16: data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    case Dtype::bf16: data_type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+    case Dtype::f32: data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+    case Dtype::f64: data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT64; break;
+    case Dtype::i32: data_type = CU_TENSOR_MAP_DATA_TYPE_INT32; break;
+    case Dtype::u32: data_type = CU_TENSOR_MAP_DATA_TYPE_UINT32; break;
+    case Dtype::i64: data_type = CU_TENSOR_MAP_DATA_TYPE_INT64; break;
+    case Dtype::u8:
+    case Dtype::i8: data_type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
+  }
+  CUtensorMapSwizzle swizzle{};
+  switch (box.swizzle_bytes) {
+    case 0: swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; break;
+    case 32: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
+    case 64: swizzle = CU_TENSOR_MAP_SWIZZLE_64B; break;
+    case 128: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
+    default:
+      throw ConfigurationFailure{Status::launch_error, fmt::format("tensor map '{}': swizzle of {} bytes; use 0, 32, "
+                                                                   "64 or 128", argument.name, box.swizzle_bytes)};
+  }
+  const std::uint64_t element_bytes = dtype_size(buffer.dtype);
+  std::array<cuuint64_t, 5> dims{}, strides{};
+  std::array<cuuint32_t, 5> box_dims{}, element_strides{};
+  std::uint64_t elements = 1, pitch = element_bytes;
+  for (std::size_t axis = 0; axis < rank; ++axis) {
+    if (argument.tensor_dims[axis] < 1 || box.box[axis] < 1 || box.box[axis] > 256) {
+      throw ConfigurationFailure{Status::launch_error,
+                                 fmt::format("tensor map '{}': dimension {} of size {} with a box of {} (boxes hold 1 "
+                                             "to 256 elements per dimension)",
+                                             argument.name, axis, argument.tensor_dims[axis], box.box[axis])};
+    }
+    dims[axis] = static_cast<cuuint64_t>(argument.tensor_dims[axis]);
+    box_dims[axis] = static_cast<cuuint32_t>(box.box[axis]);
+    element_strides[axis] = 1;
+    elements *= dims[axis];
+    // Strides of the outer dimensions, in bytes: a dense row-major layout.
+    if (axis > 0) strides[axis - 1] = pitch;
+    pitch *= dims[axis];
+  }
+  if (elements > static_cast<std::uint64_t>(buffer.element_count)) {
+    throw ConfigurationFailure{Status::launch_error,
+                               fmt::format("tensor map '{}' spans {} elements but buffer '{}' holds {}", argument.name,
+                                           elements, buffer.name, buffer.element_count)};
+  }
+  auto* map = reinterpret_cast<CUtensorMap*>(slot.bytes);
+  const CUdeviceptr address = buffers_.at(static_cast<std::size_t>(argument.tensor_buffer)).data.get();
+  CUresult encoded = cuda_driver().cuTensorMapEncodeTiled(
+      map, data_type, static_cast<cuuint32_t>(rank), reinterpret_cast<void*>(address), dims.data(), strides.data(),
+      box_dims.data(), element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (encoded != CUDA_SUCCESS) {
+    std::string box_text;
+    for (std::size_t axis = 0; axis < rank; ++axis) box_text += fmt::format("{}{}", axis ? "x" : "", box.box[axis]);
+    throw ConfigurationFailure{Status::launch_error,
+                               fmt::format("tensor map '{}' (box {}, swizzle {} B) cannot be encoded: {}",
+                                           argument.name, box_text, box.swizzle_bytes, gpu::cuda_error_name(encoded))};
+  }
+}
+
+gpu::GemmProblem EvaluationWorker::baseline_problem() const {
+  const BaselineCall& call = *setup_.baseline;
+  if (call.operation != "gemm") throw TunerError(fmt::format("unknown baseline operation '{}'", call.operation));
+  auto buffer_at = [&](int index, const char* role) -> const WorkerArgument& {
+    if (index < 0 || static_cast<std::size_t>(index) >= setup_.arguments.size() ||
+        !setup_.arguments[static_cast<std::size_t>(index)].is_buffer) {
+      throw TunerError(fmt::format("baseline operand {} is not a buffer argument", role));
+    }
+    return setup_.arguments[static_cast<std::size_t>(index)];
+  };
+  const WorkerArgument& a = buffer_at(call.a, "a");
+  const WorkerArgument& b = buffer_at(call.b, "b");
+  const WorkerArgument& c = buffer_at(call.c, "c");
+  if (a.element_count < call.m * call.k || b.element_count < call.k * call.n || c.element_count < call.m * call.n) {
+    throw TunerError(fmt::format("baseline GEMM {}x{}x{} does not fit its buffers ({}: {}, {}: {}, {}: {} elements)",
+                                 call.m, call.n, call.k, a.name, a.element_count, b.name, b.element_count, c.name,
+                                 c.element_count));
+  }
+  gpu::GemmProblem problem;
+  problem.compute = call.compute;
+  problem.input = a.dtype;
+  problem.output = c.dtype;
+  problem.m = call.m;
+  problem.n = call.n;
+  problem.k = call.k;
+  problem.alpha = call.alpha;
+  problem.beta = call.beta;
+  problem.a = buffers_[static_cast<std::size_t>(call.a)].data.get();
+  problem.b = buffers_[static_cast<std::size_t>(call.b)].data.get();
+  problem.c = buffers_[static_cast<std::size_t>(call.c)].data.get();
+  return problem;
+}
+
+void EvaluationWorker::run_baseline() {
+  if (!cublas_) throw TunerError("the baseline library is not loaded");
+  cublas_->gemm(baseline_problem());
 }
 
 Evaluation EvaluationWorker::guarded_evaluation(const std::function<void(Evaluation&)>& run) {
@@ -547,6 +729,152 @@ Evaluation EvaluationWorker::evaluate(const EvaluationRequest& request) {
       if (mismatch) throw ConfigurationFailure{Status::wrong_result, *mismatch};
     }
     result.time = time_kernel(kernel);
+    gpu::ClockReading clocks = gpu::read_clocks(pci_bus_id_);
+    result.sm_clock_mhz = clocks.sm_clock_mhz;
+    result.throttle_reasons = clocks.throttle_reasons;
+  });
+  evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return evaluation;
+}
+
+// ---------------------------------------------------------------- streamed workloads (tuner/loader, issue 7)
+
+void EvaluationWorker::setup_streamed(const WorkerSetup& setup) {
+  // The ordinary setup opens the device and fills the non-streamed arguments; the stream's input and output hold
+  // one item there and stay unused. Its reference run is replaced by a naive pipeline pass over every item.
+  WorkerSetup without_reference = setup;
+  without_reference.verification_enabled = false;
+  this->setup(without_reference);
+  ready_ = false;
+  setup_.verification_enabled = setup.verification_enabled;
+  const WorkerStream& stream = *setup_.stream;
+  std::int64_t item_elements = 1;
+  for (std::int64_t dimension : stream.item_shape) item_elements *= dimension;
+  if (stream.files.empty()) {
+    stream_source_ = loader::make_generated_dataset(stream.dtype, item_elements, stream.items, stream.generator);
+  } else {
+    loader::FileDatasetOptions options;
+    for (const std::string& file : stream.files) options.files.emplace_back(file);
+    options.format = stream.npy ? StreamWorkload::FileFormat::npy : StreamWorkload::FileFormat::raw;
+    options.dtype = stream.dtype;
+    options.item_shape = stream.item_shape;
+    options.items = stream.items;
+    stream_source_ = loader::open_file_dataset(options);
+  }
+  pipeline_device_ = std::make_unique<loader::CudaPipelineDevice>(context_);
+  const std::size_t output_item_bytes = stream_output_item_bytes();
+  stream_reference_.assign(static_cast<std::size_t>(stream.items) * output_item_bytes, std::byte{0});
+
+  Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
+    phase_ = "stream reference pass";
+    PreparedKernel kernel = prepare(setup_.reference, evaluation);
+    pipeline_device_->set_kernel(batch_kernel(kernel), stream.reference_loader.batch);
+    pipeline_device_->set_poison_outputs(true);
+    loader::PipelineResult result = loader::run_pipeline(
+        *stream_source_, output_item_bytes, *pipeline_device_, stream.reference_loader,
+        [&](const loader::BatchRange& batch, std::span<const std::byte> output) -> std::optional<std::string> {
+          std::memcpy(stream_reference_.data() + static_cast<std::size_t>(batch.first_item) * output_item_bytes,
+                      output.data(), output.size());
+          return std::nullopt;
+        });
+    pipeline_device_->set_poison_outputs(false);
+    if (!result.ok()) throw ConfigurationFailure{Status::launch_error, result.message};
+  });
+  if (!reference.ok()) {
+    throw TunerError(fmt::format("the reference configuration failed on the stream with the naive loader ({}): {}",
+                                 status_name(reference.status), reference.message));
+  }
+  if (setup_.verification_enabled) {
+    // Poison (NaN) left in the reference is an element the reference never wrote: it would fail every configuration.
+    const WorkerArgument& output = setup_.arguments.at(static_cast<std::size_t>(stream.output_argument));
+    loader::BatchRange everything{0, 0, stream.items};
+    std::span<const std::byte> all(stream_reference_);
+    if (auto unwritten = loader::compare_batch(output.dtype, Tolerance{}, everything, stream.output_item_elements, all, all)) {
+      throw TunerError("the reference configuration left stream outputs unwritten or NaN: " + *unwritten);
+    }
+  }
+  ready_ = true;
+}
+
+std::size_t EvaluationWorker::stream_output_item_bytes() const {
+  const WorkerStream& stream = *setup_.stream;
+  const WorkerArgument& output = setup_.arguments.at(static_cast<std::size_t>(stream.output_argument));
+  return static_cast<std::size_t>(stream.output_item_elements) * dtype_size(output.dtype);
+}
+
+loader::BatchKernel EvaluationWorker::batch_kernel(const PreparedKernel& kernel) const {
+  loader::BatchKernel batch;
+  batch.function = kernel.function;
+  batch.grid = kernel.grid;
+  batch.block = kernel.block;
+  batch.dynamic_shared_bytes = kernel.dynamic_shared_bytes;
+  batch.parameters = kernel.parameters;
+  batch.input_parameter = setup_.stream->input_argument;
+  batch.output_parameter = setup_.stream->output_argument;
+  return batch;
+}
+
+Evaluation EvaluationWorker::evaluate_streamed(const EvaluationRequest& request) {
+  const WorkerStream& stream = *setup_.stream;
+  Evaluation evaluation = guarded_evaluation([&](Evaluation& result) {
+    phase_ = "preparation";
+    PreparedKernel kernel = prepare(request.launch, result);
+    loader::LoaderConfiguration settings = request.loader.value_or(stream.reference_loader);
+    if (settings.batch < 1 || stream.items % settings.batch != 0) {
+      throw ConfigurationFailure{Status::launch_error,
+                                 fmt::format("loader batch {} does not divide the stream's {} items (the launch "
+                                             "geometry covers whole batches)",
+                                             settings.batch, stream.items)};
+    }
+    pipeline_device_->set_kernel(batch_kernel(kernel), settings.batch);
+    const std::size_t output_item_bytes = stream_output_item_bytes();
+    auto fail_with = [](const loader::PipelineResult& pass) {
+      Status status = pass.failure == loader::PipelineFailure::loader ? Status::launch_error : Status::wrong_result;
+      throw ConfigurationFailure{status, pass.failure == loader::PipelineFailure::loader ? "host loader: " + pass.message
+                                                                                        : pass.message};
+    };
+    if (request.verify && setup_.verification_enabled) {
+      phase_ = "verified stream pass";
+      const WorkerArgument& output = setup_.arguments.at(static_cast<std::size_t>(stream.output_argument));
+      Tolerance tolerance;
+      if (auto found = setup_.tolerance.find(output.dtype); found != setup_.tolerance.end()) tolerance = found->second;
+      pipeline_device_->set_poison_outputs(true);
+      loader::PipelineResult verified = loader::run_pipeline(
+          *stream_source_, output_item_bytes, *pipeline_device_, settings,
+          [&](const loader::BatchRange& batch, std::span<const std::byte> got) {
+            std::span<const std::byte> expected(
+                stream_reference_.data() + static_cast<std::size_t>(batch.first_item) * output_item_bytes, got.size());
+            return loader::compare_batch(output.dtype, tolerance, batch, stream.output_item_elements, got, expected);
+          });
+      pipeline_device_->set_poison_outputs(false);
+      if (!verified.ok()) fail_with(verified);
+    }
+    // Timed passes: whole passes over the dataset, so the median includes start-up and drain, as a user sees it.
+    phase_ = "timed stream passes";
+    std::vector<loader::PipelineResult> passes;
+    std::vector<double> samples;
+    Clock::time_point start = Clock::now();
+    auto elapsed_seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+    do {
+      loader::PipelineResult pass = loader::run_pipeline(*stream_source_, output_item_bytes, *pipeline_device_, settings, nullptr);
+      if (!pass.ok()) fail_with(pass);
+      samples.push_back(pass.breakdown.end_to_end_ms);
+      passes.push_back(std::move(pass));
+    } while (passes.size() < 3 || (passes.size() < 10 && elapsed_seconds() < 0.3));
+    std::vector<std::size_t> order(passes.size());
+    for (std::size_t index = 0; index < order.size(); ++index) order[index] = index;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return samples[a] < samples[b]; });
+    const loader::StageBreakdown& median = passes[order[order.size() / 2]].breakdown;
+    result.time = summarise(samples);
+    result.stream.end_to_end_ms = median.end_to_end_ms;
+    result.stream.host_read_ms = median.host_read_ms;
+    result.stream.copy_in_ms = median.copy_in_ms;
+    result.stream.kernel_ms = median.kernel_ms;
+    result.stream.copy_out_ms = median.copy_out_ms;
+    result.stream.gpu_idle_ms = median.gpu_idle_ms;
+    result.stream.items_per_second = median.items_per_second;
+    result.stream.bytes_per_second = median.bytes_per_second;
+    result.stream.input_gbps = median.input_bytes_per_second / 1e9;
     gpu::ClockReading clocks = gpu::read_clocks(pci_bus_id_);
     result.sm_clock_mhz = clocks.sm_clock_mhz;
     result.throttle_reasons = clocks.throttle_reasons;

@@ -199,6 +199,16 @@ double GpuEvaluator::copy_bandwidth_gbps() {
   return answer.reply.at("gbps").get<double>();
 }
 
+double GpuEvaluator::pinned_copy_in_gbps() {
+  if (!setup_) throw TunerError("pinned_copy_in_gbps() before setup()");
+  Exchange answer = exchange({{"type", "pinned_copy_in"}}, setup_seconds);
+  if (answer.outcome != Exchange::Outcome::reply)
+    throw TunerError(fmt::format("the evaluation worker failed while measuring the pinned host-to-device bandwidth ({})",
+                                 answer.outcome == Exchange::Outcome::died ? answer.description : "timed out"));
+  if (answer.reply.value("type", "") != "pinned_copy_in") throw_error_reply(answer.reply);
+  return answer.reply.at("gbps").get<double>();
+}
+
 void GpuEvaluator::send_setup() {
   double seconds = setup_seconds + options_.timeout_seconds;
   Exchange answer = exchange({{"type", "setup"}, {"setup", protocol::encode(*setup_)}}, seconds);
@@ -211,6 +221,18 @@ void GpuEvaluator::send_setup() {
                                  "configuration terminate?", seconds));
   }
   if (answer.reply.value("type", "") != "setup_done") throw_error_reply(answer.reply);
+  baseline_.reset();
+  if (answer.reply.contains("baseline")) {
+    const nlohmann::json& baseline = answer.reply.at("baseline");
+    BaselineTime time;
+    time.time.median_ms = baseline.at("median_ms").get<double>();
+    time.time.min_ms = baseline.at("min_ms").get<double>();
+    time.time.max_ms = baseline.at("max_ms").get<double>();
+    time.time.relative_spread = baseline.at("relative_spread").get<double>();
+    time.time.samples = baseline.at("samples").get<int>();
+    time.library = baseline.value("library", "");
+    baseline_ = time;
+  }
 }
 
 void GpuEvaluator::setup(const WorkerSetup& setup) {

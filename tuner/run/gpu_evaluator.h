@@ -20,6 +20,13 @@
 
 namespace tuner {
 
+// The baseline's time (cuBLAS for GEMM), measured by the worker during setup with the same settings as the
+// configurations.
+struct BaselineTime {
+  TimeStatistics time;
+  std::string library;  // "cuBLAS 13.0.2"
+};
+
 struct GpuEvaluatorOptions {
   std::filesystem::path worker_executable;  // the `tune` binary
   int device = 0;
@@ -55,6 +62,14 @@ class GpuEvaluator {
   // ceiling that memory-bound results are reported against. Throws TunerError when the worker fails.
   double copy_bandwidth_gbps();
 
+  // Host-to-device bandwidth of one large copy from pinned memory (GB/s), measured by the worker after setup():
+  // the ceiling streamed workloads are reported against (tuner/loader). Throws TunerError when the worker fails.
+  double pinned_copy_in_gbps();
+
+  // The baseline's time from the last setup, when the setup has a baseline. A worker restarted after a crash
+  // measures it again; the latest measurement is kept.
+  const std::optional<BaselineTime>& baseline_time() const { return baseline_; }
+
   // Worker processes started so far (a restart after a crash or timeout adds one).
   int worker_starts() const { return worker_starts_; }
 
@@ -74,6 +89,7 @@ class GpuEvaluator {
   std::unique_ptr<Worker> worker_;
   std::optional<WorkerSetup> setup_;
   std::optional<gpu::DeviceInfo> device_info_;
+  std::optional<BaselineTime> baseline_;
   int worker_starts_ = 0;
 };
 

@@ -72,12 +72,17 @@ json encode(const KernelLaunch& launch) {
   for (const auto& [name, value] : launch.scalar_values) {
     std::visit([&, name = name](auto number) { scalars[name] = number; }, value);
   }
+  json tensor_maps = json::object();
+  for (const auto& [name, map] : launch.tensor_maps) {
+    tensor_maps[name] = {{"box", map.box}, {"swizzle_bytes", map.swizzle_bytes}};
+  }
   return {{"cubin_path", launch.cubin_path.string()},
           {"lowered_name", launch.lowered_name},
           {"grid", launch.grid},
           {"block", launch.block},
           {"dynamic_shared_bytes", launch.dynamic_shared_bytes},
-          {"scalar_values", scalars}};
+          {"scalar_values", scalars},
+          {"tensor_maps", tensor_maps}};
 }
 
 KernelLaunch decode_launch(const json& document) {
@@ -93,6 +98,12 @@ KernelLaunch decode_launch(const json& document) {
         launch.scalar_values[name] = value.get<std::int64_t>();
       } else {
         launch.scalar_values[name] = value.get<double>();
+      }
+    }
+    if (document.contains("tensor_maps")) {
+      for (const auto& [name, value] : document.at("tensor_maps").items()) {
+        launch.tensor_maps[name] = {value.at("box").get<std::vector<std::int64_t>>(),
+                                    value.at("swizzle_bytes").get<std::int64_t>()};
       }
     }
     return launch;
@@ -113,7 +124,9 @@ json encode(const WorkerArgument& argument) {
             {"value", init.value},
             {"start", init.start},
             {"step", init.step}}},
-          {"role", role_name(argument.role)}};
+          {"role", role_name(argument.role)},
+          {"tensor_buffer", argument.tensor_buffer},
+          {"tensor_dims", argument.tensor_dims}};
 }
 
 WorkerArgument decode_argument(const json& document) {
@@ -132,6 +145,8 @@ WorkerArgument decode_argument(const json& document) {
     argument.init.start = init.at("start").get<double>();
     argument.init.step = init.at("step").get<double>();
     argument.role = parse_role(document.at("role").get<std::string>());
+    argument.tensor_buffer = document.value("tensor_buffer", -1);
+    if (document.contains("tensor_dims")) argument.tensor_dims = document.at("tensor_dims").get<std::vector<std::int64_t>>();
     return argument;
   });
 }
@@ -165,12 +180,21 @@ json encode(const WorkerSetup& setup) {
   for (const auto& [dtype, value] : setup.tolerance) {
     tolerance[dtype_name(dtype)] = {{"relative", value.relative}, {"absolute", value.absolute}};
   }
-  return {{"device", setup.device},
-          {"arguments", arguments},
-          {"tolerance", tolerance},
-          {"verification_enabled", setup.verification_enabled},
-          {"reference", encode(setup.reference)},
-          {"measurement", encode(setup.measurement)}};
+  json document = {{"device", setup.device},
+                   {"arguments", arguments},
+                   {"tolerance", tolerance},
+                   {"verification_enabled", setup.verification_enabled},
+                   {"reference", encode(setup.reference)},
+                   {"measurement", encode(setup.measurement)},
+                   {"reference_from_baseline", setup.reference_from_baseline}};
+  if (setup.stream) document["stream"] = encode(*setup.stream);
+  if (setup.baseline) {
+    const BaselineCall& call = *setup.baseline;
+    document["baseline"] = {{"library", call.library}, {"operation", call.operation}, {"compute", call.compute},
+                            {"m", call.m}, {"n", call.n}, {"k", call.k}, {"a", call.a}, {"b", call.b},
+                            {"c", call.c}, {"alpha", call.alpha}, {"beta", call.beta}};
+  }
+  return document;
 }
 
 WorkerSetup decode_setup(const json& document) {
@@ -185,12 +209,83 @@ WorkerSetup decode_setup(const json& document) {
     setup.verification_enabled = document.at("verification_enabled").get<bool>();
     setup.reference = decode_launch(document.at("reference"));
     setup.measurement = decode_measurement(document.at("measurement"));
+    setup.reference_from_baseline = document.value("reference_from_baseline", false);
+    if (document.contains("stream")) setup.stream = decode_stream(document.at("stream"));
+    if (document.contains("baseline")) {
+      const json& baseline = document.at("baseline");
+      BaselineCall call;
+      call.library = baseline.at("library").get<std::string>();
+      call.operation = baseline.at("operation").get<std::string>();
+      call.compute = baseline.at("compute").get<std::string>();
+      call.m = baseline.at("m").get<std::int64_t>();
+      call.n = baseline.at("n").get<std::int64_t>();
+      call.k = baseline.at("k").get<std::int64_t>();
+      call.a = baseline.at("a").get<int>();
+      call.b = baseline.at("b").get<int>();
+      call.c = baseline.at("c").get<int>();
+      call.alpha = baseline.at("alpha").get<double>();
+      call.beta = baseline.at("beta").get<double>();
+      setup.baseline = call;
+    }
     return setup;
   });
 }
 
 json encode(const EvaluationRequest& request) {
-  return {{"launch", encode(request.launch)}, {"verify", request.verify}, {"timeout_seconds", request.timeout_seconds}};
+  json document = {{"launch", encode(request.launch)}, {"verify", request.verify}, {"timeout_seconds", request.timeout_seconds}};
+  if (request.loader) document["loader"] = encode(*request.loader);
+  return document;
+}
+
+json encode(const loader::LoaderConfiguration& loader) {
+  return {{"pinned", loader.pinned},   {"workers", loader.workers}, {"prefetch", loader.prefetch},
+          {"streams", loader.streams}, {"batch", loader.batch},     {"chunk_bytes", loader.chunk_bytes}};
+}
+
+loader::LoaderConfiguration decode_loader(const json& document) {
+  return guarded("loader settings", [&] {
+    loader::LoaderConfiguration loader;
+    loader.pinned = document.at("pinned").get<bool>();
+    loader.workers = document.at("workers").get<int>();
+    loader.prefetch = document.at("prefetch").get<int>();
+    loader.streams = document.at("streams").get<int>();
+    loader.batch = document.at("batch").get<std::int64_t>();
+    loader.chunk_bytes = document.at("chunk_bytes").get<std::int64_t>();
+    return loader;
+  });
+}
+
+json encode(const WorkerStream& stream) {
+  WorkerArgument generator;  // carries the generator's initialisation in the argument's encoding
+  generator.init = stream.generator;
+  generator.dtype = stream.dtype;
+  return {{"files", stream.files},
+          {"npy", stream.npy},
+          {"generator", encode(generator)},
+          {"item_shape", stream.item_shape},
+          {"items", stream.items},
+          {"input_argument", stream.input_argument},
+          {"output_argument", stream.output_argument},
+          {"output_item_elements", stream.output_item_elements},
+          {"reference_loader", encode(stream.reference_loader)}};
+}
+
+WorkerStream decode_stream(const json& document) {
+  return guarded("stream", [&] {
+    WorkerStream stream;
+    stream.files = document.at("files").get<std::vector<std::string>>();
+    stream.npy = document.at("npy").get<bool>();
+    WorkerArgument generator = decode_argument(document.at("generator"));
+    stream.generator = generator.init;
+    stream.dtype = generator.dtype;
+    stream.item_shape = document.at("item_shape").get<std::vector<std::int64_t>>();
+    stream.items = document.at("items").get<std::int64_t>();
+    stream.input_argument = document.at("input_argument").get<int>();
+    stream.output_argument = document.at("output_argument").get<int>();
+    stream.output_item_elements = document.at("output_item_elements").get<std::int64_t>();
+    stream.reference_loader = decode_loader(document.at("reference_loader"));
+    return stream;
+  });
 }
 
 EvaluationRequest decode_request(const json& document) {
@@ -199,6 +294,7 @@ EvaluationRequest decode_request(const json& document) {
     request.launch = decode_launch(document.at("launch"));
     request.verify = document.at("verify").get<bool>();
     request.timeout_seconds = document.at("timeout_seconds").get<double>();
+    if (document.contains("loader")) request.loader = decode_loader(document.at("loader"));
     return request;
   });
 }
@@ -263,7 +359,7 @@ gpu::DeviceInfo decode_device_info(const json& document) {
 
 json encode(const Evaluation& evaluation) {
   const TimeStatistics& time = evaluation.time;
-  return {{"status", std::string(status_name(evaluation.status))},
+  json document = {{"status", std::string(status_name(evaluation.status))},
           {"message", evaluation.message},
           {"time",
            {{"median_ms", time.median_ms},
@@ -282,6 +378,16 @@ json encode(const Evaluation& evaluation) {
           {"throttle_reasons", evaluation.throttle_reasons},
           {"max_error", evaluation.max_error},
           {"timestamp", evaluation.timestamp}};
+  const StreamStages& stream = evaluation.stream;
+  if (stream.end_to_end_ms > 0) {
+    document["stream"] = {{"end_to_end_ms", stream.end_to_end_ms}, {"host_read_ms", stream.host_read_ms},
+                          {"copy_in_ms", stream.copy_in_ms},       {"kernel_ms", stream.kernel_ms},
+                          {"copy_out_ms", stream.copy_out_ms},     {"gpu_idle_ms", stream.gpu_idle_ms},
+                          {"items_per_second", stream.items_per_second},
+                          {"bytes_per_second", stream.bytes_per_second},
+                          {"input_gbps", stream.input_gbps}};
+  }
+  return document;
 }
 
 Evaluation decode_evaluation(const json& document) {
@@ -309,6 +415,19 @@ Evaluation decode_evaluation(const json& document) {
     evaluation.throttle_reasons = document.at("throttle_reasons").get<std::uint64_t>();
     evaluation.max_error = document.at("max_error").get<double>();
     evaluation.timestamp = document.at("timestamp").get<double>();
+    if (document.contains("stream")) {
+      const json& stream = document.at("stream");
+      StreamStages& stages = evaluation.stream;
+      stages.end_to_end_ms = stream.at("end_to_end_ms").get<double>();
+      stages.host_read_ms = stream.at("host_read_ms").get<double>();
+      stages.copy_in_ms = stream.at("copy_in_ms").get<double>();
+      stages.kernel_ms = stream.at("kernel_ms").get<double>();
+      stages.copy_out_ms = stream.at("copy_out_ms").get<double>();
+      stages.gpu_idle_ms = stream.at("gpu_idle_ms").get<double>();
+      stages.items_per_second = stream.at("items_per_second").get<double>();
+      stages.bytes_per_second = stream.at("bytes_per_second").get<double>();
+      stages.input_gbps = stream.at("input_gbps").get<double>();
+    }
     return evaluation;
   });
 }

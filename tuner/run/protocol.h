@@ -13,12 +13,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "tuner/gpu/device.h"
+#include "tuner/loader/pipeline.h"
 #include "tuner/record/evaluation.h"
 #include "tuner/run/measurement.h"
 #include "tuner/spec/model.h"
@@ -28,6 +30,12 @@ namespace tuner {
 // A scalar kernel argument's value, already evaluated; the worker converts it to the argument's dtype.
 using ScalarValue = std::variant<std::int64_t, double>;
 
+// The per-configuration part of a tensor-map argument: the TMA box and swizzle follow the tiles being tuned.
+struct TensorMapBox {
+  std::vector<std::int64_t> box;  // elements, innermost first
+  std::int64_t swizzle_bytes = 0;  // 0, 32, 64 or 128
+};
+
 // One kernel launch: which function of which cubin, with what geometry and scalar values.
 struct KernelLaunch {
   std::filesystem::path cubin_path;
@@ -36,6 +44,7 @@ struct KernelLaunch {
   std::array<std::int64_t, 3> block{1, 1, 1};
   std::int64_t dynamic_shared_bytes = 0;
   std::map<std::string, ScalarValue> scalar_values;  // by argument name, one per scalar argument
+  std::map<std::string, TensorMapBox> tensor_maps;   // by argument name, one per tensor-map argument
 };
 
 // A kernel argument with its size already evaluated for the problem at hand.
@@ -46,6 +55,36 @@ struct WorkerArgument {
   std::int64_t element_count = 0;  // buffers only
   Initialisation init;             // buffers only
   Role role = Role::in;
+  // Tensor maps (neither buffer nor scalar): the index of the buffer argument described and its dims, innermost
+  // first. -1 for every other argument.
+  int tensor_buffer = -1;
+  std::vector<std::int64_t> tensor_dims;
+  bool is_tensor_map() const { return tensor_buffer >= 0; }
+};
+
+// A vendor library call equivalent to the kernel (tuner/gpu/cublas.h), with its sizes evaluated for the problem.
+struct BaselineCall {
+  std::string library;    // "cublas"
+  std::string operation;  // "gemm"
+  std::string compute;    // "f32", "tf32", "f16", "bf16"
+  std::int64_t m = 0, n = 0, k = 0;
+  int a = -1, b = -1, c = -1;  // argument indices of the buffers
+  double alpha = 1, beta = 0;
+};
+
+// A streamed workload as the worker runs it: the spec's stream section with files found and sizes evaluated by
+// the tuner (tuner/loader). Inputs arrive batch by batch through the pipeline instead of setup buffers.
+struct WorkerStream {
+  std::vector<std::string> files;  // empty: generated items
+  bool npy = true;                 // files: .npy, else raw
+  Initialisation generator;        // generated items
+  Dtype dtype = Dtype::f32;
+  std::vector<std::int64_t> item_shape;
+  std::int64_t items = 0;
+  int input_argument = -1;   // index into WorkerSetup::arguments: receives a batch
+  int output_argument = -1;  // index into WorkerSetup::arguments: comes back to the host
+  std::int64_t output_item_elements = 0;
+  loader::LoaderConfiguration reference_loader;  // the naive loader, with the reference configuration's batch
 };
 
 struct WorkerSetup {
@@ -55,12 +94,16 @@ struct WorkerSetup {
   bool verification_enabled = true;
   KernelLaunch reference;                 // run once at setup; its outputs stay on the device
   MeasurementSettings measurement;
+  std::optional<BaselineCall> baseline;   // timed at setup; its time comes back in setup_done
+  bool reference_from_baseline = false;   // the baseline's outputs are the reference (no reference launch)
+  std::optional<WorkerStream> stream;     // streamed spec: the reference runs as a naive pipeline pass
 };
 
 struct EvaluationRequest {
   KernelLaunch launch;
   bool verify = true;
   double timeout_seconds = 0;  // 0: the evaluator's default
+  std::optional<loader::LoaderConfiguration> loader;  // streamed specs: the configuration's loader settings
 };
 
 namespace protocol {
@@ -69,6 +112,8 @@ nlohmann::json encode(const KernelLaunch& launch);
 nlohmann::json encode(const WorkerArgument& argument);
 nlohmann::json encode(const WorkerSetup& setup);
 nlohmann::json encode(const EvaluationRequest& request);
+nlohmann::json encode(const WorkerStream& stream);
+nlohmann::json encode(const loader::LoaderConfiguration& loader);
 nlohmann::json encode(const MeasurementSettings& settings);
 nlohmann::json encode(const DeviceProperties& properties);
 nlohmann::json encode(const gpu::DeviceInfo& info);
@@ -80,6 +125,8 @@ KernelLaunch decode_launch(const nlohmann::json& document);
 WorkerArgument decode_argument(const nlohmann::json& document);
 WorkerSetup decode_setup(const nlohmann::json& document);
 EvaluationRequest decode_request(const nlohmann::json& document);
+WorkerStream decode_stream(const nlohmann::json& document);
+loader::LoaderConfiguration decode_loader(const nlohmann::json& document);
 MeasurementSettings decode_measurement(const nlohmann::json& document);
 DeviceProperties decode_properties(const nlohmann::json& document);
 gpu::DeviceInfo decode_device_info(const nlohmann::json& document);

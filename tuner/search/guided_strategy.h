@@ -36,6 +36,7 @@ class GuidedStrategy : public Strategy {
   // Marks configuration proposed when it is valid and new; false otherwise (nothing changes).
   bool claim(const Configuration& configuration);
   bool proposed(const Configuration& configuration) const;
+  bool proposed_index(std::uint64_t index) const { return proposed_.contains(index); }
   // A uniformly drawn valid configuration never proposed before, claimed; nullopt when none is left.
   std::optional<Configuration> claim_random();
   // Valid neighbours of configuration (adjacent values first, then any other value) not yet proposed.

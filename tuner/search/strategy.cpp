@@ -10,6 +10,7 @@
 #include "tuner/search/genetic.h"
 #include "tuner/search/local_search.h"
 #include "tuner/search/permutation.h"
+#include "tuner/search/surrogate.h"
 
 namespace tuner {
 
@@ -69,7 +70,7 @@ class RandomStrategy final : public IndexOrderStrategy {
 }  // namespace
 
 std::vector<std::string> strategy_names() {
-  return {"exhaustive", "random", "local", "annealing", "genetic", "differential-evolution", "bayesian"};
+  return {"exhaustive", "random", "local", "annealing", "genetic", "differential-evolution", "bayesian", "surrogate"};
 }
 
 std::unique_ptr<Strategy> make_strategy(std::string_view name, const SpaceEnumerator& space, std::uint64_t seed) {
@@ -80,6 +81,7 @@ std::unique_ptr<Strategy> make_strategy(std::string_view name, const SpaceEnumer
   if (name == "genetic") return std::make_unique<GeneticStrategy>(space, seed);
   if (name == "differential-evolution") return std::make_unique<DifferentialEvolutionStrategy>(space, seed);
   if (name == "bayesian") return std::make_unique<BayesianStrategy>(space, seed);
+  if (name == "surrogate") return std::make_unique<SurrogateStrategy>(space, seed);
   std::vector<std::string> names = strategy_names();
   std::string suggestion = expr::closest_match(name, names);
   throw InputError(fmt::format("unknown search strategy '{}'{}; known strategies: {}", name,

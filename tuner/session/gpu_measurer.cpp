@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "tuner/compile/instantiate.h"
+#include "tuner/loader/dataset.h"
+#include "tuner/loader/pipeline.h"
 #include "tuner/run/gpu_evaluator.h"
 #include "tuner/session/device_query.h"
 #include "tuner/session/measurer.h"
@@ -50,6 +52,73 @@ Configuration reference_configuration(const KernelSpec& spec, const SpaceEnumera
   return configuration;
 }
 
+// Streamed specs (tuner/loader): the loader settings of one configuration, from the spec's loader expressions;
+// an empty expression takes the naive value.
+loader::LoaderConfiguration loader_configuration(const LoaderSettings& settings, const Bindings& bindings) {
+  loader::LoaderConfiguration loader;
+  auto integer = [&](const Expression& expression, std::int64_t naive) {
+    return expression.empty() ? naive : evaluate_integer_in(expression, bindings, naive);
+  };
+  loader.pinned = !settings.pinned.empty() && expr::truthy(evaluate_in(settings.pinned, bindings));
+  loader.workers = static_cast<int>(integer(settings.workers, 1));
+  loader.prefetch = static_cast<int>(integer(settings.prefetch, 1));
+  loader.streams = static_cast<int>(integer(settings.streams, 1));
+  loader.batch = integer(settings.batch, 1);
+  loader.chunk_bytes = integer(settings.chunk_bytes, 0);
+  return loader;
+}
+
+// The stream as the worker runs it. Files are found and their headers checked here, in the tuner, so a missing or
+// malformed dataset is an InputError before any worker starts.
+WorkerStream worker_stream(const KernelSpec& spec, const WorkerSetup& setup, const Bindings& reference_bindings) {
+  const StreamWorkload& stream = spec.stream;
+  WorkerStream worker;
+  worker.dtype = stream.dtype;
+  worker.generator = stream.generator;
+  worker.npy = stream.format == StreamWorkload::FileFormat::npy;
+  worker.items = evaluate_integer_in(stream.items, reference_bindings, 0);
+  for (const Expression& dimension : stream.item_shape)
+    worker.item_shape.push_back(evaluate_integer_in(dimension, reference_bindings, 0));
+  std::int64_t item_elements = 1;
+  for (std::int64_t dimension : worker.item_shape) item_elements *= dimension;
+  if (worker.items < 1 || item_elements < 1) {
+    throw InputError(stream.where, fmt::format("stream of {} items of {} elements: both must be at least 1", worker.items,
+                                               item_elements));
+  }
+  for (std::size_t index = 0; index < setup.arguments.size(); ++index) {
+    const WorkerArgument& argument = setup.arguments[index];
+    if (argument.name == stream.input_argument) {
+      worker.input_argument = static_cast<int>(index);
+      if (argument.element_count != item_elements) {
+        throw InputError(stream.where, fmt::format("stream input '{}' has count {} per item, but stream.item_shape "
+                                                   "holds {} elements",
+                                                   argument.name, argument.element_count, item_elements));
+      }
+    }
+    if (argument.name == stream.output_argument) {
+      worker.output_argument = static_cast<int>(index);
+      worker.output_item_elements = argument.element_count;
+    }
+  }
+  if (stream.source == StreamWorkload::SourceKind::files) {
+    std::string pattern = loader::expand_environment(stream.pattern);
+    std::filesystem::path path(pattern);
+    if (path.is_relative()) path = stream.base_directory / path;
+    loader::FileDatasetOptions options;
+    options.files = loader::glob_files(path.string());
+    options.format = stream.format;
+    options.dtype = stream.dtype;
+    options.item_shape = worker.item_shape;
+    options.items = worker.items;
+    loader::open_file_dataset(options);  // checks every header now
+    for (const std::filesystem::path& file : options.files) worker.files.push_back(file.string());
+  } else {
+    loader::make_generated_dataset(stream.dtype, item_elements, worker.items, stream.generator);  // dtype check
+  }
+  worker.reference_loader = loader::LoaderConfiguration::naive(loader_configuration(spec.loader, reference_bindings).batch);
+  return worker;
+}
+
 class GpuMeasurer final : public Measurer {
  public:
   GpuMeasurer(const KernelSpec& spec, const GpuMeasurerOptions& options)
@@ -74,8 +143,15 @@ class GpuMeasurer final : public Measurer {
       worker_argument.role = argument.role;
       worker_argument.init = argument.init;
       if (argument.is_buffer) worker_argument.element_count = evaluate_integer_in(argument.count, bindings, 0);
+      if (argument.tensor_map) {
+        worker_argument.tensor_buffer = argument_index(argument.tensor_map->buffer);
+        for (const Expression& dimension : argument.tensor_map->dims)
+          worker_argument.tensor_dims.push_back(evaluate_integer_in(dimension, bindings, 0));
+      }
       setup.arguments.push_back(worker_argument);
     }
+    if (spec_.baseline.present()) setup.baseline = baseline_call(bindings);
+    setup.reference_from_baseline = spec_.verification.reference_is_baseline;
     for (const Argument& argument : spec_.arguments)
       if (argument.is_buffer && argument.role != Role::in)
         setup.tolerance[argument.dtype] = spec_.verification.tolerance_for(argument.dtype);
@@ -89,11 +165,20 @@ class GpuMeasurer final : public Measurer {
       throw TunerError(fmt::format("the reference configuration {} does not compile:\n{}",
                                    to_string(spec_.space, reference), compiled.log));
     setup.reference = launch_for(reference, compiled, space);
+    if (spec_.stream.enabled) setup.stream = worker_stream(spec_, setup, bindings);
     evaluator_.setup(setup);
     copy_bandwidth_gbps_ = evaluator_.copy_bandwidth_gbps();
+    if (spec_.stream.enabled) pinned_copy_in_gbps_ = evaluator_.pinned_copy_in_gbps();
   }
 
   double copy_bandwidth_gbps() const override { return copy_bandwidth_gbps_; }
+  double pinned_copy_in_gbps() const override { return pinned_copy_in_gbps_; }
+  double baseline_ms() const override {
+    return evaluator_.baseline_time() ? evaluator_.baseline_time()->time.median_ms : 0;
+  }
+  std::string baseline_library() const override {
+    return evaluator_.baseline_time() ? evaluator_.baseline_time()->library : "";
+  }
 
   Evaluation measure(const Configuration& configuration, const CompileResult* compiled,
                      const SpaceEnumerator& space) override {
@@ -109,6 +194,17 @@ class GpuMeasurer final : public Measurer {
     }
     request.verify = spec_.verification.enabled;
     request.timeout_seconds = options_.timeout_seconds;
+    if (spec_.stream.enabled) {
+      try {
+        request.loader = loader_configuration(spec_.loader, space.bindings(configuration));
+      } catch (const InputError& error) {
+        Evaluation evaluation;
+        evaluation.configuration = configuration;
+        evaluation.status = Status::launch_error;
+        evaluation.message = fmt::format("loader settings: {}", error.what());
+        return evaluation;
+      }
+    }
     Evaluation evaluation = evaluator_.evaluate(request);
     evaluation.configuration = configuration;
     return evaluation;
@@ -135,9 +231,43 @@ class GpuMeasurer final : public Measurer {
       launch.block[d] = evaluate_integer_in(spec_.launch.block[d], bindings, 1);
     }
     launch.dynamic_shared_bytes = evaluate_integer_in(spec_.launch.dynamic_shared_bytes, bindings, 0);
-    for (const Argument& argument : spec_.arguments)
-      if (!argument.is_buffer) launch.scalar_values[argument.name] = to_scalar(evaluate_in(argument.value, bindings));
+    for (const Argument& argument : spec_.arguments) {
+      if (argument.is_scalar()) launch.scalar_values[argument.name] = to_scalar(evaluate_in(argument.value, bindings));
+      if (argument.tensor_map) {
+        TensorMapBox& box = launch.tensor_maps[argument.name];
+        for (const Expression& size : argument.tensor_map->box) box.box.push_back(evaluate_integer_in(size, bindings, 1));
+        box.swizzle_bytes = evaluate_integer_in(argument.tensor_map->swizzle, bindings, 0);
+      }
+    }
     return launch;
+  }
+
+  int argument_index(const std::string& name) const {
+    for (std::size_t index = 0; index < spec_.arguments.size(); ++index)
+      if (spec_.arguments[index].name == name) return static_cast<int>(index);
+    throw InputError(fmt::format("{}: no argument named '{}'", spec_.file.string(), name));
+  }
+
+  double scalar_argument(const std::string& name, const Bindings& bindings) const {
+    const Argument& argument = spec_.arguments.at(static_cast<std::size_t>(argument_index(name)));
+    return std::visit([](auto held) { return static_cast<double>(held); }, to_scalar(evaluate_in(argument.value, bindings)));
+  }
+
+  BaselineCall baseline_call(const Bindings& bindings) const {
+    const Baseline& baseline = spec_.baseline;
+    BaselineCall call;
+    call.library = "cublas";
+    call.operation = baseline.operation;
+    call.compute = baseline.compute;
+    call.m = evaluate_integer_in(baseline.m, bindings, 0);
+    call.n = evaluate_integer_in(baseline.n, bindings, 0);
+    call.k = evaluate_integer_in(baseline.k, bindings, 0);
+    call.a = argument_index(baseline.a);
+    call.b = argument_index(baseline.b);
+    call.c = argument_index(baseline.c);
+    call.alpha = scalar_argument(baseline.alpha, bindings);
+    call.beta = scalar_argument(baseline.beta, bindings);
+    return call;
   }
 
   KernelSpec spec_;
@@ -145,6 +275,7 @@ class GpuMeasurer final : public Measurer {
   GpuEvaluator evaluator_;
   gpu::DeviceInfo info_;
   double copy_bandwidth_gbps_ = 0;
+  double pinned_copy_in_gbps_ = 0;
 };
 
 }  // namespace

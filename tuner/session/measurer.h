@@ -21,6 +21,11 @@ class Measurer {
   virtual bool needs_compilation() const = 0;
   // Device-to-device copy bandwidth (bytes read + written per second / 1e9) measured on this device, 0 if unknown.
   virtual double copy_bandwidth_gbps() const { return 0; }
+  // Streamed specs: host-to-device bandwidth of one large pinned copy (GB/s) measured on this device, 0 if unknown.
+  virtual double pinned_copy_in_gbps() const { return 0; }
+  // The spec's baseline (cuBLAS for GEMM) timed on this device in prepare(); 0 when the spec has none.
+  virtual double baseline_ms() const { return 0; }
+  virtual std::string baseline_library() const { return ""; }
   // Called once the space exists: allocate buffers, compute the reference outputs.
   virtual void prepare(const SpaceEnumerator& space) = 0;
   // compiled is null when needs_compilation() is false.

@@ -14,10 +14,16 @@ class ReplayMeasurer final : public Measurer {
     for (const RunMetadata& run : read_run_metadata(csv)) {
       auto found = run.extra.find("copy_bandwidth_gbps");
       if (found != run.extra.end()) copy_bandwidth_gbps_ = std::stod(found->second);
+      if (auto baseline = run.extra.find("baseline_ms"); baseline != run.extra.end()) {
+        baseline_ms_ = std::stod(baseline->second);
+        if (auto library = run.extra.find("baseline_library"); library != run.extra.end()) baseline_library_ = library->second;
+      }
     }
   }
 
   double copy_bandwidth_gbps() const override { return copy_bandwidth_gbps_; }
+  double baseline_ms() const override { return baseline_ms_; }
+  std::string baseline_library() const override { return baseline_library_; }
 
   const DeviceProperties& device() const override { return device_; }
   bool needs_compilation() const override { return false; }
@@ -31,6 +37,8 @@ class ReplayMeasurer final : public Measurer {
   DeviceProperties device_;
   ReplaySource source_;
   double copy_bandwidth_gbps_ = 0;
+  double baseline_ms_ = 0;
+  std::string baseline_library_;
 };
 
 }  // namespace

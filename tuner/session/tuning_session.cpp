@@ -174,6 +174,10 @@ TuneReport tune(const TuneOptions& options) {
   // Buffers, the reference outputs and the copy ceiling first: a spec whose reference fails writes nothing.
   measurer->prepare(space);
   report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
+  report.streamed = spec.stream.enabled;
+  report.pinned_copy_in_gbps = measurer->pinned_copy_in_gbps();
+  report.baseline_ms = measurer->baseline_ms();
+  report.baseline_library = measurer->baseline_library();
 
   // Records: every evaluation of this run, appended and flushed row by row. A replay writes none unless asked.
   std::filesystem::path out_dir = options.out_dir;
@@ -202,6 +206,12 @@ TuneReport tune(const TuneOptions& options) {
     if (replay) metadata.extra["replay_of"] = options.replay_csv.string();
     if (report.copy_bandwidth_gbps > 0)
       metadata.extra["copy_bandwidth_gbps"] = fmt::format("{:.1f}", report.copy_bandwidth_gbps);
+    if (report.pinned_copy_in_gbps > 0)
+      metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);
+    if (report.baseline_ms > 0) {
+      metadata.extra["baseline_ms"] = fmt::format("{:.6g}", report.baseline_ms);
+      metadata.extra["baseline_library"] = report.baseline_library;
+    }
     writer.emplace(report.records, spec.space, metadata);  // also adds this run to run.json
   }
 
@@ -329,6 +339,7 @@ TuneReport tune(const TuneOptions& options) {
       ranked.speedup_over_default = report.default_evaluation->time.median_ms / ranked.evaluation.time.median_ms;
     if (report.median_time_ms > 0) ranked.speedup_over_median = report.median_time_ms / ranked.evaluation.time.median_ms;
     if (report.copy_bandwidth_gbps > 0 && ranked.gbps > 0) ranked.fraction_of_ceiling = ranked.gbps / report.copy_bandwidth_gbps;
+    if (report.baseline_ms > 0) ranked.fraction_of_baseline = report.baseline_ms / ranked.evaluation.time.median_ms;
     report.best.push_back(std::move(ranked));
   }
 

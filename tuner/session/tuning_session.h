@@ -50,6 +50,7 @@ struct RankedResult {
   double speedup_over_default = 0;
   double speedup_over_median = 0;
   double fraction_of_ceiling = 0;  // of the measured copy bandwidth (bytes) or 0 when unknown
+  double fraction_of_baseline = 0; // baseline time / this time (1.0 = as fast as cuBLAS), 0 without a baseline
 };
 
 struct TuneReport {
@@ -66,6 +67,10 @@ struct TuneReport {
   double seconds = 0;
   double evaluations_per_second = 0;
   double copy_bandwidth_gbps = 0;      // measured in the same run on the GPU; a replay reports the recorded one
+  bool streamed = false;               // a streamed spec: times are end-to-end passes, evaluations carry stages
+  double pinned_copy_in_gbps = 0;      // streamed specs: one large pinned host-to-device copy, same run
+  double baseline_ms = 0;              // the spec's baseline (cuBLAS), same run; a replay reports the recorded one
+  std::string baseline_library;        // "cuBLAS 13.0.2"
   std::optional<Evaluation> default_evaluation;
   double median_time_ms = 0;
   std::vector<RankedResult> best;      // fastest first, at most 5

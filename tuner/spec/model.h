@@ -46,6 +46,7 @@ struct Space {
   std::vector<Parameter> parameters;
   std::vector<DerivedValue> derived;
   std::vector<Constraint> constraints;
+  bool streamed = false;  // the space of a streamed spec: its records carry the stream stage columns
 };
 
 // ---------------------------------------------------------------- device properties
@@ -98,6 +99,16 @@ struct Initialisation {
   double start = 0.0, step = 1.0;  // sequence: start + i * step
 };
 
+// A Hopper TMA descriptor (CUtensorMap) of a buffer argument, viewed as a dense row-major tensor of rank
+// dims.size() (1 to 5). The evaluation worker encodes it for every configuration (the box may depend on tile
+// parameters) and passes the 128-byte descriptor by value; a kernel declares it `const __grid_constant__`.
+struct TensorMapDescription {
+  std::string buffer;               // the name of a buffer argument of the same spec
+  std::vector<Expression> dims;     // elements, innermost (contiguous) dimension first; problem symbols only
+  std::vector<Expression> box;      // elements per TMA copy, innermost first; may use parameters
+  Expression swizzle;               // shared-memory swizzle span in bytes: 0 (none), 32, 64 or 128
+};
+
 struct Argument {
   std::string name;
   Dtype dtype = Dtype::f32;
@@ -108,6 +119,8 @@ struct Argument {
   Role role = Role::in;
   Expression value;
   SourceLocation where;
+  std::optional<TensorMapDescription> tensor_map;  // set for `type: tensor_map` (then is_buffer is false)
+  bool is_scalar() const { return !is_buffer && !tensor_map; }
 };
 
 struct LaunchGeometry {
@@ -123,6 +136,9 @@ struct Tolerance {
 
 struct Verification {
   bool enabled = true;
+  // `reference: baseline`: the outputs of the spec's baseline (e.g. cuBLAS) are the reference instead of a
+  // configuration of the template.
+  bool reference_is_baseline = false;
   // The reference configuration: named parameter values; unnamed parameters take the space default.
   std::map<std::string, Value> reference;
   std::map<Dtype, Tolerance> tolerance;  // defaults by dtype, overridable per spec
@@ -134,10 +150,58 @@ struct Metrics {
   Expression bytes;  // minimum traffic: each input read once, each output written once
 };
 
+// A vendor library routine that computes the same result as the template: timed in the same run, so results are
+// reported as a fraction of it, and usable as the verification reference. Loaded at run time, like the driver.
+struct Baseline {
+  enum class Library { none, cublas };
+  Library library = Library::none;
+  std::string operation;  // "gemm": C = alpha * A * B + beta * C with row-major A (m x k), B (k x n), C (m x n)
+  std::string compute;    // "f32", "tf32" (fp32 storage, tf32 tensor cores), "f16", "bf16": input precision;
+                          // accumulation is fp32
+  Expression m, n, k;     // problem symbols only
+  std::string a, b, c;    // buffer argument names
+  std::string alpha, beta;  // scalar argument names
+  SourceLocation where;
+  bool present() const { return library != Library::none; }
+};
+
 // Loader settings (streamed workloads) are kept as plain key -> text pairs until the loader issue gives them
 // a model; an empty section is the normal case.
 struct LoaderSettings {
   std::map<std::string, std::string> settings;
+
+  // Typed loader settings, read from the same `loader:` section when the spec has a `stream:` section: each an
+  // expression of parameters (and problem symbols), so loader parameters live in the space beside the kernel's.
+  // Empty expressions take the naive value: pageable staging, one worker, no prefetch (one batch in flight),
+  // one stream, one item per batch, each copy in one piece.
+  Expression pinned;       // boolean: staging buffers from cuMemHostAlloc (allocated once, reused) or pageable
+  Expression workers;      // host threads reading or generating batches
+  Expression prefetch;     // batches in flight (staging slots): 1 = no prefetch
+  Expression streams;      // copy/compute streams, used round-robin by batch
+  Expression batch;        // items per batch; must divide the stream's item count
+  Expression chunk_bytes;  // host-to-device copies are split into chunks of this size; 0 = one copy per batch
+};
+
+// A streamed workload (`stream:` in a spec): the input lives on the host and reaches the kernel batch by batch.
+// `input` receives a batch (items back to back), `output` comes back to the host; for those two arguments `count`
+// is per item, and the launch geometry sees the loader's batch through the parameter that `loader.batch` names.
+struct StreamWorkload {
+  enum class SourceKind { files, generated };
+  enum class FileFormat { npy, raw };
+  bool enabled = false;
+  SourceKind source = SourceKind::generated;
+  // files: a glob (`*`, `?` in the file name part only) as written; ${NAME} and ${NAME:-default} expand from the
+  // environment at run time, and a relative pattern is relative to base_directory (the spec's folder).
+  std::string pattern;
+  std::filesystem::path base_directory;
+  FileFormat format = FileFormat::npy;
+  Initialisation generator;           // generated items: values like a buffer initialisation, seeded per item
+  Expression items;                   // item count; problem symbols only
+  std::vector<Expression> item_shape;  // problem symbols only; its product is the input argument's count
+  Dtype dtype = Dtype::f32;
+  std::string input_argument;
+  std::string output_argument;
+  SourceLocation where;
 };
 
 struct KernelSpec {
@@ -155,8 +219,10 @@ struct KernelSpec {
   std::vector<std::string> compile_options;
   Verification verification;
   Metrics metrics;
+  Baseline baseline;
   Space space;
   LoaderSettings loader;
+  StreamWorkload stream;  // enabled only when the spec has a `stream:` section
 };
 
 }  // namespace tuner

@@ -672,9 +672,21 @@ void check_names(const KernelSpec& spec) {
   for (const Argument& argument : spec.arguments) {
     if (argument.is_buffer) {
       check_fixed_per_problem(argument.count, problem_scope, space, fmt::format("the count of buffer '{}'", argument.name));
+    } else if (argument.tensor_map) {
+      // The tensor's shape is the buffer's, fixed per problem; the box and swizzle follow the tiles being tuned.
+      for (const Expression& dimension : argument.tensor_map->dims) {
+        check_fixed_per_problem(dimension, problem_scope, space, fmt::format("a dimension of tensor map '{}'", argument.name));
+      }
+      for (const Expression& box : argument.tensor_map->box) check_resolves(box, scope);
+      check_resolves(argument.tensor_map->swizzle, scope);
     } else {
       check_fixed_per_problem(argument.value, problem_scope, space, fmt::format("the value of scalar '{}'", argument.name));
     }
+  }
+  if (spec.baseline.present()) {
+    check_fixed_per_problem(spec.baseline.m, problem_scope, space, "baseline.m");
+    check_fixed_per_problem(spec.baseline.n, problem_scope, space, "baseline.n");
+    check_fixed_per_problem(spec.baseline.k, problem_scope, space, "baseline.k");
   }
 }
 
@@ -742,10 +754,54 @@ Initialisation read_initialisation(const Document& document, const YAML::Node& n
   return init;
 }
 
+// type: tensor_map, buffer: <an earlier buffer argument>, dims: [...], box: [...], swizzle: <bytes>
+Argument read_tensor_map_argument(const Document& document, Fields& fields, Argument argument,
+                                  const std::vector<Argument>& earlier) {
+  const std::string what = fmt::format("tensor map '{}'", argument.name);
+  for (const char* key : {"count", "init", "role", "value"}) {
+    if (const Fields::Entry* entry = fields.find_entry(key)) {
+      document.fail(entry->key_node, fmt::format("{}: {} does not apply to a tensor map; it describes the buffer "
+                                                 "named by buffer:",
+                                                 what, key));
+    }
+  }
+  TensorMapDescription map;
+  YAML::Node buffer_node = fields.require("buffer");
+  map.buffer = read_name(document, buffer_node, what + " buffer");
+  auto buffer = std::find_if(earlier.begin(), earlier.end(),
+                             [&](const Argument& other) { return other.name == map.buffer && other.is_buffer; });
+  if (buffer == earlier.end()) {
+    std::vector<std::string> buffers;
+    for (const Argument& other : earlier)
+      if (other.is_buffer) buffers.push_back(other.name);
+    document.fail(buffer_node, fmt::format("{} describes buffer '{}', which is not a buffer argument declared before "
+                                           "it{}; buffers so far: {}",
+                                           what, map.buffer, did_you_mean(map.buffer, buffers),
+                                           buffers.empty() ? "none" : comma_list(buffers)));
+  }
+  argument.dtype = buffer->dtype;
+  YAML::Node dims_node = fields.require("dims");
+  YAML::Node box_node = fields.require("box");
+  map.dims = read_expression_list(document, dims_node, what + " dims");
+  map.box = read_expression_list(document, box_node, what + " box");
+  if (map.dims.empty() || map.dims.size() > 5) {
+    document.fail(dims_node, fmt::format("{} has {} dims; a tensor map has rank 1 to 5", what, map.dims.size()));
+  }
+  if (map.box.size() != map.dims.size()) {
+    document.fail(box_node, fmt::format("{} has {} box sizes for {} dims; give one per dimension, innermost first",
+                                        what, map.box.size(), map.dims.size()));
+  }
+  map.swizzle = Expression::parse("0");
+  if (auto swizzle = fields.find("swizzle")) map.swizzle = read_expression(document, *swizzle, what + " swizzle");
+  argument.is_buffer = false;
+  argument.tensor_map = std::move(map);
+  return argument;
+}
+
 Argument read_argument(const Document& document, const YAML::Node& node, std::size_t index,
                        const std::vector<Argument>& earlier) {
   Fields fields(document, node, "an argument");
-  fields.allow_only({"name", "type", "count", "init", "role", "value"});
+  fields.allow_only({"name", "type", "count", "init", "role", "value", "buffer", "dims", "box", "swizzle"});
   Argument argument;
   argument.where = document.where(node);
   YAML::Node name_node = fields.require("name");
@@ -757,6 +813,15 @@ Argument read_argument(const Document& document, const YAML::Node& node, std::si
     }
   }
   const std::string what = fmt::format("argument '{}'", argument.name);
+  YAML::Node type_node = fields.require("type");
+  if (type_node.IsScalar() && type_node.Scalar() == "tensor_map") {
+    return read_tensor_map_argument(document, fields, std::move(argument), earlier);
+  }
+  for (const char* key : {"buffer", "dims", "box", "swizzle"}) {
+    if (const Fields::Entry* entry = fields.find_entry(key)) {
+      document.fail(entry->key_node, fmt::format("{}: {} applies to tensor maps only (type: tensor_map)", what, key));
+    }
+  }
   const Fields::Entry* count = fields.find_entry("count");
   const Fields::Entry* value = fields.find_entry("value");
   if (count && value) {
@@ -821,7 +886,14 @@ Verification read_verification(const Document& document, const YAML::Node& node,
   fields.allow_only({"reference", "tolerance", "enabled"});
   Verification verification;
   if (auto enabled = fields.find("enabled")) verification.enabled = read_bool(document, *enabled, "verify.enabled");
-  if (auto reference = fields.find("reference")) {
+  if (auto reference = fields.find("reference"); reference && reference->IsScalar()) {
+    if (reference->Scalar() != "baseline") {
+      document.fail(*reference, fmt::format("verify.reference is '{}'; write `baseline` (the spec's baseline "
+                                            "computes the reference) or a mapping of parameter values",
+                                            reference->Scalar()));
+    }
+    verification.reference_is_baseline = true;
+  } else if (reference) {
     std::vector<std::string> parameter_names;
     for (const Parameter& parameter : space.parameters) parameter_names.push_back(parameter.name);
     Fields entries(document, *reference, "verify.reference");
@@ -862,6 +934,44 @@ Verification read_verification(const Document& document, const YAML::Node& node,
   return verification;
 }
 
+// baseline: {library: cublas, operation: gemm, compute: f16, m: M, n: N, k: K, a: a, b: b, c: c, alpha: alpha,
+//            beta: beta}
+Baseline read_baseline(const Document& document, const YAML::Node& node, const std::vector<Argument>& arguments) {
+  Fields fields(document, node, "baseline");
+  fields.allow_only({"library", "operation", "compute", "m", "n", "k", "a", "b", "c", "alpha", "beta"});
+  Baseline baseline;
+  baseline.where = document.where(node);
+  read_choice(document, fields.require("library"), "baseline.library", {"cublas"});
+  baseline.library = Baseline::Library::cublas;
+  baseline.operation = read_choice(document, fields.require("operation"), "baseline.operation", {"gemm"});
+  baseline.compute = read_choice(document, fields.require("compute"), "baseline.compute", {"f32", "tf32", "f16", "bf16"});
+  baseline.m = read_expression(document, fields.require("m"), "baseline.m");
+  baseline.n = read_expression(document, fields.require("n"), "baseline.n");
+  baseline.k = read_expression(document, fields.require("k"), "baseline.k");
+  // Names another argument of the spec: a buffer for a, b, c; a scalar for alpha, beta.
+  auto read_argument_name = [&](const char* key, bool buffer) {
+    YAML::Node name_node = fields.require(key);
+    std::string name = read_name(document, name_node, fmt::format("baseline.{}", key));
+    std::vector<std::string> candidates;
+    for (const Argument& argument : arguments)
+      if (buffer ? argument.is_buffer : argument.is_scalar()) candidates.push_back(argument.name);
+    if (!contains(candidates, name)) {
+      document.fail(name_node, fmt::format("baseline.{} is '{}', which is not a {} argument of the spec{}; {} "
+                                           "arguments: {}",
+                                           key, name, buffer ? "buffer" : "scalar", did_you_mean(name, candidates),
+                                           buffer ? "buffer" : "scalar",
+                                           candidates.empty() ? "none" : comma_list(candidates)));
+    }
+    return name;
+  };
+  baseline.a = read_argument_name("a", true);
+  baseline.b = read_argument_name("b", true);
+  baseline.c = read_argument_name("c", true);
+  baseline.alpha = read_argument_name("alpha", false);
+  baseline.beta = read_argument_name("beta", false);
+  return baseline;
+}
+
 void apply_overrides(KernelSpec& spec, const ProblemOverrides& overrides) {
   std::vector<std::string> symbols;
   for (const auto& [symbol, value] : spec.problem) symbols.push_back(symbol);
@@ -879,10 +989,112 @@ void apply_overrides(KernelSpec& spec, const ProblemOverrides& overrides) {
   }
 }
 
+// ---------------------------------------------------------------- streamed workloads (issue 7)
+
+// stream: {files: <glob> | generate: <initialisation>, format: npy|raw, items, item_shape, dtype, input, output}
+StreamWorkload read_stream(const Document& document, const YAML::Node& node, const std::vector<Argument>& arguments) {
+  Fields fields(document, node, "stream");
+  fields.allow_only({"files", "generate", "format", "items", "item_shape", "dtype", "input", "output"});
+  StreamWorkload stream;
+  stream.enabled = true;
+  stream.where = document.where(node);
+  stream.base_directory = document.file().parent_path();
+  auto files = fields.find("files");
+  auto generate = fields.find("generate");
+  if (files.has_value() == generate.has_value()) {
+    document.fail(node, "stream needs exactly one source: files: <glob of .npy or raw files> or generate: "
+                        "{random: {seed, low, high}}");
+  }
+  if (files) {
+    stream.source = StreamWorkload::SourceKind::files;
+    stream.pattern = read_text(document, *files, "stream.files");
+  } else {
+    stream.source = StreamWorkload::SourceKind::generated;
+    stream.generator = read_initialisation(document, *generate, "stream.generate");
+  }
+  if (auto format = fields.find("format")) {
+    if (!files) document.fail(*format, "stream.format applies to files only; generated items need none");
+    stream.format = read_choice(document, *format, "stream.format", {"npy", "raw"}) == "npy"
+                        ? StreamWorkload::FileFormat::npy
+                        : StreamWorkload::FileFormat::raw;
+  }
+  stream.items = read_expression(document, fields.require("items"), "stream.items");
+  YAML::Node shape_node = fields.require("item_shape");
+  stream.item_shape = read_expression_list(document, shape_node, "stream.item_shape");
+  if (stream.item_shape.empty()) document.fail(shape_node, "stream.item_shape is empty: give at least one dimension");
+
+  auto find_buffer = [&](const char* key) -> const Argument& {
+    YAML::Node name_node = fields.require(key);
+    std::string name = read_name(document, name_node, fmt::format("stream.{}", key));
+    std::vector<std::string> buffers;
+    for (const Argument& argument : arguments) {
+      if (argument.is_buffer) buffers.push_back(argument.name);
+      if (argument.is_buffer && argument.name == name) return argument;
+    }
+    document.fail(name_node, fmt::format("stream.{} names '{}', which is not a buffer argument{}; buffers: {}", key,
+                                         name, did_you_mean(name, buffers), comma_list(buffers)));
+  };
+  const Argument& input = find_buffer("input");
+  const Argument& output = find_buffer("output");
+  stream.input_argument = input.name;
+  stream.output_argument = output.name;
+  if (input.role != Role::in) {
+    document.fail(fields.require("input"),
+                  fmt::format("stream.input '{}' must have role: in (a batch arrives in it)", input.name));
+  }
+  if (output.role == Role::in) {
+    document.fail(fields.require("output"),
+                  fmt::format("stream.output '{}' has role: in; the output that comes back is written by the kernel",
+                              output.name));
+  }
+  if (input.name == output.name) document.fail(fields.require("output"), "stream.input and stream.output must differ");
+  stream.dtype = input.dtype;
+  if (auto dtype_node = fields.find("dtype")) {
+    Dtype dtype = read_dtype(document, *dtype_node, "stream.dtype");
+    if (dtype != input.dtype) {
+      document.fail(*dtype_node, fmt::format("stream.dtype {} differs from the dtype {} of its input argument '{}'",
+                                             dtype_name(dtype), dtype_name(input.dtype), input.name));
+    }
+  }
+  return stream;
+}
+
+// The typed loader settings of a streamed spec; every key is an expression of parameters.
+void read_loader_settings(const Document& document, const YAML::Node& node, LoaderSettings& loader) {
+  Fields fields(document, node, "loader");
+  fields.allow_only({"pinned", "workers", "prefetch", "streams", "batch", "chunk_bytes"});
+  auto read = [&](const char* key, Expression& target) {
+    if (auto value = fields.find(key)) target = read_expression(document, *value, fmt::format("loader.{}", key));
+  };
+  read("pinned", loader.pinned);
+  read("workers", loader.workers);
+  read("prefetch", loader.prefetch);
+  read("streams", loader.streams);
+  read("batch", loader.batch);
+  read("chunk_bytes", loader.chunk_bytes);
+}
+
+// Item count and shape are fixed per problem (the dataset is); loader settings may read parameters.
+void check_stream_names(const KernelSpec& spec) {
+  expr::Scope scope;
+  for (const std::string& name : device_property_names()) scope.add(name);
+  for (const auto& [symbol, value] : spec.problem) scope.add(symbol);
+  const expr::Scope problem_scope = scope;
+  for (const Parameter& parameter : spec.space.parameters) scope.add(parameter.name);
+  for (const DerivedValue& derived : spec.space.derived) scope.add(derived.name);
+  check_fixed_per_problem(spec.stream.items, problem_scope, spec.space, "stream.items");
+  for (const Expression& dimension : spec.stream.item_shape)
+    check_fixed_per_problem(dimension, problem_scope, spec.space, "stream.item_shape");
+  for (const Expression* setting : {&spec.loader.pinned, &spec.loader.workers, &spec.loader.prefetch,
+                                    &spec.loader.streams, &spec.loader.batch, &spec.loader.chunk_bytes}) {
+    check_resolves(*setting, scope);
+  }
+}
+
 KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, const ProblemOverrides& overrides) {
   Fields fields(document, root, "the kernel spec");
   fields.allow_only({"name", "template", "entry", "template_arguments", "arch_specific", "space", "problem",
-                     "arguments", "launch", "compile_options", "verify", "metrics", "loader"});
+                     "arguments", "launch", "compile_options", "verify", "metrics", "baseline", "loader", "stream"});
   KernelSpec spec;
   spec.file = document.file();
   const fs::path directory = document.file().parent_path();
@@ -943,12 +1155,18 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
     }
   }
   if (auto verify = fields.find("verify")) spec.verification = read_verification(document, *verify, spec.space);
+  if (auto baseline = fields.find("baseline")) spec.baseline = read_baseline(document, *baseline, spec.arguments);
+  if (spec.verification.reference_is_baseline && !spec.baseline.present()) {
+    document.fail(fields.require("verify"), "verify.reference is `baseline`, but the spec has no baseline: section");
+  }
   if (auto metrics = fields.find("metrics")) {
     Fields entries(document, *metrics, "metrics");
     entries.allow_only({"flops", "bytes"});
     if (auto flops = entries.find("flops")) spec.metrics.flops = read_expression(document, *flops, "metrics.flops");
     if (auto bytes = entries.find("bytes")) spec.metrics.bytes = read_expression(document, *bytes, "metrics.bytes");
   }
+  if (auto stream = fields.find("stream")) spec.stream = read_stream(document, *stream, spec.arguments);
+  if (auto loader = fields.find("loader"); loader && spec.stream.enabled) read_loader_settings(document, *loader, spec.loader);
   if (auto loader = fields.find("loader")) {
     Fields entries(document, *loader, "loader");
     for (const Fields::Entry& entry : entries.entries()) {
@@ -961,6 +1179,8 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
   }
 
   check_names(spec);
+  if (spec.stream.enabled) check_stream_names(spec);
+  spec.space.streamed = spec.stream.enabled;
   return spec;
 }
 

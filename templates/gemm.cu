@@ -1,0 +1,24 @@
+// GEMM, C = alpha * A * B + beta * C, with A (m x k), B (k x n) and C (m x n) row-major and dense.
+//
+// One template, three paths chosen by the enumeration parameter PATH, so one spec lets the tuner compare them on
+// the same problem:
+//   simt      CUDA-core FMAs on register tiles staged through shared memory   (gemm/simt.cuh)
+//   mma_sync  warp-level tensor-core mma.sync fed by cp.async pipelines       (gemm/mma_sync.cuh)
+//   wgmma     Hopper warpgroup wgmma fed by TMA bulk tensor copies (sm_90a)   (gemm/wgmma.cuh)
+// Each path header defines gemm_path() with the signature below; only the chosen one is compiled.
+// The tensor maps describe A and B for TMA; the other paths ignore them.
+#include "gemm/common.cuh"
+
+#if PATH_simt
+#include "gemm/simt.cuh"
+#elif PATH_mma_sync
+#include "gemm/mma_sync.cuh"
+#elif PATH_wgmma
+#include "gemm/wgmma.cuh"
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+    gemm(int m, int n, int k, float alpha, float beta, const Input* __restrict__ a, const Input* __restrict__ b,
+         Output* __restrict__ c, const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map) {
+  gemm_path(m, n, k, alpha, beta, a, b, c, a_map, b_map);
+}

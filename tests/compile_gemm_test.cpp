@@ -1,0 +1,149 @@
+// Every GEMM spec compiles with NVRTC, per path and per architecture, on configurations drawn from its space
+// (issue #5), and each spec's space offers the paths the contract allows for its input type and no others.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compile_test_support.h"
+#include "tuner/compile/instantiate.h"
+#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/space/space.h"
+#include "tuner/spec/spec_loader.h"
+
+namespace tuner {
+namespace {
+
+using compile_test::read_file;
+using compile_test::TemporaryDirectory;
+
+std::filesystem::path spec_path(const std::string& name) {
+  return std::filesystem::path(TUNER_SOURCE_DIR) / "kernels" / (name + ".yaml");
+}
+
+Constants constants_for(const KernelSpec& spec, const std::string& arch) {
+  Constants constants = device_property_values(device_profile(arch));
+  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
+  return constants;
+}
+
+std::string path_of(const SpaceEnumerator& space, const Configuration& configuration) {
+  const auto& parameters = space.space().parameters;
+  for (std::size_t index = 0; index < parameters.size(); ++index) {
+    if (parameters[index].name == "PATH") return std::get<std::string>(configuration[index]);
+  }
+  return "";
+}
+
+// Valid configurations by path, from a deterministic sample of the space.
+std::map<std::string, std::vector<Configuration>> sample_by_path(const SpaceEnumerator& space) {
+  std::map<std::string, std::vector<Configuration>> by_path;
+  for (const Configuration& configuration : space.sample(400, 5)) {
+    by_path[path_of(space, configuration)].push_back(configuration);
+  }
+  return by_path;
+}
+
+struct GemmCase {
+  std::string spec;
+  std::string arch;
+  std::vector<std::string> paths;  // the paths the space must offer on this arch, sorted
+  std::string compiled_arch;       // what instantiate asks NVRTC for
+  bool wgmma_allowed = false;      // wgmma may be offered too (once the wgmma engineer enables it)
+};
+
+std::string case_name(const testing::TestParamInfo<GemmCase>& info) {
+  return info.param.spec + "_" + info.param.arch;
+}
+
+class GemmSpec : public testing::TestWithParam<GemmCase> {};
+
+TEST_P(GemmSpec, SpaceOffersExactlyTheAllowedPaths) {
+  const GemmCase& test_case = GetParam();
+  KernelSpec spec = load_kernel_spec(spec_path(test_case.spec));
+  SpaceEnumerator space(spec.space, constants_for(spec, test_case.arch));
+  // Replay data wants recorded runs of >= 2,000 configurations, so each spec's space must have that many.
+  EXPECT_GE(space.valid_count(), 2000u);
+  std::vector<std::string> paths;
+  for (std::uint64_t index = 0; index < space.valid_count(); index += 97) {
+    std::string path = path_of(space, space.at(index));
+    if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
+  }
+  std::sort(paths.begin(), paths.end());
+  auto wgmma = std::find(paths.begin(), paths.end(), "wgmma");
+  if (wgmma != paths.end()) {
+    EXPECT_TRUE(test_case.wgmma_allowed) << "wgmma offered for " << test_case.spec << " on " << test_case.arch;
+    paths.erase(wgmma);
+  }
+  EXPECT_EQ(paths, test_case.paths);
+}
+
+// The first sampled configuration of each path compiles to an ELF cubin whose entry point keeps its C name.
+TEST_P(GemmSpec, SampledConfigurationOfEveryPathCompiles) {
+  const GemmCase& test_case = GetParam();
+  KernelSpec spec = load_kernel_spec(spec_path(test_case.spec));
+  SpaceEnumerator space(spec.space, constants_for(spec, test_case.arch));
+  auto by_path = sample_by_path(space);
+  TemporaryDirectory cache;
+  std::vector<std::string> paths = test_case.paths;
+  if (by_path.count("wgmma")) paths.push_back("wgmma");
+  for (const std::string& path : paths) {
+    ASSERT_FALSE(by_path[path].empty()) << "the sample has no " << path << " configuration";
+    const Configuration& configuration = by_path[path].front();
+    SCOPED_TRACE(to_string(spec.space, configuration));
+    CompileRequest request = instantiate(spec, space, configuration, test_case.arch);
+    EXPECT_EQ(request.arch, test_case.compiled_arch);
+    CompileResult result = compile_cubin(request, cache.path(), /*use_cache=*/false);
+    ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+    const std::string cubin = read_file(result.cubin_path);
+    ASSERT_GT(cubin.size(), 4u);
+    EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
+    EXPECT_EQ(result.lowered_name, "gemm");  // extern "C": no mangling
+  }
+}
+
+// The paths listed per arch follow the contract: f32 -> simt, tf32 -> mma_sync, 16-bit -> simt and mma_sync, plus
+// wgmma on sm_90 once that path is enabled in spaces/gemm.yaml (it never appears on sm_80). The 16-bit specs are
+// arch_specific, so they compile for sm_90a on Hopper.
+INSTANTIATE_TEST_SUITE_P(
+    Specs, GemmSpec,
+    testing::Values(GemmCase{"gemm_f32", "sm_80", {"simt"}, "sm_80"},
+                    GemmCase{"gemm_f32", "sm_90", {"simt"}, "sm_90"},
+                    GemmCase{"gemm_tf32", "sm_80", {"mma_sync"}, "sm_80"},
+                    GemmCase{"gemm_tf32", "sm_90", {"mma_sync"}, "sm_90"},
+                    GemmCase{"gemm_f16", "sm_80", {"mma_sync", "simt"}, "sm_80"},
+                    GemmCase{"gemm_f16", "sm_90", {"mma_sync", "simt"}, "sm_90a", true},
+                    GemmCase{"gemm_bf16", "sm_80", {"mma_sync", "simt"}, "sm_80"},
+                    GemmCase{"gemm_bf16", "sm_90", {"mma_sync", "simt"}, "sm_90a", true}),
+    case_name);
+
+// The space's defaults are the fastest fp32 configuration measured on the H200 (128 x 128 x 16 blocks, 8 x 8 thread
+// tiles, two blocks per SM); the register and shared-memory estimates must not exclude it.
+TEST(GemmSpace, MeasuredFastestSimtConfigurationIsValid) {
+  KernelSpec spec = load_kernel_spec(spec_path("gemm_f32"));
+  SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
+  const Configuration fastest = space.default_configuration();
+  EXPECT_TRUE(space.is_valid(fastest)) << to_string(spec.space, fastest);
+  Bindings bindings = space.bindings(fastest);
+  EXPECT_EQ(std::get<std::int64_t>(bindings.get("THREADS")), 256);
+  EXPECT_EQ(std::get<std::int64_t>(bindings.get("SHARED_BYTES")), 2 * 16 * (128 + 4 + 128) * 4);
+  EXPECT_EQ(std::get<std::int64_t>(bindings.get("GRID_X")), (4096 / 128) * (4096 / 128));
+}
+
+TEST(GemmSpace, TileShapesThatDoNotDivideTheProblemAreRejected) {
+  KernelSpec spec = load_kernel_spec(spec_path("gemm_f32"), {{"M", 4096 + 32}, {"N", 4096}, {"K", 4096}});
+  SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
+  const auto& parameters = space.space().parameters;
+  const auto block_rows = std::find_if(parameters.begin(), parameters.end(),
+                                       [](const Parameter& parameter) { return parameter.name == "BM"; }) -
+                          parameters.begin();
+  // M = 4128 = 32 * 129: only BM = 32 divides it.
+  for (std::uint64_t index = 0; index < space.valid_count(); index += 13) {
+    EXPECT_EQ(std::get<std::int64_t>(space.at(index)[block_rows]), 32);
+  }
+}
+
+}  // namespace
+}  // namespace tuner

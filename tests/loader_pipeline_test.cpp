@@ -1,0 +1,255 @@
+// Scheduling and bookkeeping of the streaming pipeline with a fake device: every batch exactly once, the in-flight
+// limit, failure of a host worker, a corrupted batch, and the stage-breakdown arithmetic.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "tuner/loader/pipeline.h"
+
+using namespace tuner;
+using namespace tuner::loader;
+
+namespace {
+
+// Items of one int32 each, holding their own index; the "kernel" adds 1000.
+class CountingSource : public BatchSource {
+ public:
+  explicit CountingSource(std::int64_t items, std::int64_t failing_batch = -1) : items_(items), failing_batch_(failing_batch) {}
+  std::int64_t item_count() const override { return items_; }
+  std::size_t item_bytes() const override { return sizeof(std::int32_t); }
+  void read(const BatchRange& batch, std::span<std::byte> destination) const override {
+    if (batch.index == failing_batch_) throw TunerError("disk on fire");
+    reads_.fetch_add(1);
+    for (std::int64_t offset = 0; offset < batch.item_count; ++offset) {
+      auto value = static_cast<std::int32_t>(batch.first_item + offset);
+      std::memcpy(destination.data() + offset * 4, &value, 4);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  mutable std::atomic<int> reads_{0};
+
+ private:
+  std::int64_t items_;
+  std::int64_t failing_batch_;
+};
+
+// Runs the "device work" synchronously at complete(), after a delay, and records what the pipeline did.
+class FakeDevice : public DeviceOperations {
+ public:
+  void prepare(int slots, int streams, std::size_t input_bytes, std::size_t output_bytes, bool pinned) override {
+    slots_.assign(static_cast<std::size_t>(slots), {});
+    for (Slot& slot : slots_) {
+      slot.input.resize(input_bytes);
+      slot.output.resize(output_bytes);
+    }
+    prepared_streams = streams;
+    prepared_pinned = pinned;
+  }
+  std::span<std::byte> host_input(int slot) override { return slots_.at(static_cast<std::size_t>(slot)).input; }
+  std::span<const std::byte> host_output(int slot) override { return slots_.at(static_cast<std::size_t>(slot)).output; }
+  void start_clock() override { clock_ = 0; }
+  void submit(int slot, int stream, const BatchRange& batch, std::size_t) override {
+    std::lock_guard lock(mutex_);
+    Slot& state = slots_.at(static_cast<std::size_t>(slot));
+    EXPECT_FALSE(state.submitted) << "slot " << slot << " submitted twice without completing";
+    state.submitted = true;
+    state.batch = batch;
+    streams_used.insert(stream);
+    submitted_batches.push_back(batch.index);
+    if (batch.index == fail_submit_batch) throw TunerError("driver says no");
+  }
+  BatchTimes complete(int slot) override {
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    std::lock_guard lock(mutex_);
+    Slot& state = slots_.at(static_cast<std::size_t>(slot));
+    EXPECT_TRUE(state.submitted);
+    state.submitted = false;
+    for (std::int64_t offset = 0; offset < state.batch.item_count; ++offset) {
+      std::int32_t value = 0;
+      std::memcpy(&value, state.input.data() + offset * 4, 4);
+      value += 1000;
+      if (state.batch.index == corrupt_batch && offset == 1) value = -7;
+      std::memcpy(state.output.data() + offset * 4, &value, 4);
+    }
+    BatchTimes times{clock_, clock_ + 1, clock_ + 3, clock_ + 4};
+    clock_ += 4;
+    return times;
+  }
+
+  std::int64_t corrupt_batch = -1;
+  std::int64_t fail_submit_batch = -1;
+  int prepared_streams = 0;
+  bool prepared_pinned = false;
+  std::set<int> streams_used;
+  std::vector<std::int64_t> submitted_batches;
+
+ private:
+  struct Slot {
+    std::vector<std::byte> input, output;
+    bool submitted = false;
+    BatchRange batch;
+  };
+  std::mutex mutex_;
+  std::vector<Slot> slots_;
+  double clock_ = 0;
+};
+
+// Checks that every output item is its index + 1000.
+std::optional<std::string> plus_thousand(const BatchRange& batch, std::span<const std::byte> output) {
+  for (std::int64_t offset = 0; offset < batch.item_count; ++offset) {
+    std::int32_t value = 0;
+    std::memcpy(&value, output.data() + offset * 4, 4);
+    if (value != batch.first_item + offset + 1000) return "batch " + std::to_string(batch.index) + " is wrong";
+  }
+  return std::nullopt;
+}
+
+LoaderConfiguration settings(int workers, int prefetch, int streams, std::int64_t batch) {
+  LoaderConfiguration loader;
+  loader.workers = workers;
+  loader.prefetch = prefetch;
+  loader.streams = streams;
+  loader.batch = batch;
+  loader.pinned = true;
+  return loader;
+}
+
+TEST(Pipeline, EveryBatchExactlyOnceInOrderAndChecked) {
+  CountingSource source(103);  // 103 items in batches of 4: 26 batches, the last of 3 items
+  FakeDevice device;
+  int checked_items = 0;
+  PipelineResult result = run_pipeline(source, 4, device, settings(3, 4, 2, 4), [&](const BatchRange& batch, auto output) {
+    checked_items += static_cast<int>(batch.item_count);
+    return plus_thousand(batch, output);
+  });
+  ASSERT_TRUE(result.ok()) << result.message;
+  EXPECT_EQ(checked_items, 103);
+  EXPECT_EQ(source.reads_.load(), 26);
+  ASSERT_EQ(result.completions.size(), 26u);
+  for (int count : result.completions) EXPECT_EQ(count, 1);
+  std::vector<std::int64_t> expected(26);
+  for (int index = 0; index < 26; ++index) expected[static_cast<std::size_t>(index)] = index;
+  EXPECT_EQ(device.submitted_batches, expected);  // submitted in batch order whatever order workers finish in
+  EXPECT_EQ(device.streams_used, (std::set<int>{0, 1}));
+  EXPECT_EQ(device.prepared_streams, 2);
+  EXPECT_TRUE(device.prepared_pinned);
+  EXPECT_EQ(result.breakdown.items, 103);
+  EXPECT_EQ(result.breakdown.batches, 26);
+  EXPECT_EQ(result.breakdown.input_bytes, 103 * 4);
+}
+
+TEST(Pipeline, InFlightNeverExceedsPrefetchAndReachesIt) {
+  CountingSource source(64);
+  FakeDevice device;
+  PipelineResult result = run_pipeline(source, 4, device, settings(4, 3, 1, 2), plus_thousand);
+  ASSERT_TRUE(result.ok()) << result.message;
+  EXPECT_LE(result.max_in_flight, 3);
+  EXPECT_EQ(result.max_in_flight, 3);  // four workers and a slow device fill every slot
+}
+
+TEST(Pipeline, NaiveSettingsKeepOneBatchInFlight) {
+  CountingSource source(10);
+  FakeDevice device;
+  PipelineResult result = run_pipeline(source, 4, device, LoaderConfiguration::naive(1), plus_thousand);
+  ASSERT_TRUE(result.ok()) << result.message;
+  EXPECT_EQ(result.max_in_flight, 1);
+  EXPECT_FALSE(device.prepared_pinned);
+  EXPECT_EQ(device.streams_used, (std::set<int>{0}));
+}
+
+TEST(Pipeline, FailingWorkerStopsThePipelineAndNamesTheBatch) {
+  CountingSource source(200, /*failing_batch=*/7);
+  FakeDevice device;
+  PipelineResult result = run_pipeline(source, 4, device, settings(2, 4, 2, 2), plus_thousand);
+  EXPECT_EQ(result.failure, PipelineFailure::loader);
+  EXPECT_NE(result.message.find("batch 7"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("disk on fire"), std::string::npos) << result.message;
+  // Stopped early: far fewer than the 100 batches were read, and batch 7 never completed.
+  EXPECT_LT(source.reads_.load(), 20);
+  EXPECT_EQ(result.completions[7], 0);
+}
+
+TEST(Pipeline, CorruptedBatchIsAWrongResultNamingTheBatch) {
+  CountingSource source(40);
+  FakeDevice device;
+  device.corrupt_batch = 5;
+  PipelineResult result = run_pipeline(source, 4, device, settings(2, 2, 2, 4), plus_thousand);
+  EXPECT_EQ(result.failure, PipelineFailure::wrong_result);
+  EXPECT_EQ(result.message, "batch 5 is wrong");
+}
+
+TEST(Pipeline, DeviceErrorIsRethrownAfterStopping) {
+  CountingSource source(40);
+  FakeDevice device;
+  device.fail_submit_batch = 3;
+  EXPECT_THROW(run_pipeline(source, 4, device, settings(2, 2, 1, 4), plus_thousand), TunerError);
+}
+
+TEST(Pipeline, TimingPassWithoutCheckStillCountsEveryBatch) {
+  CountingSource source(12);
+  FakeDevice device;
+  PipelineResult result = run_pipeline(source, 4, device, settings(1, 2, 1, 3), nullptr);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(result.completions, (std::vector<int>{1, 1, 1, 1}));
+}
+
+TEST(Pipeline, RejectsSettingsBelowOne) {
+  CountingSource source(4);
+  FakeDevice device;
+  EXPECT_THROW(run_pipeline(source, 4, device, settings(0, 1, 1, 1), nullptr), TunerError);
+  EXPECT_THROW(run_pipeline(source, 4, device, settings(1, 1, 1, 0), nullptr), TunerError);
+}
+
+TEST(Breakdown, UnionOfOverlappingIntervals) {
+  EXPECT_DOUBLE_EQ(union_length({{0, 2}, {1, 3}, {5, 6}}), 4.0);
+  EXPECT_DOUBLE_EQ(union_length({{5, 6}, {0, 10}}), 10.0);
+  EXPECT_DOUBLE_EQ(union_length({{0, 1}, {1, 2}}), 2.0);
+  EXPECT_DOUBLE_EQ(union_length({}), 0.0);
+}
+
+TEST(Breakdown, StagesOverlappedAcrossStreamsAreNotCountedTwice) {
+  // Two batches on two streams: the second's copy-in overlaps the first's kernel.
+  std::vector<BatchTimes> batches = {{0, 2, 6, 7}, {2, 4, 8, 9}};
+  StageBreakdown breakdown = summarise_stages(batches, 12, 5, 8, 800, 400);
+  EXPECT_DOUBLE_EQ(breakdown.copy_in_ms, 4);   // [0,2) + [2,4)
+  EXPECT_DOUBLE_EQ(breakdown.kernel_ms, 6);    // [2,6) u [4,8) = [2,8)
+  EXPECT_DOUBLE_EQ(breakdown.copy_out_ms, 2);  // [6,7) + [8,9)
+  EXPECT_DOUBLE_EQ(breakdown.gpu_busy_ms, 9);  // [0,9)
+  EXPECT_DOUBLE_EQ(breakdown.gpu_idle_ms, 3);  // 12 - 9
+  EXPECT_DOUBLE_EQ(breakdown.host_read_ms, 5);
+  EXPECT_DOUBLE_EQ(breakdown.items_per_second, 8 / 0.012);
+  EXPECT_DOUBLE_EQ(breakdown.bytes_per_second, 1200 / 0.012);
+  EXPECT_DOUBLE_EQ(breakdown.input_bytes_per_second, 800 / 0.012);
+  EXPECT_EQ(breakdown.batches, 2);
+}
+
+TEST(Breakdown, IdleIsNeverNegative) {
+  StageBreakdown breakdown = summarise_stages({{0, 1, 2, 3}}, 2.5, 0, 1, 4, 4);
+  EXPECT_DOUBLE_EQ(breakdown.gpu_idle_ms, 0);
+}
+
+TEST(CompareBatch, ToleranceAndFirstMismatchLocation) {
+  std::vector<float> expected = {1, 2, 3, 4, 5, 6};
+  std::vector<float> got = expected;
+  Tolerance tolerance{1e-3, 0};
+  BatchRange batch{4, 12, 2};  // two items of 3 elements, items 12 and 13
+  got[1] = 2.001f;             // within 1e-3 relative
+  EXPECT_EQ(compare_batch(Dtype::f32, tolerance, batch, 3, std::as_bytes(std::span(got)), std::as_bytes(std::span(expected))),
+            std::nullopt);
+  got[4] = 5.1f;
+  std::optional<std::string> wrong =
+      compare_batch(Dtype::f32, tolerance, batch, 3, std::as_bytes(std::span(got)), std::as_bytes(std::span(expected)));
+  ASSERT_TRUE(wrong);
+  EXPECT_NE(wrong->find("batch 4 (item 13, element 1)"), std::string::npos) << *wrong;
+  got[4] = std::nanf("");
+  EXPECT_TRUE(compare_batch(Dtype::f32, Tolerance{1, 1}, batch, 3, std::as_bytes(std::span(got)),
+                            std::as_bytes(std::span(expected))));
+}
+
+}  // namespace
