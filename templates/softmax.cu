@@ -2,18 +2,15 @@
 //   out[r][c] = exp(in[r][c] - max_r) / sum over c' of exp(in[r][c'] - max_r)
 // Element type: float, or __nv_bfloat16 when the spec compiles with -DSOFTMAX_BF16 (arithmetic stays fp32).
 // Every parameter is a macro, so the template parameters carry k-prefixed names.
-//   ROW_THREADS     threads of a block that share one row: 32 is a warp per row, more spans warps (combined in
-//                   shared memory)
+//   ROW_THREADS     threads that share one row: 32 is a warp per row, more spans warps (combined in shared memory)
 //   ROWS_PER_BLOCK  rows per thread block (block = ROW_THREADS * ROWS_PER_BLOCK threads)
 //   VEC             elements per vector access
-//   CLUSTER         blocks of a thread-block cluster that split each row into slices of cols / CLUSTER (sm_90;
-//                   1: a row stays in one block); statistics meet in distributed shared memory (row_reduce.cuh)
-//   CACHE_ROW       true: the slice is read once into registers (ROW_ITEMS vectors per thread; needs the slice to
-//                   be a multiple of ROW_THREADS * VEC), the minimum traffic; false: one streaming pass keeps an
-//                   online max and sum, a second pass re-reads the slice (usually from L2) and writes the result
+//   CACHE_ROW       true: the row is read once into registers (ROW_ITEMS vectors per thread; needs cols to be a
+//                   multiple of ROW_THREADS * VEC), the minimum traffic; false: one streaming pass keeps an online
+//                   max and sum, a second pass re-reads the row (usually from L2) and writes the result
 //   UNROLL          streaming passes only: vectors each thread loads before using any of them, so several loads
 //                   are in flight per thread; the online statistics are rescaled once per such chunk
-// cols must be a multiple of CLUSTER * VEC.
+// cols must be a multiple of VEC.
 #ifdef SOFTMAX_BF16
 #include <cuda_bf16.h>
 using Element = __nv_bfloat16;
@@ -30,17 +27,24 @@ __device__ __forceinline__ Element from_float(float value) { return value; }
 
 template <int kWidth> struct alignas(sizeof(Element) * kWidth) Pack { Element lane[kWidth]; };
 
-#include "row_reduce.cuh"
+template <bool kMax> __device__ __forceinline__ float combine(float a, float b) { return kMax ? fmaxf(a, b) : a + b; }
 
-__device__ __forceinline__ float add(float a, float b) { return a + b; }
-__device__ __forceinline__ float maximum(float a, float b) { return fmaxf(a, b); }
-
-// Merges two online softmax statistics (max, sum of exp(x - max)) into those of the union of their elements.
-// Commutative, so every lane of a warp shuffle ends with the same value.
-__device__ __forceinline__ FloatPair merge_statistics(FloatPair a, FloatPair b) {
-  const float new_max = fmaxf(a.first, b.first);
-  if (new_max == NEGATIVE_INFINITY) return {new_max, 0.0f};  // both empty: avoid -inf - -inf
-  return {new_max, a.second * __expf(a.first - new_max) + b.second * __expf(b.first - new_max)};
+// Combines one value per thread over the kRowThreads threads of a row; every thread of the row gets the result.
+// Every thread of the block must call it (it synchronises when a row spans several warps).
+template <int kRowThreads, bool kMax>
+__device__ __forceinline__ float row_reduce(float value, float* row_scratch) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) value = combine<kMax>(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  if constexpr (kRowThreads > 32) {
+    constexpr int kWarps = kRowThreads / 32;
+    __syncthreads();  // the previous reduction's readers are done with the scratch
+    if ((threadIdx.x & 31) == 0) row_scratch[(threadIdx.x % kRowThreads) / 32] = value;
+    __syncthreads();
+    value = row_scratch[0];
+#pragma unroll
+    for (int warp = 1; warp < kWarps; ++warp) value = combine<kMax>(value, row_scratch[warp]);
+  }
+  return value;
 }
 
 // Folds a chunk of values into the running (max, sum) of the online softmax statistics.
@@ -52,24 +56,21 @@ __device__ __forceinline__ void fold_chunk(float chunk_max, float chunk_sum_at_c
   thread_max = new_max;
 }
 
-template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, int kRowItems, int kUnroll, int kCluster>
-__global__ void __launch_bounds__(kRowThreads * kRowsPerBlock) ROW_CLUSTER_DIMS
+template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, int kRowItems, int kUnroll>
+__global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
     softmax(int rows, int cols, const Element* __restrict__ input, Element* __restrict__ output) {
   using Vector = Pack<kVec>;
+  __shared__ float scratch[kRowsPerBlock][kRowThreads > 32 ? kRowThreads / 32 : 1];
   const int row_in_block = threadIdx.x / kRowThreads;
   const int thread_in_row = threadIdx.x % kRowThreads;
-  const long long row = (long long)(blockIdx.x / kCluster) * kRowsPerBlock + row_in_block;
-  // Threads of a missing row still take part in the block's and the cluster's barriers, so nobody returns early.
-  const bool row_exists = row < rows;
-  const int slice_cols = cols / kCluster;
-  const int slice_vectors = slice_cols / kVec;
-  const long long slice_begin = row * cols + (long long)cluster_rank<kCluster>() * slice_cols;
-  const Vector* in = reinterpret_cast<const Vector*>(input + slice_begin);
-  Vector* out = reinterpret_cast<Vector*>(output + slice_begin);
+  const long long row = (long long)blockIdx.x * kRowsPerBlock + row_in_block;
+  const bool row_exists = row < rows;  // threads of a missing row still take part in the block's barriers
+  const int row_vectors = cols / kVec;
+  const Vector* in = reinterpret_cast<const Vector*>(input + row * cols);
+  Vector* out = reinterpret_cast<Vector*>(output + row * cols);
+  float* row_scratch = scratch[row_in_block];
 
   if constexpr (kCacheRow) {
-    __shared__ RowScratch<float, kRowThreads> max_scratch[kRowsPerBlock];
-    __shared__ RowScratch<float, kRowThreads> sum_scratch[kRowsPerBlock];
     float values[kRowItems][kVec];
     float thread_max = NEGATIVE_INFINITY;
 #pragma unroll
@@ -82,7 +83,7 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock) ROW_CLUSTER_DIMS
         thread_max = fmaxf(thread_max, values[item][lane]);
       }
     }
-    const float row_max = row_reduce<kRowThreads, kCluster>(thread_max, maximum, max_scratch[row_in_block]);
+    const float row_max = row_reduce<kRowThreads, true>(thread_max, row_scratch);
     float thread_sum = 0.0f;
 #pragma unroll
     for (int item = 0; item < kRowItems; ++item)
@@ -91,26 +92,23 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock) ROW_CLUSTER_DIMS
         values[item][lane] = __expf(values[item][lane] - row_max);
         thread_sum += values[item][lane];
       }
-    const float inverse_sum = 1.0f / row_reduce<kRowThreads, kCluster>(thread_sum, add, sum_scratch[row_in_block]);
-    cluster_arrive<kCluster>();  // this block is done reading its neighbours' slots
-    if (row_exists) {
+    const float inverse_sum = 1.0f / row_reduce<kRowThreads, false>(thread_sum, row_scratch);
+    if (!row_exists) return;
 #pragma unroll
-      for (int item = 0; item < kRowItems; ++item) {
-        Vector result;
+    for (int item = 0; item < kRowItems; ++item) {
+      Vector result;
 #pragma unroll
-        for (int lane = 0; lane < kVec; ++lane) result.lane[lane] = from_float(values[item][lane] * inverse_sum);
-        out[thread_in_row + item * kRowThreads] = result;
-      }
+      for (int lane = 0; lane < kVec; ++lane) result.lane[lane] = from_float(values[item][lane] * inverse_sum);
+      out[thread_in_row + item * kRowThreads] = result;
     }
   } else {
     // Online softmax statistics: kUnroll vectors are loaded before any is used, then folded into the running
-    // (max, sum) with one rescale per chunk; one merged reduction then gives the row's (max, sum).
-    __shared__ RowScratch<FloatPair, kRowThreads> statistics_scratch[kRowsPerBlock];
+    // (max, sum) with one rescale per chunk.
     float thread_max = NEGATIVE_INFINITY;
     float thread_sum = 0.0f;
     if (row_exists) {
       int index = thread_in_row;
-      for (; index + (kUnroll - 1) * kRowThreads < slice_vectors; index += kUnroll * kRowThreads) {
+      for (; index + (kUnroll - 1) * kRowThreads < row_vectors; index += kUnroll * kRowThreads) {
         Vector loaded[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) loaded[u] = in[index + u * kRowThreads];
@@ -126,7 +124,7 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock) ROW_CLUSTER_DIMS
           for (int lane = 0; lane < kVec; ++lane) chunk_sum += __expf(to_float(loaded[u].lane[lane]) - chunk_max);
         fold_chunk(chunk_max, chunk_sum, thread_max, thread_sum);
       }
-      for (; index < slice_vectors; index += kRowThreads) {
+      for (; index < row_vectors; index += kRowThreads) {
         const Vector loaded = in[index];
         float chunk_max = NEGATIVE_INFINITY;
 #pragma unroll
@@ -137,35 +135,30 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock) ROW_CLUSTER_DIMS
         fold_chunk(chunk_max, chunk_sum, thread_max, thread_sum);
       }
     }
-    const FloatPair statistics = row_reduce<kRowThreads, kCluster>(FloatPair{thread_max, thread_sum}, merge_statistics,
-                                                                   statistics_scratch[row_in_block]);
-    const float row_max = statistics.first;
-    const float inverse_sum = 1.0f / statistics.second;
-    cluster_arrive<kCluster>();  // this block is done reading its neighbours' slots
-    if (row_exists) {
-      int index = thread_in_row;
-      for (; index + (kUnroll - 1) * kRowThreads < slice_vectors; index += kUnroll * kRowThreads) {
-        Vector loaded[kUnroll];
+    const float row_max = row_reduce<kRowThreads, true>(thread_max, row_scratch);
+    const float scaled_sum = thread_max == NEGATIVE_INFINITY ? 0.0f : thread_sum * __expf(thread_max - row_max);
+    const float inverse_sum = 1.0f / row_reduce<kRowThreads, false>(scaled_sum, row_scratch);
+    if (!row_exists) return;
+    int index = thread_in_row;
+    for (; index + (kUnroll - 1) * kRowThreads < row_vectors; index += kUnroll * kRowThreads) {
+      Vector loaded[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) loaded[u] = in[index + u * kRowThreads];
+      for (int u = 0; u < kUnroll; ++u) loaded[u] = in[index + u * kRowThreads];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          Vector result;
-#pragma unroll
-          for (int lane = 0; lane < kVec; ++lane)
-            result.lane[lane] = from_float(__expf(to_float(loaded[u].lane[lane]) - row_max) * inverse_sum);
-          out[index + u * kRowThreads] = result;
-        }
-      }
-      for (; index < slice_vectors; index += kRowThreads) {
-        const Vector loaded = in[index];
+      for (int u = 0; u < kUnroll; ++u) {
         Vector result;
 #pragma unroll
         for (int lane = 0; lane < kVec; ++lane)
-          result.lane[lane] = from_float(__expf(to_float(loaded.lane[lane]) - row_max) * inverse_sum);
-        out[index] = result;
+          result.lane[lane] = from_float(__expf(to_float(loaded[u].lane[lane]) - row_max) * inverse_sum);
+        out[index + u * kRowThreads] = result;
       }
     }
+    for (; index < row_vectors; index += kRowThreads) {
+      const Vector loaded = in[index];
+      Vector result;
+#pragma unroll
+      for (int lane = 0; lane < kVec; ++lane) result.lane[lane] = from_float(__expf(to_float(loaded.lane[lane]) - row_max) * inverse_sum);
+      out[index] = result;
+    }
   }
-  cluster_wait<kCluster>();  // nobody still reads this block's slots when it leaves
 }

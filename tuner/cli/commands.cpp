@@ -367,6 +367,13 @@ struct RunCommand {
     return fmt::format("{}", fmt::join(values, " "));
   }
 
+  static Json stream_json(const StreamStages& s) {
+    return {{"end_to_end_ms", s.end_to_end_ms}, {"host_read_ms", s.host_read_ms}, {"copy_in_ms", s.copy_in_ms},
+            {"kernel_ms", s.kernel_ms},         {"copy_out_ms", s.copy_out_ms},   {"gpu_idle_ms", s.gpu_idle_ms},
+            {"items_per_second", s.items_per_second}, {"bytes_per_second", s.bytes_per_second},
+            {"input_gbps", s.input_gbps}};
+  }
+
   static void print_json(const TuneReport& report) {
     Json output;
     output["kernel"] = report.kernel;
@@ -406,8 +413,10 @@ struct RunCommand {
                       {"fraction_of_baseline", r.fraction_of_baseline},
                       {"speedup_over_default", r.speedup_over_default},
                       {"speedup_over_median", r.speedup_over_median}});
+      if (report.streamed) best.back()["stream"] = stream_json(r.evaluation.stream);
     }
     output["best"] = best;
+    if (report.streamed && report.default_evaluation) output["default_stream"] = stream_json(report.default_evaluation->stream);
     fmt::print("{}\n", output.dump(2));
   }
 };

@@ -96,14 +96,14 @@ struct WorkerSetup {
   MeasurementSettings measurement;
   std::optional<BaselineCall> baseline;   // timed at setup; its time comes back in setup_done
   bool reference_from_baseline = false;   // the baseline's outputs are the reference (no reference launch)
-  std::optional<WorkerStream> stream;     // streamed spec: the reference runs as a naive pipeline pass
+  std::optional<WorkerStream> stream = std::nullopt;  // streamed spec: the reference runs as a naive pipeline pass
 };
 
 struct EvaluationRequest {
   KernelLaunch launch;
   bool verify = true;
   double timeout_seconds = 0;  // 0: the evaluator's default
-  std::optional<loader::LoaderConfiguration> loader;  // streamed specs: the configuration's loader settings
+  std::optional<loader::LoaderConfiguration> loader = std::nullopt;  // streamed specs: the configuration's loader settings
 };
 
 namespace protocol {

@@ -111,6 +111,16 @@ void RegressionForest::fit(const std::vector<std::vector<double>>& samples, cons
   }
 }
 
+double RegressionForest::predict_with_tree(const std::vector<double>& features, std::size_t tree) const {
+  const Tree& nodes = trees_[tree];
+  const Node* node = &nodes.front();
+  while (node->feature >= 0)
+    node = &nodes[static_cast<std::size_t>(features[static_cast<std::size_t>(node->feature)] <= node->threshold
+                                               ? node->left
+                                               : node->right)];
+  return node->value;
+}
+
 ForestPrediction RegressionForest::predict(const std::vector<double>& features) const {
   if (trees_.empty()) return {};
   double sum = 0, sum_of_squares = 0;

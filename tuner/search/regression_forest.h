@@ -32,6 +32,8 @@ class RegressionForest {
   void fit(const std::vector<std::vector<double>>& samples, const std::vector<double>& targets,
            const ForestOptions& options, std::mt19937_64& random);
   ForestPrediction predict(const std::vector<double>& features) const;
+  // One tree's prediction, tree < tree_count(): a draw from the forest's belief (Thompson sampling).
+  double predict_with_tree(const std::vector<double>& features, std::size_t tree) const;
   std::size_t tree_count() const { return trees_.size(); }
 
  private:
