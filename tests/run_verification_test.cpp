@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -167,6 +168,107 @@ TEST_F(Verification, ToleranceSeparatesRoundingFromErrors) {
   const Comparison comparison = compare(wrong);
   EXPECT_EQ(comparison.failing, 1u);
   EXPECT_EQ(comparison.first_failing, 2000u);
+}
+
+// ---------------------------------------------------------------- GEMM tolerances against a CPU reference
+
+// Issue 5: a CPU reference on small shapes tests the verification of the GEMM specs. The reference stands in for
+// cuBLAS (double sums of the same inputs, rounded to float); the candidates are what the kernels do: fp32 sums in
+// K tiles of 16 (the SIMT path's order) or, for tf32, inputs truncated to 10 mantissa bits. The specs' own
+// tolerances must accept those and reject a GEMM that drops the last k term or reads B transposed.
+class GemmVerification : public ::testing::Test {
+ protected:
+  static constexpr std::int64_t m = 24, n = 16;
+
+  void SetUp() override { ASSERT_EQ(host_kernels().error(), ""); }
+
+  static Tolerance tolerance_of(const char* spec_name) {
+    KernelSpec spec = load_kernel_spec(fs::path(TUNER_SOURCE_DIR) / "kernels" / spec_name);
+    return spec.verification.tolerance_for(Dtype::f32);
+  }
+
+  static std::vector<float> random_matrix(std::int64_t count, std::uint64_t seed) {
+    Initialisation init;
+    init.seed = seed;  // uniform in [-1, 1), as the specs initialise A and B
+    std::vector<std::byte> contents = initial_contents(Dtype::f32, count, init);
+    std::vector<float> values(static_cast<std::size_t>(count));
+    std::memcpy(values.data(), contents.data(), contents.size());
+    return values;
+  }
+
+  // tf32 keeps 10 of fp32's 23 mantissa bits; truncation is the cheapest conversion a kernel may use.
+  static float truncate_to_tf32(float value) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    bits &= 0xFFFFE000u;
+    std::memcpy(&value, &bits, sizeof bits);
+    return value;
+  }
+
+  enum class Variant { reference, tiled, drops_last_term, transposed_b, tf32_inputs };
+
+  static std::vector<float> gemm(const std::vector<float>& a, const std::vector<float>& b, std::int64_t k,
+                                 Variant variant) {
+    std::vector<float> c(static_cast<std::size_t>(m * n));
+    for (std::int64_t row = 0; row < m; ++row) {
+      for (std::int64_t column = 0; column < n; ++column) {
+        auto a_at = [&](std::int64_t i) { return a[static_cast<std::size_t>(row * k + i)]; };
+        auto b_at = [&](std::int64_t i) {
+          return variant == Variant::transposed_b ? b[static_cast<std::size_t>((column * k + i) % (k * n))]
+                                                  : b[static_cast<std::size_t>(i * n + column)];
+        };
+        if (variant == Variant::reference) {
+          double sum = 0;
+          for (std::int64_t i = 0; i < k; ++i) sum += static_cast<double>(a_at(i)) * b_at(i);
+          c[static_cast<std::size_t>(row * n + column)] = static_cast<float>(sum);
+          continue;
+        }
+        const std::int64_t terms = variant == Variant::drops_last_term ? k - 1 : k;
+        float sum = 0;
+        for (std::int64_t tile = 0; tile < terms; tile += 16) {
+          float partial = 0;
+          for (std::int64_t i = tile; i < std::min(tile + 16, terms); ++i) {
+            float x = a_at(i), y = b_at(i);
+            if (variant == Variant::tf32_inputs) x = truncate_to_tf32(x), y = truncate_to_tf32(y);
+            partial = std::fma(x, y, partial);
+          }
+          sum += partial;
+        }
+        c[static_cast<std::size_t>(row * n + column)] = sum;
+      }
+    }
+    return c;
+  }
+
+  static std::uint64_t failing(const std::vector<float>& output, const std::vector<float>& reference,
+                               const Tolerance& tolerance) {
+    unsigned long long results[3] = {0, ~0ull, 0};
+    host_kernels().run_compare(2, output.data(), reference.data(), static_cast<long long>(output.size()),
+                               tolerance.absolute, tolerance.relative, results);
+    return results[0];
+  }
+};
+
+TEST_F(GemmVerification, Fp32ToleranceAcceptsTiledSumsAndRejectsWrongGemms) {
+  const std::int64_t k = 4096;
+  const std::vector<float> a = random_matrix(m * k, 11), b = random_matrix(k * n, 12);
+  const Tolerance tolerance = tolerance_of("gemm_f32.yaml");
+  const std::vector<float> reference = gemm(a, b, k, Variant::reference);
+  EXPECT_EQ(failing(gemm(a, b, k, Variant::tiled), reference, tolerance), 0u);
+  // One product of two values in [-1, 1) is ~0.33 in magnitude on average: far beyond an fp32 tolerance.
+  EXPECT_GT(failing(gemm(a, b, k, Variant::drops_last_term), reference, tolerance), std::uint64_t{m * n / 2});
+  EXPECT_GT(failing(gemm(a, b, k, Variant::transposed_b), reference, tolerance), std::uint64_t{m * n * 9 / 10});
+}
+
+TEST_F(GemmVerification, Tf32ToleranceAcceptsTruncatedInputsAtTheLargestK) {
+  // The tf32 tolerance is scaled for K = 8192 (the largest floor shape); truncated inputs must pass there and a
+  // transposed B must still fail.
+  const std::int64_t k = 8192;
+  const std::vector<float> a = random_matrix(m * k, 21), b = random_matrix(k * n, 22);
+  const Tolerance tolerance = tolerance_of("gemm_tf32.yaml");
+  const std::vector<float> reference = gemm(a, b, k, Variant::reference);
+  EXPECT_EQ(failing(gemm(a, b, k, Variant::tf32_inputs), reference, tolerance), 0u);
+  EXPECT_GT(failing(gemm(a, b, k, Variant::transposed_b), reference, tolerance), std::uint64_t{m * n * 9 / 10});
 }
 
 }  // namespace
