@@ -7,21 +7,14 @@
 #include <functional>
 
 #include "tuner/spec/spec_loader.h"
+#include "spec_test_support.h"
 
 namespace tuner {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string input_error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const InputError& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected InputError, nothing was thrown";
-  return "";
-}
+using spec_test::input_error_of;
 
 class BaselineSpecTest : public ::testing::Test {
  protected:

@@ -1,4 +1,5 @@
 #include "tuner/spec/spec_loader.h"
+#include "spec_test_support.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -13,19 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The message of the InputError that `action` throws; fails the test when it throws nothing or something else.
-std::string input_error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const InputError& error) {
-    return error.what();
-  } catch (const std::exception& error) {
-    ADD_FAILURE() << "expected InputError, got another exception: " << error.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected InputError, nothing was thrown";
-  return "";
-}
+using spec_test::input_error_of;
 
 void write_file(const fs::path& file, const std::string& text) {
   fs::create_directories(file.parent_path());
