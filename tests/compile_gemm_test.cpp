@@ -105,14 +105,14 @@ TEST_P(GemmSpec, SampledConfigurationOfEveryPathCompiles) {
 }
 
 // The paths listed per arch follow the contract: f32 -> simt, tf32 -> mma_sync, 16-bit -> simt and mma_sync, plus
-// wgmma on sm_90 once that path is enabled in spaces/gemm.yaml (it never appears on sm_80). The 16-bit specs are
-// arch_specific, so they compile for sm_90a on Hopper.
+// wgmma for tf32 and 16-bit inputs on sm_90 (never on sm_80). Those specs are arch_specific, so they compile for
+// sm_90a on Hopper.
 INSTANTIATE_TEST_SUITE_P(
     Specs, GemmSpec,
     testing::Values(GemmCase{"gemm_f32", "sm_80", {"simt"}, "sm_80"},
                     GemmCase{"gemm_f32", "sm_90", {"simt"}, "sm_90"},
                     GemmCase{"gemm_tf32", "sm_80", {"mma_sync"}, "sm_80"},
-                    GemmCase{"gemm_tf32", "sm_90", {"mma_sync"}, "sm_90"},
+                    GemmCase{"gemm_tf32", "sm_90", {"mma_sync"}, "sm_90a", true},
                     GemmCase{"gemm_f16", "sm_80", {"mma_sync", "simt"}, "sm_80"},
                     GemmCase{"gemm_f16", "sm_90", {"mma_sync", "simt"}, "sm_90a", true},
                     GemmCase{"gemm_bf16", "sm_80", {"mma_sync", "simt"}, "sm_80"},

@@ -3,8 +3,8 @@
 // Shape of the kernel, the recipe public Hopper GEMMs reach cuBLAS with:
 //   - Warpgroup 0 is the producer: one thread issues cp.async.bulk.tensor copies of A and B tiles into a ring of
 //     WG_STAGES shared-memory stages; each copy completes on the stage's "full" mbarrier (transaction bytes).
-//   - Warpgroups 1..WG_CONSUMERS are consumers: each waits on "full", issues wgmma on its WG_BM / WG_CONSUMERS rows of
-//     the tile, and arrives on the stage's "empty" mbarrier once the tensor cores have read it, so the producer runs
+//   - Warpgroups 1..WG_CONSUMERS are consumers: each waits on "full", issues wgmma on its WG_BM / WG_CONSUMERS rows
+//     of the tile (tf32: WG_BN / WG_CONSUMERS columns), and arrives on the stage's "empty" mbarrier once the tensor cores have read it, so the producer runs
 //     up to WG_STAGES blocks of K ahead.
 //   - setmaxnreg moves registers from the producer (which needs few) to the consumers' fp32 accumulators.
 //   - WG_PINGPONG: instead of splitting each tile by rows, the consumers take whole tiles in turn (consumer 0 the
@@ -14,11 +14,18 @@
 //     blockIdx.x + gridDim.x, ...; the producer prefetches the next tile while the consumers store the last.
 //     Tiles are numbered in groups of WG_GROUP_M tile rows so blocks running at once share A and B tiles in L2.
 //
-// Operand layouts (the tensor maps are encoded by the evaluation worker with 128-byte swizzle):
-//   A (M x K, K contiguous): one box of WG_BK x WG_BM per stage; rows of 64 halves = 128 bytes, swizzled in
-//     8-row (1024-byte) atoms, which is wgmma's K-major 128-byte-swizzle layout.
-//   B (K x N, N contiguous): WG_BN / 64 boxes of 64 (N) x WG_BK (K) per stage; wgmma reads B "MN-major" through the
-//     transpose bit, allowed for 16-bit inputs only. That is why tf32 (which would need a K-major B) is not offered.
+// Operand layouts (the tensor maps are encoded by the evaluation worker with 128-byte swizzle; a swizzled row is
+// 128 bytes of K: WG_BK = 64 halves or 32 tf32):
+//   A (M x K, K contiguous): one box of WG_BK x WG_BM per stage, swizzled in 8-row (1024-byte) atoms: wgmma's
+//     K-major 128-byte-swizzle layout.
+//   B (K x N, N contiguous): WG_BN / (128 / element bytes) boxes of 128 bytes of N x WG_BK rows per stage.
+// 16-bit inputs: wgmma reads A and B straight from shared memory, B "MN-major" through the transpose bit.
+// tf32: the transpose bit exists for 16-bit inputs only, and an N-major B cannot feed a tf32 wgmma from shared memory.
+//   So the kernel computes the transpose, C^T = B^T A^T: the block's A tile (K-major, as tf32 needs) is the
+//   instruction's shared-memory operand, and B^T is its register operand, each consumer thread gathering its fragment
+//   from the N-major B tile with 32-bit shared loads. The instruction's 64-row slices then run along N, its width
+//   (WG_BM = 64 .. 256) along M, and the epilogue stores the accumulators transposed. The fragments of one stage are
+//   loaded while the previous stage's wgmma still runs, into the other of two register buffers.
 // Shapes must be whole tiles: the space's constraints reject M % WG_BM, N % WG_BN or K % WG_BK != 0.
 //
 // Measured on the H200 with scripts/wgmma_probe.cu (C bit-identical to cuBLAS's at beta = 0; fraction of cuBLAS in the
@@ -29,14 +36,17 @@
 // epilogue, the two pieces public kernels add to close the rest of the gap at 4096^3.
 #pragma once
 
-#if !defined(GEMM_INPUT_F16) && !defined(GEMM_INPUT_BF16)
-#error "the wgmma path takes fp16 or bf16 inputs: tf32 wgmma needs a K-major B, and B is N-major here"
-#endif
-
 #if defined(GEMM_INPUT_F16)
 #define WGMMA_INPUT_TYPES ".f16.f16"
-#else
+#define WGMMA_SWAP_OPERANDS 0
+#elif defined(GEMM_INPUT_BF16)
 #define WGMMA_INPUT_TYPES ".bf16.bf16"
+#define WGMMA_SWAP_OPERANDS 0
+#elif defined(GEMM_INPUT_TF32)
+#define WGMMA_INPUT_TYPES ".tf32.tf32"  // named by the 16-bit form too, which tf32 never emits
+#define WGMMA_SWAP_OPERANDS 1
+#else
+#error "the wgmma path takes tf32, fp16 or bf16 inputs"
 #endif
 
 namespace wgmma_path {
@@ -46,17 +56,24 @@ constexpr int block_n = WG_BN;
 constexpr int block_k = WG_BK;
 constexpr int stages = WG_STAGES;
 constexpr int consumers = WG_CONSUMERS;
+constexpr bool swapped = WGMMA_SWAP_OPERANDS;
 constexpr int warpgroup_threads = 128;
+constexpr int element_bytes = sizeof(Input);
 constexpr int instruction_m = 64;                       // wgmma rows per instruction
-constexpr int instruction_k = 16;                       // wgmma depth for 16-bit inputs
-constexpr int swizzle_bytes = 128;                      // one swizzled row: 64 halves
+constexpr int instruction_k = 32 / element_bytes;       // wgmma depth: 32 bytes of K (16 halves, 8 tf32)
+constexpr int swizzle_bytes = 128;                      // one swizzled row
 constexpr int swizzle_atom_bytes = 8 * swizzle_bytes;   // the 8-row period of the 128-byte swizzle
-constexpr int element_bytes = 2;
 constexpr int b_box_columns = swizzle_bytes / element_bytes;
 constexpr bool pingpong = WG_PINGPONG;
-constexpr int consumer_rows = pingpong ? block_m : block_m / consumers;  // rows of a tile one consumer computes
-constexpr int stage_readers = pingpong ? 1 : consumers;                   // consumers that read each stage
-constexpr int consumer_slices = consumer_rows / instruction_m;
+// The C dimension the instruction's 64-row slices run along (M; N when swapped), split among consumers, and the one
+// its width covers whole.
+constexpr int sliced_extent = swapped ? block_n : block_m;
+constexpr int instruction_n = swapped ? block_m : block_n;
+constexpr int consumer_share = pingpong ? sliced_extent : sliced_extent / consumers;  // what one consumer computes
+constexpr int stage_readers = pingpong ? 1 : consumers;                              // consumers that read each stage
+constexpr int consumer_slices = consumer_share / instruction_m;
+constexpr int accumulator_count = instruction_n / 2;    // per thread and slice
+constexpr int k_steps = block_k / instruction_k;        // instructions per slice and stage
 constexpr int a_stage_bytes = block_m * block_k * element_bytes;
 constexpr int b_box_bytes = block_k * b_box_columns * element_bytes;
 constexpr int b_stage_bytes = block_k * block_n * element_bytes;
@@ -67,8 +84,8 @@ constexpr int producer_registers = 40;
 constexpr int consumer_registers = consumers == 2 ? 232 : 240;
 
 static_assert(block_k * element_bytes == swizzle_bytes, "a row of an A box must be exactly one 128-byte swizzle row");
-static_assert(consumer_rows % instruction_m == 0, "each consumer owns whole 64-row wgmma slices");
-static_assert(block_n % b_box_columns == 0, "B arrives in 64-column boxes");
+static_assert(consumer_share % instruction_m == 0, "each consumer owns whole 64-row wgmma slices");
+static_assert(block_n % b_box_columns == 0, "B arrives in 128-byte-wide boxes");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and WG_CONSUMERS consumer warpgroups");
 
 // ------------------------------------------------------------------------------------------------ mbarriers
@@ -132,94 +149,100 @@ template <int count> __device__ __forceinline__ void accumulators_ready(float (&
   for (int index = 0; index < count; ++index) asm volatile("" : "+f"(accumulators[index])::"memory");
 }
 
-// D (64 x N fp32, in registers) += A (64 x 16, shared, K-major) * B (16 x N, shared, N-major: transpose bit set).
-// scale_d == 0 starts D from zero instead of accumulating.
+// The accumulator operands of one wgmma: "%0, %1, ..." for the instruction text, and the matching "+f" constraints.
+// n / 2 accumulators per thread for an m64nN instruction.
+#define WGMMA_D32_TEXT \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, " \
+    "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31"
+#define WGMMA_D64_TEXT WGMMA_D32_TEXT ", " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, " \
+    "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, " \
+    "%56, %57, %58, %59, %60, %61, %62, %63"
+#define WGMMA_D128_TEXT WGMMA_D64_TEXT ", " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, " \
+    "%76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, " \
+    "%88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, " \
+    "%100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, " \
+    "%124, %125, %126, %127"
+#define WGMMA_D8(b) "+f"(d[b]), "+f"(d[b + 1]), "+f"(d[b + 2]), "+f"(d[b + 3]), "+f"(d[b + 4]), "+f"(d[b + 5]), \
+    "+f"(d[b + 6]), "+f"(d[b + 7])
+#define WGMMA_D32(b) WGMMA_D8(b), WGMMA_D8(b + 8), WGMMA_D8(b + 16), WGMMA_D8(b + 24)
+#define WGMMA_D64(b) WGMMA_D32(b), WGMMA_D32(b + 32)
+#define WGMMA_D128 WGMMA_D64(0), WGMMA_D64(64)
+
+// One m64nNk{16, 8} instruction, N = 64, 128 or 256, in the form each input type uses (both forms must compile, as
+// `if constexpr` inside a generic lambda still checks the branch it drops). scale_d == 0 starts D from zero instead
+// of accumulating.
 template <int n> struct Wgmma;
 
 template <> struct Wgmma<64> {
+  // 16-bit inputs: D (64 x 64 fp32) += A (64 x 16, shared, K-major) * B (16 x 64, shared, N-major: transpose bit set).
   static __device__ __forceinline__ void multiply_accumulate(float (&d)[32], unsigned long long a_descriptor,
                                                             unsigned long long b_descriptor, int scale_d) {
     asm volatile(
         "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32" WGMMA_INPUT_TYPES " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-        "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
-        "%24, %25, %26, %27, %28, %29, %30, %31"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D32_TEXT
         "}, %32, %33, accumulate, 1, 1, 0, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : WGMMA_D32(0)
         : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d));
+  }
+  // tf32 inputs: D (64 x 64 fp32) += A (64 x 8 tf32, registers) * B (8 x 64 tf32, shared, K-major).
+  static __device__ __forceinline__ void multiply_accumulate(float (&d)[32], const unsigned (&a)[4],
+                                                            unsigned long long b_descriptor, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WGMMA_D32_TEXT
+        "}, {%32, %33, %34, %35}, %36, accumulate, 1, 1;\n}\n"
+        : WGMMA_D32(0)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d));
   }
 };
 
 template <> struct Wgmma<128> {
+  // 16-bit inputs: D (64 x 128 fp32) += A (64 x 16, shared, K-major) * B (16 x 128, shared, N-major: transpose bit set).
   static __device__ __forceinline__ void multiply_accumulate(float (&d)[64], unsigned long long a_descriptor,
                                                             unsigned long long b_descriptor, int scale_d) {
     asm volatile(
         "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32" WGMMA_INPUT_TYPES " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-        "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
-        "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
-        "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
-        "%60, %61, %62, %63"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D64_TEXT
         "}, %64, %65, accumulate, 1, 1, 0, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-          "+f"(d[63])
+        : WGMMA_D64(0)
         : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d));
+  }
+  // tf32 inputs: D (64 x 128 fp32) += A (64 x 8 tf32, registers) * B (8 x 128 tf32, shared, K-major).
+  static __device__ __forceinline__ void multiply_accumulate(float (&d)[64], const unsigned (&a)[4],
+                                                            unsigned long long b_descriptor, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" WGMMA_D64_TEXT
+        "}, {%64, %65, %66, %67}, %68, accumulate, 1, 1;\n}\n"
+        : WGMMA_D64(0)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d));
   }
 };
 
 template <> struct Wgmma<256> {
+  // 16-bit inputs: D (64 x 256 fp32) += A (64 x 16, shared, K-major) * B (16 x 256, shared, N-major: transpose bit set).
   static __device__ __forceinline__ void multiply_accumulate(float (&d)[128], unsigned long long a_descriptor,
                                                             unsigned long long b_descriptor, int scale_d) {
     asm volatile(
         "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32" WGMMA_INPUT_TYPES " {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-        "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
-        "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
-        "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
-        "%60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, "
-        "%72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, "
-        "%84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "
-        "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, "
-        "%120, %121, %122, %123, %124, %125, %126, %127"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D128_TEXT
         "}, %128, %129, accumulate, 1, 1, 0, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-          "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
-          "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
-          "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
-          "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
-          "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
-          "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
-          "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]),
-          "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
-          "+f"(d[126]), "+f"(d[127])
+        : WGMMA_D128
         : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d));
+  }
+  // tf32 inputs: D (64 x 256 fp32) += A (64 x 8 tf32, registers) * B (8 x 256 tf32, shared, K-major).
+  static __device__ __forceinline__ void multiply_accumulate(float (&d)[128], const unsigned (&a)[4],
+                                                            unsigned long long b_descriptor, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" WGMMA_D128_TEXT
+        "}, {%128, %129, %130, %131}, %132, accumulate, 1, 1;\n}\n"
+        : WGMMA_D128
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d));
   }
 };
 
@@ -235,18 +258,11 @@ __device__ __forceinline__ void tile_position(int tile, int tiles_m, int tiles_n
   tile_column = in_group / rows_in_group;
 }
 
-__device__ __forceinline__ void store_pair(Output* destination, float first, float second) {
-#if defined(GEMM_INPUT_F16)
-  *reinterpret_cast<__half2*>(destination) = __floats2half2_rn(first, second);
-#else
-  *reinterpret_cast<__nv_bfloat162*>(destination) = __floats2bfloat162_rn(first, second);
-#endif
-}
-
-// alpha * D + beta * C into C. Register j * 4 + {0, 1} of the wgmma fragment holds row lane / 4 of the warp's 16
-// rows, columns 8 j + 2 (lane % 4) + {0, 1}; registers j * 4 + {2, 3} the same columns 8 rows further down.
-__device__ __forceinline__ void store_slice(const float (&accumulators)[block_n / 2], int row_base, int column_base,
-                                            int n, float alpha, float beta, Output* c) {
+// alpha * D + beta * C into C, for a slice that runs along M (16-bit inputs). Register j * 4 + {0, 1} of the wgmma
+// fragment holds row lane / 4 of the warp's 16 rows, columns 8 j + 2 (lane % 4) + {0, 1}; registers j * 4 + {2, 3}
+// the same columns 8 rows further down.
+__device__ __forceinline__ void store_slice(const float (&accumulators)[accumulator_count], int row_base,
+                                            int column_base, int n, float alpha, float beta, Output* c) {
   const int thread = threadIdx.x % warpgroup_threads;
   const int row = row_base + thread / 32 * 16 + thread % 32 / 4;
   const int column = column_base + thread % 4 * 2;
@@ -254,14 +270,66 @@ __device__ __forceinline__ void store_slice(const float (&accumulators)[block_n 
   for (int half = 0; half < 2; ++half) {
     Output* row_start = c + static_cast<long long>(row + half * 8) * n + column;
 #pragma unroll
-    for (int chunk = 0; chunk < block_n / 8; ++chunk) {
-      float first = alpha * accumulators[chunk * 4 + half * 2];
-      float second = alpha * accumulators[chunk * 4 + half * 2 + 1];
-      if (beta != 0.0f) {
-        first += beta * to_float(row_start[chunk * 8]);
-        second += beta * to_float(row_start[chunk * 8 + 1]);
+    for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
+      Output* destination = row_start + chunk * 8;
+      store_two(destination, scaled(accumulators[chunk * 4 + half * 2], alpha, beta, destination),
+                scaled(accumulators[chunk * 4 + half * 2 + 1], alpha, beta, destination + 1));
+    }
+  }
+}
+
+// The column of a 64-column slice that fragment row `row` stands for (swapped). In order, the 32 lanes of one
+// fragment load read 8 adjacent columns in 4 K rows, which the swizzle maps onto 16 banks: a 2-way conflict. With
+// WG_SPREAD the 8 rows a load covers are columns 0-3 and 16-19 (plus an offset), whose chunks differ in the bit the
+// K row cannot flip, so the load hits 32 banks; the price is that each store to C fills half of a 32-byte sector.
+__device__ __forceinline__ int fragment_column(int row) {
+  if (!WG_SPREAD) return row;
+  return row % 4 + row / 8 % 2 * 4 + row / 16 % 2 * 8 + row / 4 % 2 * 16 + row / 32 * 32;
+}
+
+// The same for a swapped slice (tf32), whose fragment is C^T: its rows are columns of C. For one register, the 32
+// lanes of a warp cover 8 columns (adjacent unless WG_SPREAD) of 4 rows of C.
+__device__ __forceinline__ void store_slice_transposed(const float (&accumulators)[accumulator_count], int row_base,
+                                                       int column_base, int n, float alpha, float beta, Output* c) {
+  const int thread = threadIdx.x % warpgroup_threads;
+  const int columns[2] = {column_base + fragment_column(thread / 32 * 16 + thread % 32 / 4),
+                          column_base + fragment_column(thread / 32 * 16 + thread % 32 / 4 + 8)};
+  const int row = row_base + thread % 4 * 2;
+#pragma unroll
+  for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
+#pragma unroll
+    for (int index = 0; index < 4; ++index) {
+      // index: bit 0 the next row of C (the fragment's next column), bit 1 the fragment row 8 further down.
+      Output* destination = c + static_cast<long long>(row + chunk * 8 + index % 2) * n + columns[index / 2];
+      *destination = scaled(accumulators[chunk * 4 + index], alpha, beta, destination);
+    }
+  }
+}
+
+// A consumer thread's part of B^T for one stage (tf32): for each 8-deep K step and each 64-column slice, the four
+// registers of wgmma's tf32 A fragment. Register r holds fragment row lane / 4 (+ 8 for r = 1, 3), i.e. a column of
+// B, and fragment column lane % 4 (+ 4 for r = 2, 3), a K row of B. B's tile sits in 128-byte-wide boxes whose rows
+// (one K each) are swizzled: 16-byte chunk c of row k is stored at chunk c ^ (k % 8).
+using Fragments = unsigned[k_steps][consumer_slices][4];
+
+
+__device__ __forceinline__ void load_fragments(Fragments& fragments, unsigned b_tile, int first_column) {
+  const int thread = threadIdx.x % warpgroup_threads;
+#pragma unroll
+  for (int slice = 0; slice < consumer_slices; ++slice) {
+#pragma unroll
+    for (int index = 0; index < 4; ++index) {
+      const int column =
+          first_column + slice * instruction_m + fragment_column(thread / 32 * 16 + thread % 32 / 4 + index % 2 * 8);
+      const int k_row = thread % 4 + index / 2 * 4;  // the same K row within every 8-row swizzle atom
+      const unsigned address = b_tile + column / b_box_columns * b_box_bytes + k_row * swizzle_bytes +
+                               ((column % b_box_columns / 4) ^ k_row) * 16 + column % 4 * 4;
+#pragma unroll
+      for (int step = 0; step < k_steps; ++step) {
+        asm volatile("ld.shared.b32 %0, [%1];"
+                     : "=r"(fragments[step][slice][index])
+                     : "r"(address + step * instruction_k * swizzle_bytes));
       }
-      store_pair(row_start + chunk * 8, first, second);
     }
   }
 }
@@ -329,8 +397,10 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_registers));
     const int consumer = warpgroup - 1;
     const bool signals_warp = threadIdx.x % 32 == 0;
-    const int consumer_first_row = pingpong ? 0 : consumer * consumer_rows;  // within the tile
-    float accumulators[consumer_slices][block_n / 2];
+    // Where this consumer's share starts within the tile: rows of C, or columns when swapped.
+    const int consumer_first = pingpong ? 0 : consumer * consumer_share;
+    float accumulators[consumer_slices][accumulator_count];
+    Fragments fragments[2];  // swapped only: B^T for the stage being issued and for the one still in flight
     // Stages are filled in the block's tile order; a ping-pong consumer skips the k_blocks stages of each tile that
     // belongs to the other consumer.
     const int first_tile = blockIdx.x + (pingpong ? consumer * gridDim.x : 0);
@@ -339,6 +409,59 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
     int stage = pingpong ? consumer * k_blocks % stages : 0;
     unsigned phase = pingpong ? consumer * k_blocks / stages % 2 : 0;
     unsigned turn = 0;  // tiles this consumer has started
+    int previous_stage = -1;
+
+    // Issues the wgmma of one K block on the next full stage. `held` receives the stage's fragments (swapped): a
+    // wgmma reads its register operand until it completes, and one group stays in flight, so consecutive K blocks
+    // alternate between two buffers, each call naming its buffer at compile time to keep it in registers.
+    const auto consume_stage = [&](Fragments& held, int k_block) {
+      barrier_wait(full_barrier(stage), phase);
+      const unsigned a_tile = tiles_base + stage * stage_bytes;
+      const unsigned b_tile = a_tile + a_stage_bytes;
+      if constexpr (swapped) {
+        load_fragments(held, b_tile, consumer_first);
+        wgmma_fence();
+#pragma unroll
+        for (int step = 0; step < k_steps; ++step) {
+          // The whole A tile is the instruction's K-major operand; 8 tf32 of K are 32 bytes along a swizzled row.
+          const unsigned long long a_descriptor =
+              matrix_descriptor(a_tile + step * instruction_k * element_bytes, 16, swizzle_atom_bytes);
+#pragma unroll
+          for (int slice = 0; slice < consumer_slices; ++slice) {
+            Wgmma<instruction_n>::multiply_accumulate(accumulators[slice], held[step][slice], a_descriptor,
+                                                      k_block > 0 || step > 0);
+          }
+        }
+      } else {
+        wgmma_fence();
+#pragma unroll
+        for (int step = 0; step < k_steps; ++step) {
+          // A: 16 K-elements are 32 bytes along the swizzled row. B: 16 K-rows are two whole swizzle atoms.
+          const unsigned long long b_descriptor =
+              matrix_descriptor(b_tile + step * instruction_k * swizzle_bytes, b_box_bytes, swizzle_atom_bytes);
+#pragma unroll
+          for (int slice = 0; slice < consumer_slices; ++slice) {
+            const unsigned long long a_descriptor =
+                matrix_descriptor(a_tile + (consumer_first + slice * instruction_m) * swizzle_bytes +
+                                      step * instruction_k * element_bytes,
+                                  16, swizzle_atom_bytes);
+            Wgmma<instruction_n>::multiply_accumulate(accumulators[slice], a_descriptor, b_descriptor,
+                                                      k_block > 0 || step > 0);
+          }
+        }
+      }
+      wgmma_commit();
+      // One group stays in flight: this block's wgmma overlaps the wait for the next stage, and the stage the
+      // previous group read is handed back to the producer as soon as that group is done.
+      wgmma_wait<1>();
+      if (previous_stage >= 0 && signals_warp) barrier_arrive(empty_barrier(previous_stage));
+      previous_stage = stage;
+      if (++stage == stages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    };
+
     for (int tile = first_tile; tile < tile_count; tile += tile_step) {
       int tile_row, tile_column;
       tile_position(tile, tiles_m, tiles_n, tile_row, tile_column);
@@ -352,36 +475,17 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
           barrier_wait(turn_barrier(1), (turn - 1) % 2);
         }
       }
-      int previous_stage = -1;
-      for (int k_block = 0; k_block < k_blocks; ++k_block) {
-        barrier_wait(full_barrier(stage), phase);
-        const unsigned a_tile = tiles_base + stage * stage_bytes + consumer_first_row * swizzle_bytes;
-        const unsigned b_tile = tiles_base + stage * stage_bytes + a_stage_bytes;
-        wgmma_fence();
-#pragma unroll
-        for (int step = 0; step < block_k / instruction_k; ++step) {
-          // A: 16 K-elements are 32 bytes along the swizzled row. B: 16 K-rows are two whole swizzle atoms.
-          const unsigned long long b_descriptor =
-              matrix_descriptor(b_tile + step * instruction_k * swizzle_bytes, b_box_bytes, swizzle_atom_bytes);
-#pragma unroll
-          for (int slice = 0; slice < consumer_slices; ++slice) {
-            const unsigned long long a_descriptor = matrix_descriptor(
-                a_tile + slice * instruction_m * swizzle_bytes + step * instruction_k * element_bytes, 16,
-                swizzle_atom_bytes);
-            Wgmma<block_n>::multiply_accumulate(accumulators[slice], a_descriptor, b_descriptor,
-                                                k_block > 0 || step > 0);
-          }
+      previous_stage = -1;
+      if constexpr (swapped) {
+        // Two K blocks per trip, both unconditional (the space requires K % (2 WG_BK) == 0): a conditional second
+        // block would merge the accumulators from two paths, and the register moves that merge puts between
+        // wgmmas make ptxas serialize every wgmma of the kernel (warning C7513).
+        for (int k_block = 0; k_block < k_blocks; k_block += 2) {
+          consume_stage(fragments[0], k_block);
+          consume_stage(fragments[1], k_block + 1);
         }
-        wgmma_commit();
-        // One group stays in flight: this block's wgmma overlaps the wait for the next stage, and the stage the
-        // previous group read is handed back to the producer as soon as that group is done.
-        wgmma_wait<1>();
-        if (previous_stage >= 0 && signals_warp) barrier_arrive(empty_barrier(previous_stage));
-        previous_stage = stage;
-        if (++stage == stages) {
-          stage = 0;
-          phase ^= 1;
-        }
+      } else {
+        for (int k_block = 0; k_block < k_blocks; ++k_block) consume_stage(fragments[0], k_block);
       }
       if (pingpong && signals_warp) barrier_arrive(turn_barrier(consumer));
       ++turn;
@@ -395,8 +499,14 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
 #pragma unroll
       for (int slice = 0; slice < consumer_slices; ++slice) {
         accumulators_ready(accumulators[slice]);
-        store_slice(accumulators[slice], tile_row * block_m + consumer_first_row + slice * instruction_m,
-                    tile_column * block_n, n, alpha, beta, c);
+        const int slice_first = consumer_first + slice * instruction_m;
+        if constexpr (swapped) {
+          store_slice_transposed(accumulators[slice], tile_row * block_m, tile_column * block_n + slice_first, n,
+                                 alpha, beta, c);
+        } else {
+          store_slice(accumulators[slice], tile_row * block_m + slice_first, tile_column * block_n, n, alpha, beta,
+                      c);
+        }
       }
     }
   }
