@@ -17,7 +17,12 @@
 #include "gemm/wgmma.cuh"
 #endif
 
-extern "C" __global__ void __launch_bounds__(THREADS, BLOCKS_PER_SM)
+// A path may ask for a thread-block cluster (wgmma with WG_CLUSTER > 1 multicasts B within it).
+#ifndef GEMM_CLUSTER_DIMS
+#define GEMM_CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void GEMM_CLUSTER_DIMS __launch_bounds__(THREADS, BLOCKS_PER_SM)
     gemm(int m, int n, int k, float alpha, float beta, const Input* __restrict__ a, const Input* __restrict__ b,
          Output* __restrict__ c, const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map) {
   gemm_path(m, n, k, alpha, beta, a, b, c, a_map, b_map);

@@ -4,8 +4,8 @@
 //   - Warpgroup 0 is the producer: one thread issues cp.async.bulk.tensor copies of A and B tiles into a ring of
 //     WG_STAGES shared-memory stages; each copy completes on the stage's "full" mbarrier (transaction bytes).
 //   - Warpgroups 1..WG_CONSUMERS are consumers: each waits on "full", issues wgmma on its WG_BM / WG_CONSUMERS rows
-//     of the tile (tf32: WG_BN / WG_CONSUMERS columns), and arrives on the stage's "empty" mbarrier once the tensor cores have read it, so the producer runs
-//     up to WG_STAGES blocks of K ahead.
+//     of the tile (tf32: WG_BN / WG_CONSUMERS columns), and arrives on the stage's "empty" mbarrier once the tensor
+//     cores have read it, so the producer runs up to WG_STAGES blocks of K ahead.
 //   - setmaxnreg moves registers from the producer (which needs few) to the consumers' fp32 accumulators.
 //   - WG_PINGPONG: instead of splitting each tile by rows, the consumers take whole tiles in turn (consumer 0 the
 //     block's 1st, 3rd, ... tile), so one consumer's epilogue overlaps the other's wgmma and the tensor cores do not
@@ -13,6 +13,9 @@
 //   - Persistent: with WG_PERSISTENT the grid is one block per SM and each block walks tiles blockIdx.x,
 //     blockIdx.x + gridDim.x, ...; the producer prefetches the next tile while the consumers store the last.
 //     Tiles are numbered in groups of WG_GROUP_M tile rows so blocks running at once share A and B tiles in L2.
+//   - WG_CLUSTER = 2: pairs of blocks form a thread-block cluster computing two tiles stacked along M, which share
+//     their B tile: each block's producer loads half of B's boxes and multicasts them into both blocks, so a stage
+//     is refilled only when the consumers of both blocks have released it (each arrives on both "empty" barriers).
 //
 // Operand layouts (the tensor maps are encoded by the evaluation worker with 128-byte swizzle; a swizzled row is
 // 128 bytes of K: WG_BK = 64 halves or 32 tf32):
@@ -32,8 +35,8 @@
 // same run):
 //   4096^3 f16: 128 x 256 cooperative, 4 stages 697 TFLOP/s = 91%; 128 x 128 ping-pong, 6 stages 709 = 93%
 //   8192^3 f16: 96% and 97%; bf16: 91% and 93% at 4096^3, 96.5% and 92% at 8192^3.
-// Not done: 2-block clusters with TMA multicast (they need a cluster launch) and an asynchronous TMA-store
-// epilogue, the two pieces public kernels add to close the rest of the gap at 4096^3.
+// tf32 and clusters: see the README's GEMM table for what the tuner found with them.
+// Not done: an asynchronous TMA-store epilogue.
 #pragma once
 
 #if defined(GEMM_INPUT_F16)
@@ -49,6 +52,10 @@
 #error "the wgmma path takes tf32, fp16 or bf16 inputs"
 #endif
 
+#if WG_CLUSTER > 1
+#define GEMM_CLUSTER_DIMS __cluster_dims__(WG_CLUSTER, 1, 1)
+#endif
+
 namespace wgmma_path {
 
 constexpr int block_m = WG_BM;
@@ -56,6 +63,7 @@ constexpr int block_n = WG_BN;
 constexpr int block_k = WG_BK;
 constexpr int stages = WG_STAGES;
 constexpr int consumers = WG_CONSUMERS;
+constexpr int cluster = WG_CLUSTER;                     // blocks of a cluster, stacked along M, sharing B tiles
 constexpr bool swapped = WGMMA_SWAP_OPERANDS;
 constexpr int warpgroup_threads = 128;
 constexpr int element_bytes = sizeof(Input);
@@ -78,6 +86,8 @@ constexpr int a_stage_bytes = block_m * block_k * element_bytes;
 constexpr int b_box_bytes = block_k * b_box_columns * element_bytes;
 constexpr int b_stage_bytes = block_k * block_n * element_bytes;
 constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
+constexpr int b_boxes = block_n / b_box_columns;
+constexpr int b_boxes_per_block = b_boxes / cluster;    // the B boxes each block of a cluster loads for all of them
 // 40 registers are plenty for the one thread that issues copies; the consumers get the rest of the 64K-register file
 // (384 threads: 128 * 40 + 256 * 232 = 64512; 256 threads: 128 * 40 + 128 * 240).
 constexpr int producer_registers = 40;
@@ -86,6 +96,7 @@ constexpr int consumer_registers = consumers == 2 ? 232 : 240;
 static_assert(block_k * element_bytes == swizzle_bytes, "a row of an A box must be exactly one 128-byte swizzle row");
 static_assert(consumer_share % instruction_m == 0, "each consumer owns whole 64-row wgmma slices");
 static_assert(block_n % b_box_columns == 0, "B arrives in 128-byte-wide boxes");
+static_assert(b_boxes % cluster == 0, "the blocks of a cluster split B's boxes evenly");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and WG_CONSUMERS consumer warpgroups");
 
 // ------------------------------------------------------------------------------------------------ mbarriers
@@ -100,6 +111,23 @@ __device__ __forceinline__ void barrier_arrive_expect_bytes(unsigned barrier, un
 
 __device__ __forceinline__ void barrier_arrive(unsigned barrier) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(barrier) : "memory");
+}
+
+// Arrives on the barrier at the same shared-memory offset in block `rank` of this cluster (this block included).
+// The consumers use it to hand a stage back to every producer that multicasts into it. Default (.cta) release
+// semantics are enough: the reads being released are complete (wgmma groups waited for, shared loads in registers)
+// before the arrival, so no later copy into the stage can overtake them. A .release.cluster arrival, which also
+// orders the warp's earlier global stores at cluster scope, made 2-block clusters 2.2x slower on the H200.
+__device__ __forceinline__ void barrier_arrive_in_block(unsigned barrier, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(barrier), "r"(rank));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+}
+
+// Every thread of every block of the cluster: barrier initialisation before any block copies into another, and no
+// block exits while another may still copy into it or arrive on its barriers.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
 // Waits until the phase with the given parity has completed. Waiting on the parity before a barrier's first phase
@@ -124,6 +152,18 @@ __device__ __forceinline__ void copy_tile(unsigned destination, const TensorMap&
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
           destination),
       "l"(reinterpret_cast<unsigned long long>(&map)), "r"(inner), "r"(outer), "r"(barrier)
+      : "memory");
+}
+
+// The same box into the same shared-memory offset of every block of the cluster, each completing on its own barrier
+// at the given offset.
+__device__ __forceinline__ void copy_tile_to_cluster(unsigned destination, const TensorMap& map, unsigned barrier,
+                                                     int inner, int outer) {
+  const unsigned short every_block = (1u << cluster) - 1;
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(destination),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(inner), "r"(outer), "r"(barrier), "h"(every_block)
       : "memory");
 }
 
@@ -352,44 +392,65 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
 
   const int tiles_m = m / block_m;
   const int tiles_n = n / block_n;
-  const int tile_count = tiles_m * tiles_n;
   const int k_blocks = k / block_k;
   const int warpgroup = threadIdx.x / warpgroup_threads;
+  // Work is handed out in units of `cluster` tiles stacked along M, one per block of a cluster (a unit is one tile
+  // without clusters). The blocks of a cluster walk the same units, so their stages fill in step.
+  const int unit_count = tiles_m / cluster * tiles_n;
+  const int cluster_index = blockIdx.x / cluster;
+  const int cluster_count = gridDim.x / cluster;
+  const int rank = blockIdx.x % cluster;  // clusters are consecutive blocks along x
+  const auto unit_tile = [&](int unit, int& tile_row, int& tile_column) {
+    tile_position(unit, tiles_m / cluster, tiles_n, tile_row, tile_column);
+    tile_row = tile_row * cluster + rank;
+  };
 
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < stages; ++stage) {
       barrier_init(full_barrier(stage), 1);
-      // One arrival per consumer warp: each warp knows only that its own wgmma reads are done.
-      barrier_init(empty_barrier(stage), stage_readers * 4);
+      // One arrival per consumer warp of every block of the cluster: each warp knows only that its own wgmma reads
+      // are done, and with B multicast a stage is free only once every block has finished with its copy.
+      barrier_init(empty_barrier(stage), stage_readers * 4 * cluster);
     }
     for (int consumer = 0; consumer < consumers; ++consumer) barrier_init(turn_barrier(consumer), 4);
     // Makes the initialised barriers visible to the copy engine before any copy completes on them.
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  __syncthreads();
+  if (cluster > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
 
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(producer_registers));
-    if (threadIdx.x != 0) return;
-    int stage = 0;
-    unsigned phase = 0;
-    for (int tile = blockIdx.x; tile < tile_count; tile += gridDim.x) {
-      int tile_row, tile_column;
-      tile_position(tile, tiles_m, tiles_n, tile_row, tile_column);
-      for (int k_block = 0; k_block < k_blocks; ++k_block) {
-        barrier_wait(empty_barrier(stage), phase ^ 1);
-        const unsigned a_tile = tiles_base + stage * stage_bytes;
-        const unsigned b_tile = a_tile + a_stage_bytes;
-        barrier_arrive_expect_bytes(full_barrier(stage), stage_bytes);
-        copy_tile(a_tile, a_map, full_barrier(stage), k_block * block_k, tile_row * block_m);
+    if (threadIdx.x == 0) {
+      int stage = 0;
+      unsigned phase = 0;
+      for (int unit = cluster_index; unit < unit_count; unit += cluster_count) {
+        int tile_row, tile_column;
+        unit_tile(unit, tile_row, tile_column);
+        for (int k_block = 0; k_block < k_blocks; ++k_block) {
+          barrier_wait(empty_barrier(stage), phase ^ 1);
+          const unsigned a_tile = tiles_base + stage * stage_bytes;
+          const unsigned b_tile = a_tile + a_stage_bytes;
+          // All of B arrives in every block of a cluster, this block's share of the boxes from its own copies.
+          barrier_arrive_expect_bytes(full_barrier(stage), stage_bytes);
+          copy_tile(a_tile, a_map, full_barrier(stage), k_block * block_k, tile_row * block_m);
 #pragma unroll
-        for (int box = 0; box < block_n / b_box_columns; ++box) {
-          copy_tile(b_tile + box * b_box_bytes, b_map, full_barrier(stage),
-                    tile_column * block_n + box * b_box_columns, k_block * block_k);
-        }
-        if (++stage == stages) {
-          stage = 0;
-          phase ^= 1;
+          for (int box = rank * b_boxes_per_block; box < (rank + 1) * b_boxes_per_block; ++box) {
+            const unsigned destination = b_tile + box * b_box_bytes;
+            const int column = tile_column * block_n + box * b_box_columns;
+            if (cluster > 1) {
+              copy_tile_to_cluster(destination, b_map, full_barrier(stage), column, k_block * block_k);
+            } else {
+              copy_tile(destination, b_map, full_barrier(stage), column, k_block * block_k);
+            }
+          }
+          if (++stage == stages) {
+            stage = 0;
+            phase ^= 1;
+          }
         }
       }
     }
@@ -403,13 +464,21 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
     Fragments fragments[2];  // swapped only: B^T for the stage being issued and for the one still in flight
     // Stages are filled in the block's tile order; a ping-pong consumer skips the k_blocks stages of each tile that
     // belongs to the other consumer.
-    const int first_tile = blockIdx.x + (pingpong ? consumer * gridDim.x : 0);
-    const int tile_step = pingpong ? consumers * gridDim.x : gridDim.x;
+    const int first_unit = cluster_index + (pingpong ? consumer * cluster_count : 0);
+    const int unit_step = pingpong ? consumers * cluster_count : cluster_count;
     const int skipped_stages = pingpong ? (consumers - 1) * k_blocks : 0;
     int stage = pingpong ? consumer * k_blocks % stages : 0;
     unsigned phase = pingpong ? consumer * k_blocks / stages % 2 : 0;
     unsigned turn = 0;  // tiles this consumer has started
     int previous_stage = -1;
+    const auto release_stage = [&](int released) {
+      if (!signals_warp) return;
+      if (cluster > 1) {
+        for (int block = 0; block < cluster; ++block) barrier_arrive_in_block(empty_barrier(released), block);
+      } else {
+        barrier_arrive(empty_barrier(released));
+      }
+    };
 
     // Issues the wgmma of one K block on the next full stage. `held` receives the stage's fragments (swapped): a
     // wgmma reads its register operand until it completes, and one group stays in flight, so consecutive K blocks
@@ -454,7 +523,7 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       // One group stays in flight: this block's wgmma overlaps the wait for the next stage, and the stage the
       // previous group read is handed back to the producer as soon as that group is done.
       wgmma_wait<1>();
-      if (previous_stage >= 0 && signals_warp) barrier_arrive(empty_barrier(previous_stage));
+      if (previous_stage >= 0) release_stage(previous_stage);
       previous_stage = stage;
       if (++stage == stages) {
         stage = 0;
@@ -462,9 +531,9 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       }
     };
 
-    for (int tile = first_tile; tile < tile_count; tile += tile_step) {
+    for (int unit = first_unit; unit < unit_count; unit += unit_step) {
       int tile_row, tile_column;
-      tile_position(tile, tiles_m, tiles_n, tile_row, tile_column);
+      unit_tile(unit, tile_row, tile_column);
       if (pingpong) {
         // Take turns on the tensor cores, tile by tile. Besides keeping one consumer's epilogue under the other's
         // wgmma, this keeps each consumer within one phase of the stage barriers it skips ahead over: a parity wait
@@ -490,7 +559,7 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       if (pingpong && signals_warp) barrier_arrive(turn_barrier(consumer));
       ++turn;
       wgmma_wait<0>();
-      if (previous_stage >= 0 && signals_warp) barrier_arrive(empty_barrier(previous_stage));
+      if (previous_stage >= 0) release_stage(previous_stage);
       if (pingpong) {
         const int position = stage + skipped_stages;
         phase ^= position / stages % 2;
@@ -510,4 +579,5 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       }
     }
   }
+  if (cluster > 1) cluster_sync();
 }
