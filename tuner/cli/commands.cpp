@@ -244,7 +244,7 @@ std::string format_ms(double ms) { return ms > 0 ? fmt::format("{:.4f}", ms) : "
 
 struct RunCommand {
   CommonSpecOptions common;
-  std::string strategy = "annealing";  // the default `tune replay --strategy all` picks (README)
+  std::string strategy = "surrogate";  // the default `tune replay --strategy all` picks (README)
   std::uint64_t budget = 0;
   std::string time_budget;
   std::string out;

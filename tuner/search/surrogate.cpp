@@ -2,11 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace tuner {
 namespace {
 
+// Ten design points: at least one per parameter of the convolution and dedispersion spaces (7 and 8 varying
+// parameters), few enough that the model steers most of a 50-evaluation budget. 6 and 16 did no better on the
+// convolution landscapes (tune replay, 25 seeds).
 constexpr std::size_t initial_samples = 10;
+// Random draws the farthest of which becomes the next design point: enough that a large gap is nearly always
+// among them, cheap against one evaluation even where decoding a configuration is slow.
+constexpr std::size_t design_draws = 64;
 // Spaces up to this many valid configurations are scored whole for each proposal (one tree: well under a
 // millisecond for 4,362 configurations); larger ones through a sample.
 constexpr std::uint64_t whole_space_limit = 20000;
@@ -15,8 +22,11 @@ constexpr std::size_t polished_centres = 5;
 // Observations beyond this many (the fastest kept, failures first to go) are left out of a fit, which costs
 // O(n log n) per tree and node level.
 constexpr std::size_t model_limit = 500;
-// 16 trees: half the fitting time of 32; every measurement in surrogate.h and the README was taken with 16.
-constexpr ForestOptions forest_options{16, 2, 16, 0.5, true};
+// 16 trees: half the fitting time of 32, which did no better; leaves of one sample (see surrogate.h). On the
+// convolution landscapes leaves of one with the space-filling design took the median evaluations to within 5%
+// from 61, 87, 86 (leaves of two, random design) to 32, 60, 57; leaves of one alone gave 56 and 63 on A4000 and
+// MI250X, the design alone 49, 84, 93.
+constexpr ForestOptions forest_options{16, 1, 16, 0.5, true};
 
 bool is_power_of_two(std::int64_t value) { return value > 0 && (value & (value - 1)) == 0; }
 
@@ -130,7 +140,8 @@ std::vector<std::uint64_t> SurrogateStrategy::candidates() {
 }
 
 std::optional<Configuration> SurrogateStrategy::propose() {
-  if (proposed_count() < initial_samples || ranked().size() < 2) return std::nullopt;
+  if (proposed_count() < initial_samples) return space_filling_proposal();
+  if (ranked().size() < 2) return std::nullopt;
   if (stale_) fit();
   const std::size_t tree = uniform_index(random_, forest_.tree_count());
   std::optional<std::uint64_t> chosen;
@@ -147,6 +158,37 @@ std::optional<Configuration> SurrogateStrategy::propose() {
   if (!chosen) return std::nullopt;
   Configuration configuration = space_.at(*chosen);
   claim(configuration);
+  return configuration;
+}
+
+std::optional<Configuration> SurrogateStrategy::space_filling_proposal() {
+  // Distances to everything told (a resumed run) and to every design proposal, results or not (one told twice
+  // leaves the nearest distance as it is).
+  std::vector<std::vector<double>> placed;
+  for (const Observation& observation : observations()) placed.push_back(encode(observation.configuration));
+  for (const Configuration& configuration : design_) placed.push_back(encode(configuration));
+  std::optional<std::uint64_t> chosen;
+  double chosen_distance = -1;
+  for (std::size_t draw = 0; draw < design_draws; ++draw) {
+    const std::uint64_t index = random_() % valid_count();
+    if (proposed_index(index)) continue;
+    const std::vector<double> point = encode(space_.at(index));
+    double nearest = std::numeric_limits<double>::infinity();
+    for (const std::vector<double>& other : placed) {
+      double squared = 0;
+      for (std::size_t p = 0; p < point.size(); ++p) squared += (point[p] - other[p]) * (point[p] - other[p]);
+      nearest = std::min(nearest, squared);
+    }
+    // The first draw wins a tie, so only the seed decides.
+    if (nearest > chosen_distance) {
+      chosen = index;
+      chosen_distance = nearest;
+    }
+  }
+  if (!chosen) return std::nullopt;  // every draw hit a proposed configuration: a random one instead
+  Configuration configuration = space_.at(*chosen);
+  claim(configuration);
+  design_.push_back(configuration);
   return configuration;
 }
 

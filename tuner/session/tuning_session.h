@@ -22,7 +22,7 @@ namespace tuner {
 struct TuneOptions {
   std::filesystem::path spec_file;
   ProblemOverrides problem;
-  std::string strategy = "annealing";  // what `tune replay --strategy all` picks on the community landscapes
+  std::string strategy = "surrogate";  // what `tune replay --strategy all` picks on the community landscapes
   std::uint64_t seed = 1;
   StopCondition stop;
   std::filesystem::path out_dir;  // empty: results/runs/<kernel>/<arch>/<problem>
