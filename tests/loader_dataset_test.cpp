@@ -174,6 +174,25 @@ TEST_F(DatasetTest, ShortFileNamesTheFileAndTheBatch) {
   }
 }
 
+TEST_F(DatasetTest, MemoryMappedReadsMatchPreadAcrossFilesAndNameAShortFile) {
+  write_npy(folder_ / "a.npy", Dtype::f32, {3, 2, 3}, bytes_of(images(0, 3)));
+  write_npy(folder_ / "b.npy", Dtype::f32, {4, 2, 3}, bytes_of(images(3, 4)));
+  FileDatasetOptions mapped = options(7);
+  mapped.memory_map = true;
+  std::unique_ptr<BatchSource> source = open_file_dataset(mapped);
+  EXPECT_EQ(read_batch(*source, {0, 0, 7}), images(0, 7));
+  EXPECT_EQ(read_batch(*source, {1, 2, 3}), images(2, 3));  // items 2..4 span both files
+  fs::resize_file(folder_ / "b.npy", fs::file_size(folder_ / "b.npy") - 10);
+  EXPECT_EQ(read_batch(*source, {0, 0, 3}), images(0, 3));
+  try {
+    read_batch(*source, {2, 4, 3});
+    FAIL() << "expected TunerError";
+  } catch (const TunerError& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("b.npy: short file: batch 2"), std::string::npos) << message;
+  }
+}
+
 TEST_F(DatasetTest, MissingFolderAndNoMatchesAreInputErrors) {
   try {
     glob_files((folder_ / "absent" / "*.npy").string());

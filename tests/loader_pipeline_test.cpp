@@ -61,6 +61,7 @@ class FakeDevice : public DeviceOperations {
     state.submitted = true;
     state.batch = batch;
     streams_used.insert(stream);
+    slots_used.insert(slot);
     submitted_batches.push_back(batch.index);
     if (batch.index == fail_submit_batch) throw TunerError("driver says no");
   }
@@ -87,6 +88,7 @@ class FakeDevice : public DeviceOperations {
   int prepared_streams = 0;
   bool prepared_pinned = false;
   std::set<int> streams_used;
+  std::set<int> slots_used;
   std::vector<std::int64_t> submitted_batches;
 
  private:
@@ -123,13 +125,13 @@ LoaderConfiguration settings(int workers, int prefetch, int streams, std::int64_
 TEST(Pipeline, EveryBatchExactlyOnceInOrderAndChecked) {
   CountingSource source(103);  // 103 items in batches of 4: 26 batches, the last of 3 items
   FakeDevice device;
-  int checked_items = 0;
+  std::atomic<int> checked_items{0};
   PipelineResult result = run_pipeline(source, 4, device, settings(3, 4, 2, 4), [&](const BatchRange& batch, auto output) {
     checked_items += static_cast<int>(batch.item_count);
     return plus_thousand(batch, output);
   });
   ASSERT_TRUE(result.ok()) << result.message;
-  EXPECT_EQ(checked_items, 103);
+  EXPECT_EQ(checked_items.load(), 103);
   EXPECT_EQ(source.reads_.load(), 26);
   ASSERT_EQ(result.completions.size(), 26u);
   for (int count : result.completions) EXPECT_EQ(count, 1);
@@ -199,11 +201,149 @@ TEST(Pipeline, TimingPassWithoutCheckStillCountsEveryBatch) {
   EXPECT_EQ(result.completions, (std::vector<int>{1, 1, 1, 1}));
 }
 
+// Records every read (its range and thread), sleeping `read_sleep` per read so several workers overlap.
+class RecordingSource : public BatchSource {
+ public:
+  RecordingSource(std::int64_t items, std::chrono::microseconds read_sleep, std::int64_t failing_item = -1)
+      : items_(items), read_sleep_(read_sleep), failing_item_(failing_item) {}
+  std::int64_t item_count() const override { return items_; }
+  std::size_t item_bytes() const override { return sizeof(std::int32_t); }
+  void read(const BatchRange& batch, std::span<std::byte> destination) const override {
+    EXPECT_EQ(destination.size(), static_cast<std::size_t>(batch.item_count) * 4);
+    if (failing_item_ >= batch.first_item && failing_item_ < batch.first_item + batch.item_count) {
+      throw TunerError("sector gone");
+    }
+    for (std::int64_t offset = 0; offset < batch.item_count; ++offset) {
+      auto value = static_cast<std::int32_t>(batch.first_item + offset);
+      std::memcpy(destination.data() + offset * 4, &value, 4);
+    }
+    std::this_thread::sleep_for(read_sleep_);
+    std::lock_guard lock(mutex_);
+    reads.push_back({batch, std::this_thread::get_id()});
+  }
+  struct Read {
+    BatchRange range;
+    std::thread::id thread;
+  };
+  mutable std::vector<Read> reads;
+
+ private:
+  std::int64_t items_;
+  std::chrono::microseconds read_sleep_;
+  std::int64_t failing_item_;
+  mutable std::mutex mutex_;
+};
+
+TEST(Pipeline, BatchesAreReadInPiecesThatCoverEachBatchOnce) {
+  RecordingSource source(46, std::chrono::microseconds(50));  // batches of 10: four full, the last of 6
+  FakeDevice device;
+  LoaderConfiguration loader = settings(3, 3, 2, 10);
+  loader.read_piece_bytes = 13;  // three 4-byte items a piece: 3+3+3+1 per full batch, 3+3 for the last
+  PipelineResult result = run_pipeline(source, 4, device, loader, plus_thousand);
+  ASSERT_TRUE(result.ok()) << result.message;
+  ASSERT_EQ(source.reads.size(), 4u * 4u + 2u);
+  std::vector<int> times_read(46, 0);
+  for (const RecordingSource::Read& read : source.reads) {
+    EXPECT_LE(read.range.item_count, 3);
+    // Each piece lies inside the batch it names.
+    EXPECT_GE(read.range.first_item, read.range.index * 10);
+    EXPECT_LE(read.range.first_item + read.range.item_count, std::min<std::int64_t>(read.range.index * 10 + 10, 46));
+    for (std::int64_t item = read.range.first_item; item < read.range.first_item + read.range.item_count; ++item) {
+      ++times_read[static_cast<std::size_t>(item)];
+    }
+  }
+  EXPECT_EQ(times_read, std::vector<int>(46, 1));
+  EXPECT_EQ(result.completions, std::vector<int>(5, 1));
+}
+
+TEST(Pipeline, SeveralWorkersShareTheFirstBatch) {
+  // Eight pieces of 1 ms in the first batch and four workers: they split it instead of one worker reading it all
+  // while the device waits.
+  RecordingSource source(64, std::chrono::milliseconds(1));
+  FakeDevice device;
+  LoaderConfiguration loader = settings(4, 2, 1, 32);
+  loader.read_piece_bytes = 16;
+  PipelineResult result = run_pipeline(source, 4, device, loader, plus_thousand);
+  ASSERT_TRUE(result.ok()) << result.message;
+  std::set<std::thread::id> first_batch_readers;
+  for (const RecordingSource::Read& read : source.reads)
+    if (read.range.index == 0) first_batch_readers.insert(read.thread);
+  EXPECT_GE(first_batch_readers.size(), 2u);
+}
+
+TEST(Pipeline, TheSlotFreedLastIsFilledNext) {
+  // One worker reading 5 ms a batch, a device done 0.3 ms after each submit: a batch's slot is free again long
+  // before the worker needs the next one, so two of the eight slots take turns (first in, first out would walk
+  // through all eight and keep all of them out of the host's cache).
+  RecordingSource source(6, std::chrono::milliseconds(5));
+  FakeDevice device;
+  PipelineResult result = run_pipeline(source, 4, device, settings(1, 8, 1, 1), plus_thousand);
+  ASSERT_TRUE(result.ok()) << result.message;
+  EXPECT_EQ(device.slots_used.size(), 2u);
+  EXPECT_EQ(result.max_in_flight, 2);
+}
+
+TEST(Pipeline, WorkersCheckBatchesInParallelAndTheEndWaitsForTheLastCheck) {
+  // Checks of 2 ms on four workers: the checks of different batches overlap, and the pass ends only after every
+  // batch was checked.
+  CountingSource source(32);
+  FakeDevice device;
+  std::mutex mutex;
+  std::set<std::thread::id> checkers;
+  std::atomic<int> running{0}, most_running{0}, checked{0};
+  PipelineResult result = run_pipeline(source, 4, device, settings(4, 8, 2, 2), [&](const BatchRange& batch, auto output) {
+    int now = ++running;
+    for (int seen = most_running.load(); now > seen && !most_running.compare_exchange_weak(seen, now);) {
+    }
+    {
+      std::lock_guard lock(mutex);
+      checkers.insert(std::this_thread::get_id());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    --running;
+    ++checked;
+    return plus_thousand(batch, output);
+  });
+  ASSERT_TRUE(result.ok()) << result.message;
+  EXPECT_EQ(checked.load(), 16);
+  EXPECT_EQ(result.completions, std::vector<int>(16, 1));
+  EXPECT_GE(checkers.size(), 2u);
+  EXPECT_GE(most_running.load(), 2);
+  EXPECT_GE(result.breakdown.end_to_end_ms, 16 * 2.0 / 4);  // 16 checks of 2 ms on at most four threads
+}
+
+TEST(Pipeline, PieceZeroReadsWholeBatchesAndPiecesNeverExceedTheBatch) {
+  for (std::int64_t piece_bytes : {std::int64_t{0}, std::int64_t{1} << 20}) {
+    RecordingSource source(20, std::chrono::microseconds(0));
+    FakeDevice device;
+    LoaderConfiguration loader = settings(2, 2, 1, 8);
+    loader.read_piece_bytes = piece_bytes;
+    PipelineResult result = run_pipeline(source, 4, device, loader, plus_thousand);
+    ASSERT_TRUE(result.ok()) << result.message;
+    ASSERT_EQ(source.reads.size(), 3u) << "piece " << piece_bytes;  // 8 + 8 + 4 items
+  }
+}
+
+TEST(Pipeline, FailingPieceNamesItsBatch) {
+  RecordingSource source(100, std::chrono::microseconds(20), /*failing_item=*/57);
+  FakeDevice device;
+  LoaderConfiguration loader = settings(3, 4, 2, 10);
+  loader.read_piece_bytes = 8;  // two items a piece
+  PipelineResult result = run_pipeline(source, 4, device, loader, plus_thousand);
+  EXPECT_EQ(result.failure, PipelineFailure::loader);
+  EXPECT_NE(result.message.find("batch 5"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("sector gone"), std::string::npos) << result.message;
+  EXPECT_EQ(result.completions[5], 0);
+}
+
 TEST(Pipeline, RejectsSettingsBelowOne) {
   CountingSource source(4);
   FakeDevice device;
   EXPECT_THROW(run_pipeline(source, 4, device, settings(0, 1, 1, 1), nullptr), TunerError);
   EXPECT_THROW(run_pipeline(source, 4, device, settings(1, 1, 1, 0), nullptr), TunerError);
+  LoaderConfiguration negative_piece = settings(1, 1, 1, 1);
+  negative_piece.read_piece_bytes = -1;
+  EXPECT_THROW(run_pipeline(source, 4, device, negative_piece, nullptr), TunerError);
 }
 
 TEST(Breakdown, UnionOfOverlappingIntervals) {
@@ -215,7 +355,7 @@ TEST(Breakdown, UnionOfOverlappingIntervals) {
 
 TEST(Breakdown, StagesOverlappedAcrossStreamsAreNotCountedTwice) {
   // Two batches on two streams: the second's copy-in overlaps the first's kernel.
-  std::vector<BatchTimes> batches = {{0, 2, 6, 7}, {2, 4, 8, 9}};
+  std::vector<BatchTimes> batches = {{2, 4, 8, 9}, {0, 2, 6, 7}};
   StageBreakdown breakdown = summarise_stages(batches, 12, 5, 8, 800, 400);
   EXPECT_DOUBLE_EQ(breakdown.copy_in_ms, 4);   // [0,2) + [2,4)
   EXPECT_DOUBLE_EQ(breakdown.kernel_ms, 6);    // [2,6) u [4,8) = [2,8)
@@ -223,6 +363,8 @@ TEST(Breakdown, StagesOverlappedAcrossStreamsAreNotCountedTwice) {
   EXPECT_DOUBLE_EQ(breakdown.gpu_busy_ms, 9);  // [0,9)
   EXPECT_DOUBLE_EQ(breakdown.gpu_idle_ms, 3);  // 12 - 9
   EXPECT_DOUBLE_EQ(breakdown.host_read_ms, 5);
+  EXPECT_DOUBLE_EQ(breakdown.first_copy_in_begin_ms, 0);
+  EXPECT_DOUBLE_EQ(breakdown.last_copy_out_end_ms, 9);
   EXPECT_DOUBLE_EQ(breakdown.items_per_second, 8 / 0.012);
   EXPECT_DOUBLE_EQ(breakdown.bytes_per_second, 1200 / 0.012);
   EXPECT_DOUBLE_EQ(breakdown.input_bytes_per_second, 800 / 0.012);

@@ -38,7 +38,10 @@ void CudaPipelineDevice::enter_thread() { TUNER_CUDA_CHECK(cuda_driver().cuCtxSe
 void CudaPipelineDevice::ensure_host(HostBuffer& buffer, std::size_t bytes, bool pinned) {
   if (buffer.data != nullptr && buffer.bytes >= bytes && buffer.pinned == pinned) return;
   release_host(buffer);
-  if (pinned) {
+  if (pinned && pinned_allocator_.allocate) {
+    buffer.data = pinned_allocator_.allocate(std::max<std::size_t>(bytes, 1));
+    buffer.release = pinned_allocator_.release;
+  } else if (pinned) {
     void* pointer = nullptr;
     TUNER_CUDA_CHECK(cuda_driver().cuMemHostAlloc(&pointer, std::max<std::size_t>(bytes, 1), 0));
     buffer.data = static_cast<std::byte*>(pointer);
@@ -54,7 +57,9 @@ void CudaPipelineDevice::ensure_host(HostBuffer& buffer, std::size_t bytes, bool
 
 void CudaPipelineDevice::release_host(HostBuffer& buffer) {
   if (buffer.data == nullptr) return;
-  if (buffer.pinned) {
+  if (buffer.release) {
+    buffer.release(buffer.data);
+  } else if (buffer.pinned) {
     TUNER_CUDA_CHECK_NOTHROW(cuda_driver().cuMemFreeHost(buffer.data));
   } else {
     std::free(buffer.data);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "tuner/loader/pipeline.h"
@@ -46,6 +47,14 @@ class CudaPipelineDevice final : public DeviceOperations {
   // the kernel does not write cannot pass for a result left over from an earlier batch.
   void set_poison_outputs(bool poison) { poison_outputs_ = poison; }
 
+  // Where pinned staging comes from when not from cuMemHostAlloc: the device diagnostic measures staging on 2 MiB
+  // pages registered with the driver against it. Both functions or neither; buffers already made keep theirs.
+  struct PinnedAllocator {
+    std::function<std::byte*(std::size_t bytes)> allocate;
+    std::function<void(std::byte*)> release;
+  };
+  void set_pinned_allocator(PinnedAllocator allocator) { pinned_allocator_ = std::move(allocator); }
+
   void prepare(int slots, int streams, std::size_t input_bytes, std::size_t output_bytes, bool pinned) override;
   void enter_thread() override;
   std::span<std::byte> host_input(int slot) override;
@@ -59,6 +68,7 @@ class CudaPipelineDevice final : public DeviceOperations {
     std::byte* data = nullptr;
     std::size_t bytes = 0;
     bool pinned = false;
+    std::function<void(std::byte*)> release;  // set when a PinnedAllocator made it
   };
   struct Slot {
     HostBuffer input;
@@ -69,7 +79,7 @@ class CudaPipelineDevice final : public DeviceOperations {
     std::size_t device_output_bytes = 0;
     std::array<CUevent, 4> events{};  // copy-in begin, copy-in end, kernel end, copy-out end
   };
-  static void ensure_host(HostBuffer& buffer, std::size_t bytes, bool pinned);
+  void ensure_host(HostBuffer& buffer, std::size_t bytes, bool pinned);
   static void release_host(HostBuffer& buffer);
 
   CUcontext context_;
@@ -79,6 +89,7 @@ class CudaPipelineDevice final : public DeviceOperations {
   CUevent start_event_ = nullptr;
   std::int64_t batch_items_ = 1;
   bool poison_outputs_ = false;
+  PinnedAllocator pinned_allocator_;
   std::size_t input_batch_bytes_ = 0;
   std::size_t output_batch_bytes_ = 0;
 };
