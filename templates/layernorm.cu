@@ -18,6 +18,18 @@
 //                   variance = E[x^2] - mean^2 (loses accuracy when |mean| >> deviation)
 //   UNROLL          passes over memory or shared memory: vectors each thread loads before using any of them, so
 //                   several loads are in flight per thread
+//   PERSISTENT      CACHE_ROW only: grid-stride blocks (clusters) that loop over row groups, keeping their slice's
+//                   gamma and beta for every row, and load the next group's slice into registers before reducing
+//                   and storing the current one, so the SM's loads continue through the barriers and the stores
+//                   (without it, a block that waits at a barrier or stores issues no loads)
+//   AFFINE          PERSISTENT only: where gamma and beta live between rows: registers (loaded once), or L1/L2
+//                   (read again for every row through the read-only cache)
+//   STAGES          PERSISTENT only: 0, the next group's slice is prefetched into registers; 2 or more, slices
+//                   are copied ahead into STAGES shared-memory buffers with cp.async (STAGES - 1 groups ahead)
+//   COPY            STAGES >= 2: thread (every thread copies its vectors, cp.async) or bulk (one thread copies each
+//                   row's slice with one TMA bulk copy completing on an mbarrier; sm_90)
+//   STREAM          PERSISTENT only: matrix loads and stores carry the evict-first hint (ld/st .cs), so the
+//                   input and output, each touched once, do not push gamma and beta out of the caches
 // cols must be a multiple of CLUSTER * VEC.
 #ifdef LAYERNORM_BF16
 #include <cuda_bf16.h>
@@ -71,11 +83,276 @@ __device__ __forceinline__ void for_each_owned(const float (&cached)[kRowItems][
 __device__ __forceinline__ FloatPair add_pairs(FloatPair a, FloatPair b) { return {a.first + b.first, a.second + b.second}; }
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
 
+// Matrix loads and stores with the evict-first (streaming) cache hint, for data touched exactly once.
+template <typename Vector> __device__ __forceinline__ Vector load_streaming(const Vector* address) {
+  Vector value;
+  if constexpr (sizeof(Vector) == 16) {
+    uint4 bits;
+    asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(bits.x), "=r"(bits.y), "=r"(bits.z), "=r"(bits.w) : "l"(address));
+    value = reinterpret_cast<const Vector&>(bits);
+  } else if constexpr (sizeof(Vector) == 8) {
+    uint2 bits;
+    asm volatile("ld.global.cs.v2.u32 {%0, %1}, [%2];" : "=r"(bits.x), "=r"(bits.y) : "l"(address));
+    value = reinterpret_cast<const Vector&>(bits);
+  } else if constexpr (sizeof(Vector) == 4) {
+    unsigned bits;
+    asm volatile("ld.global.cs.u32 %0, [%1];" : "=r"(bits) : "l"(address));
+    value = reinterpret_cast<const Vector&>(bits);
+  } else {
+    unsigned short bits;
+    asm volatile("ld.global.cs.u16 %0, [%1];" : "=h"(bits) : "l"(address));
+    value = reinterpret_cast<const Vector&>(bits);
+  }
+  return value;
+}
+template <typename Vector> __device__ __forceinline__ void store_streaming(Vector* address, const Vector& value) {
+  if constexpr (sizeof(Vector) == 16) {
+    const uint4 bits = reinterpret_cast<const uint4&>(value);
+    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(address), "r"(bits.x), "r"(bits.y), "r"(bits.z),
+                 "r"(bits.w) : "memory");
+  } else if constexpr (sizeof(Vector) == 8) {
+    const uint2 bits = reinterpret_cast<const uint2&>(value);
+    asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(address), "r"(bits.x), "r"(bits.y) : "memory");
+  } else if constexpr (sizeof(Vector) == 4) {
+    asm volatile("st.global.cs.u32 [%0], %1;" ::"l"(address), "r"(reinterpret_cast<const unsigned&>(value)) : "memory");
+  } else {
+    asm volatile("st.global.cs.u16 [%0], %1;" ::"l"(address), "h"(reinterpret_cast<const unsigned short&>(value))
+                 : "memory");
+  }
+}
+
+// Asynchronous copy of one vector from global to shared memory (cp.async, sm_80): 16-byte copies bypass L1.
+__device__ __forceinline__ unsigned shared_address(const void* pointer) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
+
+template <typename Vector> __device__ __forceinline__ void copy_async(Vector* shared_destination, const Vector* source) {
+  static_assert(sizeof(Vector) == 4 || sizeof(Vector) == 8 || sizeof(Vector) == 16, "cp.async copies 4, 8 or 16 bytes");
+  const unsigned destination = shared_address(shared_destination);
+  if constexpr (sizeof(Vector) == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(destination), "l"(source) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(destination), "l"(source), "n"(sizeof(Vector))
+                 : "memory");
+}
+
+// PERSISTENT: each block (each cluster with CLUSTER > 1) keeps one column slice and walks the row groups
+// group = cluster index, + clusters, ... The next group's slice is loaded into registers before the current one's
+// reductions, so it is in flight while this block waits at barriers and stores. Every block of a cluster walks
+// the same groups, so the cluster barriers inside row_reduce pair up. Reductions alternate between two scratch
+// copies: the barrier of reduction i+1 is passed only after every block (and warp) has read reduction i's slots,
+// so reduction i+2 may overwrite them.
+// With kStages >= 2 the prefetch goes to shared memory instead (cp.async, kStages slices per row of the block,
+// kStages - 1 groups ahead), which costs no registers and keeps more bytes in flight. Each thread copies, and
+// later reads, only its own vectors, so the copies need the thread's own cp.async.wait_group and no barrier.
+// kBulkCopy (sm_90): one thread copies each row's whole slice with one bulk copy (cp.async.bulk, the TMA unit)
+// that completes on the stage's mbarrier, which every thread waits on. A stage is refilled one iteration after it
+// was read, and the reduction barrier of that iteration (block or cluster) orders every thread's reads before it.
+template <int kRowThreads, int kRowsPerBlock, int kVec, bool kTwoPass, int kRowItems, int kCluster,
+          bool kAffineInRegisters, bool kStream, int kStages, bool kBulkCopy>
+__device__ __forceinline__ void layernorm_persistent(int rows, int cols, float epsilon, const Element* __restrict__ input,
+                                                     const Element* __restrict__ gamma, const Element* __restrict__ beta,
+                                                     Element* __restrict__ output) {
+  using Vector = Pack<kVec>;
+  __shared__ RowScratch<FloatPair, kRowThreads> totals_scratch[2][kRowsPerBlock];
+  __shared__ RowScratch<float, kRowThreads> deviations_scratch[2][kTwoPass ? kRowsPerBlock : 1];
+  const int row_in_block = threadIdx.x / kRowThreads;
+  const int thread_in_row = threadIdx.x % kRowThreads;
+  const long long groups = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  const long long clusters = gridDim.x / kCluster;
+  const int slice_cols = cols / kCluster;
+  const long long slice_begin = (long long)cluster_rank<kCluster>() * slice_cols;
+  const Vector* scale = reinterpret_cast<const Vector*>(gamma + slice_begin);
+  const Vector* shift = reinterpret_cast<const Vector*>(beta + slice_begin);
+  const float inverse_cols = 1.0f / cols;
+
+  float scale_values[kAffineInRegisters ? kRowItems : 1][kVec];
+  float shift_values[kAffineInRegisters ? kRowItems : 1][kVec];
+  if constexpr (kAffineInRegisters) {
+#pragma unroll
+    for (int item = 0; item < kRowItems; ++item) {
+      const Vector g = scale[thread_in_row + item * kRowThreads];
+      const Vector b = shift[thread_in_row + item * kRowThreads];
+#pragma unroll
+      for (int lane = 0; lane < kVec; ++lane) {
+        scale_values[item][lane] = to_float(g.lane[lane]);
+        shift_values[item][lane] = to_float(b.lane[lane]);
+      }
+    }
+  }
+  auto row_of = [&](long long group) { return group * kRowsPerBlock + row_in_block; };
+  extern __shared__ float4 dynamic_shared[];  // kStages >= 2; float4: 16-byte alignment for every vector width
+  const int slice_vectors = slice_cols / kVec;
+  auto stage_slice = [&](int stage) {
+    return reinterpret_cast<Vector*>(dynamic_shared) + ((long long)stage * kRowsPerBlock + row_in_block) * slice_vectors;
+  };
+  // Starts the copy of this thread's vectors of a group's slice into a stage and closes a cp.async group (an
+  // empty one past the last group, so that every iteration waits for the same count).
+  // kBulkCopy: one mbarrier per stage; a stage's k-th fill completes the barrier's phase k.
+  __shared__ alignas(8) unsigned long long stage_filled[kBulkCopy ? kStages : 1];
+  if constexpr (kBulkCopy) {
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int stage = 0; stage < kStages; ++stage)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&stage_filled[stage])) : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+  }
+  auto copy_slice = [&](long long group, int stage) {
+    if constexpr (kBulkCopy) {
+      if (threadIdx.x != 0 || group >= groups) return;
+      const long long first_row = group * kRowsPerBlock;
+      const int rows_present = (int)min((long long)kRowsPerBlock, rows - first_row);
+      const unsigned slice_bytes = slice_cols * sizeof(Element);
+      const unsigned barrier = shared_address(&stage_filled[stage]);
+      asm volatile("{ .reg .b64 state; mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1; }" ::"r"(barrier),
+                   "r"(slice_bytes * rows_present) : "memory");
+      for (int block_row = 0; block_row < rows_present; ++block_row) {
+        const Element* source = input + (first_row + block_row) * cols + slice_begin;
+        const Vector* destination =
+            reinterpret_cast<Vector*>(dynamic_shared) + ((long long)stage * kRowsPerBlock + block_row) * slice_vectors;
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     ::"r"(shared_address(destination)), "l"(source), "r"(slice_bytes), "r"(barrier) : "memory");
+      }
+    } else if constexpr (kStages >= 2) {
+      const long long row = row_of(group);
+      if (group < groups && row < rows) {
+        const Vector* in = reinterpret_cast<const Vector*>(input + row * cols + slice_begin);
+        Vector* staged = stage_slice(stage);
+#pragma unroll
+        for (int item = 0; item < kRowItems; ++item)
+          copy_async(staged + thread_in_row + item * kRowThreads, in + thread_in_row + item * kRowThreads);
+      }
+      asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+  };
+  auto load_slice = [&](long long group, Vector (&loaded)[kRowItems]) {
+    const long long row = row_of(group);
+    if (group >= groups || row >= rows) return;
+    const Vector* in = reinterpret_cast<const Vector*>(input + row * cols + slice_begin);
+#pragma unroll
+    for (int item = 0; item < kRowItems; ++item) {
+      if constexpr (kStream) loaded[item] = load_streaming(in + thread_in_row + item * kRowThreads);
+      else loaded[item] = in[thread_in_row + item * kRowThreads];
+    }
+  };
+
+  long long group = blockIdx.x / kCluster;
+  Vector pending[kStages >= 2 ? 1 : kRowItems];
+  if constexpr (kStages >= 2) {
+#pragma unroll
+    for (int stage = 0; stage < kStages - 1; ++stage) copy_slice(group + stage * clusters, stage);
+  } else {
+    load_slice(group, pending);
+  }
+  int parity = 0;
+  int stage = 0;
+  unsigned stage_phases = 0;  // kBulkCopy: bit s is the phase of stage s's mbarrier that the next wait expects
+  for (; group < groups; group += clusters, parity ^= 1, stage = stage + 1 == kStages ? 0 : stage + 1) {
+    const long long row = row_of(group);
+    const bool row_exists = row < rows;
+    float values[kRowItems][kVec];
+    FloatPair thread_totals{0.0f, 0.0f};
+    if constexpr (kStages >= 2) {
+      // Refills the stage this thread finished reading in the previous iteration, then waits for the current one.
+      if constexpr (kBulkCopy && kRowThreads == 32 && kCluster == 1) __syncthreads();  // no reduction barrier
+      copy_slice(group + (kStages - 1) * clusters, stage == 0 ? kStages - 1 : stage - 1);
+      if constexpr (kBulkCopy) {
+        const unsigned barrier = shared_address(&stage_filled[stage]);
+        const unsigned phase = (stage_phases >> stage) & 1u;
+        unsigned filled;
+        do {
+          asm volatile("{ .reg .pred done; mbarrier.try_wait.parity.shared::cta.b64 done, [%1], %2; selp.u32 %0, 1, 0, done; }"
+                       : "=r"(filled) : "r"(barrier), "r"(phase) : "memory");
+        } while (!filled);
+        stage_phases ^= 1u << stage;
+      } else {
+        asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 1) : "memory");
+      }
+      const Vector* staged = stage_slice(stage);
+#pragma unroll
+      for (int item = 0; item < kRowItems; ++item) {
+        const Vector loaded = staged[thread_in_row + item * kRowThreads];
+#pragma unroll
+        for (int lane = 0; lane < kVec; ++lane) values[item][lane] = row_exists ? to_float(loaded.lane[lane]) : 0.0f;
+      }
+    } else {
+#pragma unroll
+      for (int item = 0; item < kRowItems; ++item)
+#pragma unroll
+        for (int lane = 0; lane < kVec; ++lane) values[item][lane] = row_exists ? to_float(pending[item].lane[lane]) : 0.0f;
+    }
+#pragma unroll
+    for (int item = 0; item < kRowItems; ++item)
+#pragma unroll
+      for (int lane = 0; lane < kVec; ++lane) {
+        thread_totals.first += values[item][lane];
+        if (!kTwoPass) thread_totals.second = fmaf(values[item][lane], values[item][lane], thread_totals.second);
+      }
+    // in flight through the reductions and the stores below
+    if constexpr (kStages < 2) load_slice(group + clusters, pending);
+    const FloatPair totals =
+        row_reduce<kRowThreads, kCluster>(thread_totals, add_pairs, totals_scratch[parity][row_in_block]);
+    const float mean = totals.first * inverse_cols;
+    float variance;
+    if constexpr (kTwoPass) {
+      float thread_deviations = 0.0f;
+#pragma unroll
+      for (int item = 0; item < kRowItems; ++item)
+#pragma unroll
+        for (int lane = 0; lane < kVec; ++lane) {
+          const float deviation = row_exists ? values[item][lane] - mean : 0.0f;
+          thread_deviations = fmaf(deviation, deviation, thread_deviations);
+        }
+      variance = row_reduce<kRowThreads, kCluster>(thread_deviations, add, deviations_scratch[parity][row_in_block]) *
+                 inverse_cols;
+    } else {
+      variance = fmaxf(totals.second * inverse_cols - mean * mean, 0.0f);
+    }
+    const float inverse_deviation = rsqrtf(variance + epsilon);
+    if (row_exists) {
+      Vector* out = reinterpret_cast<Vector*>(output + row * cols + slice_begin);
+#pragma unroll
+      for (int item = 0; item < kRowItems; ++item) {
+        const int index = thread_in_row + item * kRowThreads;
+        float g[kVec], b[kVec];
+        if constexpr (kAffineInRegisters) {
+#pragma unroll
+          for (int lane = 0; lane < kVec; ++lane) {
+            g[lane] = scale_values[item][lane];
+            b[lane] = shift_values[item][lane];
+          }
+        } else {
+          const Vector g_loaded = scale[index];
+          const Vector b_loaded = shift[index];
+#pragma unroll
+          for (int lane = 0; lane < kVec; ++lane) {
+            g[lane] = to_float(g_loaded.lane[lane]);
+            b[lane] = to_float(b_loaded.lane[lane]);
+          }
+        }
+        Vector result;
+#pragma unroll
+        for (int lane = 0; lane < kVec; ++lane)
+          result.lane[lane] = from_float(fmaf((values[item][lane] - mean) * inverse_deviation, g[lane], b[lane]));
+        if constexpr (kStream) store_streaming(out + index, result);
+        else out[index] = result;
+      }
+    }
+  }
+  if constexpr (kStages >= 2 && !kBulkCopy) asm volatile("cp.async.wait_all;" ::: "memory");
+  // Neighbours may still read this block's slots of the last reduction.
+  cluster_arrive<kCluster>();
+  cluster_wait<kCluster>();
+}
+
 template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, bool kTwoPass, int kRowItems, int kUnroll,
           bool kSharedRow, int kCluster>
-__global__ void __launch_bounds__(kRowThreads * kRowsPerBlock) ROW_CLUSTER_DIMS
-    layernorm(int rows, int cols, float epsilon, const Element* __restrict__ input,
-              const Element* __restrict__ gamma, const Element* __restrict__ beta, Element* __restrict__ output) {
+__device__ __forceinline__ void layernorm_one_group(int rows, int cols, float epsilon, const Element* __restrict__ input,
+                                                    const Element* __restrict__ gamma, const Element* __restrict__ beta,
+                                                    Element* __restrict__ output) {
   using Vector = Pack<kVec>;
   __shared__ RowScratch<FloatPair, kRowThreads> totals_scratch[kRowsPerBlock];
   __shared__ RowScratch<float, kRowThreads> deviations_scratch[kTwoPass ? kRowsPerBlock : 1];
@@ -156,4 +433,20 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock) ROW_CLUSTER_DIMS
     });
   }
   cluster_wait<kCluster>();  // nobody still reads this block's slots when it leaves
+}
+
+template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, bool kTwoPass, int kRowItems, int kUnroll,
+          bool kSharedRow, int kCluster, bool kPersistent, bool kAffineInRegisters, bool kStream, int kStages,
+          bool kBulkCopy>
+__global__ void __launch_bounds__(kRowThreads * kRowsPerBlock) ROW_CLUSTER_DIMS
+    layernorm(int rows, int cols, float epsilon, const Element* __restrict__ input,
+              const Element* __restrict__ gamma, const Element* __restrict__ beta, Element* __restrict__ output) {
+  if constexpr (kPersistent) {
+    layernorm_persistent<kRowThreads, kRowsPerBlock, kVec, kTwoPass, kRowItems, kCluster, kAffineInRegisters, kStream,
+                         kStages, kBulkCopy>(
+        rows, cols, epsilon, input, gamma, beta, output);
+  } else {
+    layernorm_one_group<kRowThreads, kRowsPerBlock, kVec, kCacheRow, kTwoPass, kRowItems, kUnroll, kSharedRow, kCluster>(
+        rows, cols, epsilon, input, gamma, beta, output);
+  }
 }
