@@ -164,6 +164,12 @@ TEST_F(EvaluatorOnDevice, DynamicSharedMemoryBeyond48KiBIsOptedInto) {
   EXPECT_EQ(evaluation.dynamic_shared_bytes, 100 * 1024);
 }
 
+TEST_F(EvaluatorOnDevice, StaticPlusDynamicSharedMemoryBeyond48KiBIsOptedInto) {
+  Evaluation evaluation = evaluate(compiled("scale_through_static_and_dynamic_shared", 1024, 48 * 1024));
+  ASSERT_EQ(evaluation.status, Status::ok) << evaluation.message;
+  EXPECT_EQ(evaluation.dynamic_shared_bytes, 48 * 1024);
+}
+
 TEST_F(EvaluatorOnDevice, SkippedElementIsWrongResultNamingTheIndex) {
   Evaluation evaluation = evaluate(compiled("scale_skipping_one"));
   ASSERT_EQ(evaluation.status, Status::wrong_result) << evaluation.message;

@@ -35,8 +35,9 @@ using Clock = std::chrono::steady_clock;
 
 // Exit status of a worker whose context was lost; the tuner starts a fresh worker for the next evaluation.
 constexpr int exit_context_lost = 4;
-// Kernels may use up to 48 KiB of dynamic shared memory without opting in (CUDA programming guide).
-constexpr std::int64_t default_dynamic_shared_limit = 48 * 1024;
+// A block may use up to 48 KiB of shared memory, static and dynamic together, without opting in (CUDA programming
+// guide); beyond that the kernel's dynamic limit must be raised first.
+constexpr std::int64_t default_shared_limit = 48 * 1024;
 
 // A configuration's own failure, carried to the top of evaluate() and returned as its status.
 struct ConfigurationFailure {
@@ -431,7 +432,9 @@ PreparedKernel EvaluationWorker::prepare(const KernelLaunch& launch, Evaluation&
         fmt::format("shared memory of {} bytes ({} static + {} dynamic) exceeds the device's maximum of {} per block",
                     shared_total, static_shared, launch.dynamic_shared_bytes, properties_.max_shared_memory_per_block)};
   }
-  if (launch.dynamic_shared_bytes > default_dynamic_shared_limit) {
+  // The opt-in counts the static part too: 48 KiB of dynamic memory next to any static scratch fails to launch
+  // (CUDA_ERROR_INVALID_VALUE) unless the attribute is raised.
+  if (shared_total > default_shared_limit) {
     CUresult raised = cuda.cuFuncSetAttribute(kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                               static_cast<int>(launch.dynamic_shared_bytes));
     if (raised != CUDA_SUCCESS && !gpu::is_sticky_error(raised)) {

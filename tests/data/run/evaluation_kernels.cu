@@ -15,6 +15,18 @@ __global__ void scale_through_shared(const float* x, float* y, int n, float alph
   if (i < n) y[i] = alpha * staging[threadIdx.x];
 }
 
+// The same with 1 KiB of static shared memory beside the dynamic staging: 48 KiB of dynamic memory then needs the
+// opt-in too, because the 48 KiB default covers static and dynamic together.
+__global__ void scale_through_static_and_dynamic_shared(const float* x, float* y, int n, float alpha) {
+  __shared__ float scratch[256];
+  extern __shared__ float staging[];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  staging[threadIdx.x] = i < n ? x[i] : 0.0f;
+  scratch[threadIdx.x % 256] = alpha;
+  __syncthreads();
+  if (i < n) y[i] = scratch[threadIdx.x % 256] * staging[threadIdx.x];
+}
+
 // Leaves y[12345] unwritten: verification must name that index.
 __global__ void scale_skipping_one(const float* x, float* y, int n, float alpha) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
