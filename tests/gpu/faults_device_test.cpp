@@ -10,16 +10,12 @@
 #include "tuner/record/csv_record.h"
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
+#include "gpu_test_support.h"
 
 namespace tuner {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string from_environment(const char* name, const char* fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : fallback;
-}
 
 TEST(FaultsOnDevice, EveryPlantedFaultIsClassifiedAndNoRowIsLost) {
   const fs::path source = from_environment("TUNER_SOURCE_DIR", TUNER_SOURCE_DIR);

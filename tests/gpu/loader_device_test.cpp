@@ -24,16 +24,12 @@
 #include "tuner/record/csv_record.h"
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
+#include "gpu_test_support.h"
 
 namespace tuner {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string from_environment(const char* name, const char* fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : fallback;
-}
 
 TuneOptions options_for(const fs::path& spec, const fs::path& out) {
   TuneOptions options;
@@ -429,6 +425,31 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
       std::int64_t batch, piece;
       bool mapped = false;
     };
+    // The one-add kernel over one setting's batches. Its parameters point into this object, so it stays in place
+    // for as long as the passes that use it.
+    struct BatchLaunch {
+      unsigned int elements = 0;
+      CUdeviceptr placeholder = 0;
+      loader::BatchKernel kernel;
+    };
+    // The setting's loader configuration, with `launch` filled for its batch size.
+    const auto prepare = [&](const Setting& setting, BatchLaunch& launch) {
+      loader::LoaderConfiguration configuration;
+      configuration.pinned = true;
+      configuration.workers = setting.workers;
+      configuration.prefetch = setting.prefetch;
+      configuration.streams = setting.streams;
+      configuration.batch = setting.batch;
+      configuration.read_piece_bytes = setting.piece;
+      launch.elements = static_cast<unsigned int>(setting.batch * item_elements);
+      launch.kernel.function = function;
+      launch.kernel.block = {256, 1, 1};
+      launch.kernel.grid = {(launch.elements + 255) / 256, 1, 1};
+      launch.kernel.parameters = {&launch.placeholder, &launch.placeholder, &launch.elements};
+      launch.kernel.input_parameter = 0;
+      launch.kernel.output_parameter = 1;
+      return configuration;
+    };
     // Batch sizes from large to small, so the slots are allocated once; two settings with whole-batch reads
     // (piece 0: how workers read before pieces) for comparison.
     std::vector<Setting> settings;
@@ -448,23 +469,9 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
     settings.push_back({8, 8, 2, 256, 0});
     settings.push_back({8, 16, 2, 256, 0});
     for (const Setting& setting : settings) {
-      loader::LoaderConfiguration configuration;
-      configuration.pinned = true;
-      configuration.workers = setting.workers;
-      configuration.prefetch = setting.prefetch;
-      configuration.streams = setting.streams;
-      configuration.batch = setting.batch;
-      configuration.read_piece_bytes = setting.piece;
-      unsigned int elements = static_cast<unsigned int>(setting.batch * item_elements);
-      CUdeviceptr placeholder = 0;
-      loader::BatchKernel kernel;
-      kernel.function = function;
-      kernel.block = {256, 1, 1};
-      kernel.grid = {(elements + 255) / 256, 1, 1};
-      kernel.parameters = {&placeholder, &placeholder, &elements};
-      kernel.input_parameter = 0;
-      kernel.output_parameter = 1;
-      pipeline_device.set_kernel(kernel, setting.batch);
+      BatchLaunch launch;
+      const loader::LoaderConfiguration configuration = prepare(setting, launch);
+      pipeline_device.set_kernel(launch.kernel, setting.batch);
       for (bool checked : {true, false}) {
         // The check reads 1 GiB per pass on one thread (~0.1 s): measured for one batch size only.
         if (checked && !(setting.batch == 256 && setting.prefetch == 8 && setting.streams == 2)) continue;
@@ -514,24 +521,11 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
       std::vector<Setting> compared = {{12, 4, 2, 1024, piece}, {12, 6, 2, 512, piece}, {10, 4, 2, 512, piece},
                                        {8, 8, 2, 512, piece},   {12, 16, 4, 512, piece}, {8, 4, 2, 512, piece}};
       for (const Setting& setting : compared) {
-        loader::LoaderConfiguration configuration;
-        configuration.pinned = true;
-        configuration.workers = setting.workers;
-        configuration.prefetch = setting.prefetch;
-        configuration.streams = setting.streams;
-        configuration.batch = setting.batch;
-        unsigned int elements = static_cast<unsigned int>(setting.batch * item_elements);
-        CUdeviceptr placeholder = 0;
-        loader::BatchKernel kernel;
-        kernel.function = function;
-        kernel.block = {256, 1, 1};
-        kernel.grid = {(elements + 255) / 256, 1, 1};
-        kernel.parameters = {&placeholder, &placeholder, &elements};
-        kernel.input_parameter = 0;
-        kernel.output_parameter = 1;
+        BatchLaunch launch;
+        const loader::LoaderConfiguration configuration = prepare(setting, launch);
         for (bool huge : {false, true}) {
           loader::CudaPipelineDevice& chosen = huge ? huge_device : pipeline_device;
-          chosen.set_kernel(kernel, setting.batch);
+          chosen.set_kernel(launch.kernel, setting.batch);
           chosen.set_poison_outputs(false);
           std::vector<double> samples;
           for (int repetition = 0; repetition < 5; ++repetition) {
