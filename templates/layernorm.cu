@@ -155,8 +155,8 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
                                                      const Element* __restrict__ gamma, const Element* __restrict__ beta,
                                                      Element* __restrict__ output) {
   using Vector = Pack<kVec>;
-  __shared__ RowScratch<FloatPair, kRowThreads> totals_scratch[2][kRowsPerBlock];
-  __shared__ RowScratch<float, kRowThreads> deviations_scratch[2][kTwoPass ? kRowsPerBlock : 1];
+  __shared__ RowScratch<FloatPair, kRowThreads, kCluster> totals_scratch[2][kRowsPerBlock];
+  __shared__ RowScratch<float, kRowThreads, kCluster> deviations_scratch[2][kTwoPass ? kRowsPerBlock : 1];
   const int row_in_block = threadIdx.x / kRowThreads;
   const int thread_in_row = threadIdx.x % kRowThreads;
   const long long groups = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
@@ -167,6 +167,7 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
   const Vector* shift = reinterpret_cast<const Vector*>(beta + slice_begin);
   const float inverse_cols = 1.0f / cols;
 
+  cluster_arrive<kCluster>();  // this block runs: neighbours may write its reduction slots (row_reduce.cuh)
   float scale_values[kAffineInRegisters ? kRowItems : 1][kVec];
   float shift_values[kAffineInRegisters ? kRowItems : 1][kVec];
   if constexpr (kAffineInRegisters) {
@@ -247,6 +248,7 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
   } else {
     load_slice(group, pending);
   }
+  cluster_wait<kCluster>();  // every block of the cluster runs
   int parity = 0;
   int stage = 0;
   unsigned stage_phases = 0;  // kBulkCopy: bit s is the phase of stage s's mbarrier that the next wait expects
@@ -343,9 +345,6 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
     }
   }
   if constexpr (kStages >= 2 && !kBulkCopy) asm volatile("cp.async.wait_all;" ::: "memory");
-  // Neighbours may still read this block's slots of the last reduction.
-  cluster_arrive<kCluster>();
-  cluster_wait<kCluster>();
 }
 
 template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, bool kTwoPass, int kRowItems, int kUnroll,
@@ -354,13 +353,14 @@ __device__ __forceinline__ void layernorm_one_group(int rows, int cols, float ep
                                                     const Element* __restrict__ gamma, const Element* __restrict__ beta,
                                                     Element* __restrict__ output) {
   using Vector = Pack<kVec>;
-  __shared__ RowScratch<FloatPair, kRowThreads> totals_scratch[kRowsPerBlock];
-  __shared__ RowScratch<float, kRowThreads> deviations_scratch[kTwoPass ? kRowsPerBlock : 1];
+  __shared__ RowScratch<FloatPair, kRowThreads, kCluster> totals_scratch[kRowsPerBlock];
+  __shared__ RowScratch<float, kRowThreads, kCluster> deviations_scratch[kTwoPass ? kRowsPerBlock : 1];
   const int row_in_block = threadIdx.x / kRowThreads;
   const int thread_in_row = threadIdx.x % kRowThreads;
   const long long row = (long long)(blockIdx.x / kCluster) * kRowsPerBlock + row_in_block;
   // Threads of a missing row still take part in the block's and the cluster's barriers, so nobody returns early.
   const bool row_exists = row < rows;
+  cluster_arrive<kCluster>();  // this block runs: neighbours may write its reduction slots (row_reduce.cuh)
   const int slice_cols = cols / kCluster;
   const int slice_vectors = slice_cols / kVec;
   const long long slice_begin = (long long)cluster_rank<kCluster>() * slice_cols;
@@ -399,6 +399,7 @@ __device__ __forceinline__ void layernorm_one_group(int rows, int cols, float ep
       for (int lane = 0; lane < kVec; ++lane) accumulate(to_float(loaded.lane[lane]));
     });
   }
+  cluster_wait<kCluster>();  // every block of the cluster runs
   const FloatPair totals = row_reduce<kRowThreads, kCluster>(thread_totals, add_pairs, totals_scratch[row_in_block]);
   const float mean = totals.first * inverse_cols;
   float variance;
@@ -418,7 +419,6 @@ __device__ __forceinline__ void layernorm_one_group(int rows, int cols, float ep
   } else {
     variance = fmaxf(totals.second * inverse_cols - mean * mean, 0.0f);
   }
-  cluster_arrive<kCluster>();  // this block is done reading its neighbours' slots
   const float inverse_deviation = rsqrtf(variance + epsilon);
   if (row_exists) {
     for_each_owned<kRowThreads, kUnroll, kCacheRow>(cached, source, thread_in_row, slice_vectors,
@@ -432,7 +432,6 @@ __device__ __forceinline__ void layernorm_one_group(int rows, int cols, float ep
       out[index] = result;
     });
   }
-  cluster_wait<kCluster>();  // nobody still reads this block's slots when it leaves
 }
 
 template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, bool kTwoPass, int kRowItems, int kUnroll,
