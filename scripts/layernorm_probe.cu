@@ -426,13 +426,46 @@ void run_probe(const Problem& p, float copy_ms, const std::vector<float>& input,
               error);
 }
 
+template <int kThreads>
+void template_persistent_probe(const Problem& p, float copy_ms, const std::vector<float>& input,
+                               const std::vector<float>& gamma, const std::vector<float>& beta, int sm_count) {
+  constexpr int kStages = 3;
+  constexpr int kRowItems = 16384 / (kThreads * 4);
+  auto kernel = layernorm<kThreads, 1, 4, true, false, kRowItems, 1, false, 2, true, true, false, kStages, false>;
+  const int shared_bytes = kStages * 16384 * 4;
+  if (p.cols != 32768) return;
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
+  CHECK(cudaMemset(p.output, 0, (size_t)p.rows * p.cols * 4));
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = 2;
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = shared_bytes;
+  config.gridDim = dim3(sm_count);
+  auto launch = [&] {
+    CHECK(cudaLaunchKernelEx(&config, kernel, p.rows, p.cols, 1e-5f, (const float*)p.input, (const float*)p.gamma,
+                             (const float*)p.beta, p.output, p.counters));
+  };
+  launch();
+  CHECK(cudaDeviceSynchronize());
+  const double error = max_error(p, input, gamma, beta);
+  const float ms = median_ms(launch);
+  std::printf("%-18s threads=%4d cluster=2 stages=3 clusters= 66  %.4f ms  %5.1f%% of copy  max_error %.2e\n", "template",
+              kThreads, ms, 100.0 * copy_ms / ms, error);
+}
+
 template <bool kCacheRow, int kRowItems, int kUnroll>
 void template_probe(const Problem& p, float copy_ms, const std::vector<float>& input, const std::vector<float>& gamma,
                     const std::vector<float>& beta, const char* name) {
   auto kernel = layernorm<1024, 1, 4, kCacheRow, false, kRowItems, kUnroll, false, 1, false, true, false, 0, false>;
   if (p.cols != 32768) return;
   CHECK(cudaMemset(p.output, 0, (size_t)p.rows * p.cols * 4));
-  auto launch = [&] { kernel<<<p.rows, 1024>>>(p.rows, p.cols, 1e-5f, p.input, p.gamma, p.beta, p.output); };
+  auto launch = [&] { kernel<<<p.rows, 1024>>>(p.rows, p.cols, 1e-5f, p.input, p.gamma, p.beta, p.output, p.counters); };
   launch();
   CHECK(cudaDeviceSynchronize());
   const double error = max_error(p, input, gamma, beta);
@@ -469,38 +502,11 @@ int main(int argc, char** argv) {
   std::printf("%s, %d SMs; rows %d cols %d; copy %.4f ms = %.0f GB/s (read + written)\n", properties.name,
               properties.multiProcessorCount, p.rows, p.cols, copy_ms, 2.0 * elements * 4 / copy_ms / 1e6);
 
-  // The template's best persistent configuration from the records: ROW_THREADS=1024 CLUSTER=2 STAGES=3,
-  // AFFINE=registers, sum of squares, a grid of sm_count blocks.
-  {
-    constexpr int kStages = 3;
-    auto kernel = layernorm<1024, 1, 4, true, false, 4, 1, false, 2, true, true, false, kStages, false>;
-    const int shared_bytes = kStages * 16384 * 4;
-    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
-    CHECK(cudaMemset(p.output, 0, elements * 4));
-    cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = 2;
-    attribute[0].val.clusterDim.y = 1;
-    attribute[0].val.clusterDim.z = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    config.blockDim = dim3(1024);
-    config.dynamicSmemBytes = shared_bytes;
-    config.gridDim = dim3(properties.multiProcessorCount);
-    auto launch = [&] {
-      CHECK(cudaLaunchKernelEx(&config, kernel, p.rows, p.cols, 1e-5f, (const float*)p.input, (const float*)p.gamma,
-                               (const float*)p.beta, p.output));
-    };
-    if (p.cols == 32768) {
-      launch();
-      CHECK(cudaDeviceSynchronize());
-      const double error = max_error(p, input, gamma, beta);
-      const float ms = median_ms(launch);
-      std::printf("%-11s threads=1024 cluster=2 stages=3 clusters= 66  %.4f ms  %5.1f%% of copy  max_error %.2e\n",
-                  "template", ms, 100.0 * copy_ms / ms, error);
-    }
-  }
+  // The template's persistent configurations: CLUSTER=2 STAGES=3, AFFINE=registers, sum of squares, a grid of
+  // sm_count blocks.
+  template_persistent_probe<1024>(p, copy_ms, input, gamma, beta, properties.multiProcessorCount);
+  template_persistent_probe<512>(p, copy_ms, input, gamma, beta, properties.multiProcessorCount);
+  template_persistent_probe<256>(p, copy_ms, input, gamma, beta, properties.multiProcessorCount);
   run_probe<1024, 2, 3, false, 2>(p, copy_ms, input, gamma, beta);
   run_probe<1024, 2, 3, false, 3>(p, copy_ms, input, gamma, beta);
   run_probe<1024, 2, 3, false, 4>(p, copy_ms, input, gamma, beta);
