@@ -1,6 +1,9 @@
 // Layer normalisation designs for long rows, timed in one process against the device-to-device copy ceiling.
-// A diagnostic for issue 4 (layernorm fp32 4096 x 32768): the shipped template's best persistent configuration,
-// and a persistent cluster kernel that overlaps row k's cluster barrier with row k+1's partial sums ("pipelined").
+// A diagnostic for issue 4 (layernorm fp32 4096 x 32768): the shipped template's persistent CLUSTER=2
+// configurations, and persistent cluster kernels written here that differ in one step each: how a row's statistics
+// meet (two barriers, or one), when a stage is refilled, whether rows are fixed per cluster or drawn from a
+// counter, and two diagnostics that skip work on purpose (no cluster barrier; no statistics at all). The figures
+// and what they showed are in results/memory_bound.md.
 //
 // Build and run on the GPU host, from the repository root:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Itemplates -o /tmp/layernorm_probe \

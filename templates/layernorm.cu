@@ -21,7 +21,9 @@
 //   PERSISTENT      CACHE_ROW only: grid-stride blocks (clusters) that loop over row groups, keeping their slice's
 //                   gamma and beta for every row, and load the next group's slice into registers before reducing
 //                   and storing the current one, so the SM's loads continue through the barriers and the stores
-//                   (without it, a block that waits at a barrier or stores issues no loads)
+//                   (without it, a block that waits at a barrier or stores issues no loads); row groups after
+//                   the first few come from a ticket counter (the row_counters argument), so faster clusters
+//                   take more of them
 //   AFFINE          PERSISTENT only: where gamma and beta live between rows: registers (loaded once), or L1/L2
 //                   (read again for every row through the read-only cache)
 //   STAGES          PERSISTENT only: 0, the next group's slice is prefetched into registers; 2 or more, slices
