@@ -90,9 +90,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     shift[item] = beta[slice_begin + threadIdx.x + item * kThreads];
   }
   auto stage_of = [&](int k) { return stages + (k % kStages) * kSliceVectors; };
-  auto copy_row = [&](int k) {  // local row k of this cluster into its stage; always closes a group
-    if (k < my_rows) {
-      const float4* source = input + (cluster + (long long)k * clusters) * row_vectors + slice_begin;
+  auto copy_to = [&](int k, long long row) {  // this block's slice of `row` into local row k's stage; closes a group
+    if (row < rows) {
+      const float4* source = input + row * row_vectors + slice_begin;
       float4* destination = stage_of(k);
 #pragma unroll
       for (int item = 0; item < kItems; ++item)
@@ -100,6 +100,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     commit_copies();
   };
+  // Rows fixed per cluster: local row k is row cluster + k * clusters.
+  auto row_of = [&](int k) { return k < my_rows ? cluster + (long long)k * clusters : (long long)rows; };
+  auto copy_row = [&](int k) { copy_to(k, row_of(k)); };
   auto thread_sums = [&](const float4 (&values)[kItems], float& sum, float& squares) {
     sum = 0.0f, squares = 0.0f;
 #pragma unroll
@@ -136,9 +139,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       cluster_slots[k & 1] = total;
     }
   };
-  auto store_row = [&](int k, const float4* values, float mean, float inverse_deviation) {
+  // Normalises local row k (from `values`, or from its stage) into output row `row`.
+  auto store_to = [&](int k, long long row, const float4* values, float mean, float inverse_deviation) {
     const float4* staged = stage_of(k);
-    float4* destination = output + (cluster + (long long)k * clusters) * row_vectors + slice_begin;
+    float4* destination = output + row * row_vectors + slice_begin;
 #pragma unroll
     for (int item = 0; item < kItems; ++item) {
       const float4 v = values ? values[item] : staged[threadIdx.x + item * kThreads];
@@ -147,6 +151,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           make_float4(fmaf((v.x - mean) * inverse_deviation, g.x, b.x), fmaf((v.y - mean) * inverse_deviation, g.y, b.y),
                       fmaf((v.z - mean) * inverse_deviation, g.z, b.z), fmaf((v.w - mean) * inverse_deviation, g.w, b.w));
     }
+  };
+  auto store_row = [&](int k, const float4* values, float mean, float inverse_deviation) {
+    store_to(k, row_of(k), values, mean, inverse_deviation);
   };
   // kMode 3: one cluster barrier per row. Each warp's lane 0 writes the warp's (sum, sum of squares) into slot
   // (rank, warp) of every block of the cluster; after the barrier (which also orders the block) each warp sums
@@ -201,18 +208,22 @@ __global__ void __launch_bounds__(kThreads, 1)
     store_row(k, values, mean, inverse_deviation);
   };
 
+  auto one_barrier_row = [&](int k, long long row) {  // waits for local row k's stage, reduces, stores `row`
+    wait_copies<kStages - 2>();
+    float4 values[kItems];
+    load_stage(k, values);
+    float sum, squares, mean, inverse_deviation;
+    thread_sums(values, sum, squares);
+    one_barrier_statistics(k, sum, squares, mean, inverse_deviation);
+    store_to(k, row, values, mean, inverse_deviation);
+  };
+
   if constexpr (kMode == 3) {
     cluster_arrive();  // neighbours write into this block's slots only once it runs
     for (int k = 0; k < kStages - 1; ++k) copy_row(k);
     cluster_wait();
     for (int k = 0; k < my_rows; ++k) {
-      wait_copies<kStages - 2>();
-      float4 values[kItems];
-      load_stage(k, values);
-      float sum, squares, mean, inverse_deviation;
-      thread_sums(values, sum, squares);
-      one_barrier_statistics(k, sum, squares, mean, inverse_deviation);
-      store_row(k, values, mean, inverse_deviation);
+      one_barrier_row(k, row_of(k));
       copy_row(k + kStages - 1);
     }
     return;  // after a row's barrier no block touches another's shared memory
@@ -227,16 +238,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     static_assert(kStages <= 8, "ring entries are rewritten 8 - (kStages - 1) rows after they are published");
     const long long fixed = (long long)(kStages - 1) * clusters;
     auto static_row = [&](int j) { return cluster + (long long)j * clusters; };
-    auto copy_to = [&](int j, long long row) {
-      if (row < rows) {
-        const float4* source = input + row * row_vectors + slice_begin;
-        float4* destination = stage_of(j);
-#pragma unroll
-        for (int item = 0; item < kItems; ++item)
-          copy16(destination + threadIdx.x + item * kThreads, source + threadIdx.x + item * kThreads);
-      }
-      commit_copies();
-    };
     const bool leader = rank_in_cluster() == 0 && threadIdx.x == 0;
     cluster_arrive();
     for (int j = 0; j < kStages - 1; ++j) copy_to(j, static_row(j));
@@ -253,20 +254,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           *reinterpret_cast<int*>(remote) = next;
         }
       }
-      wait_copies<kStages - 2>();
-      float4 values[kItems];
-      load_stage(k, values);
-      float sum, squares, mean, inverse_deviation;
-      thread_sums(values, sum, squares);
-      one_barrier_statistics(k, sum, squares, mean, inverse_deviation);
-      float4* destination = output + row * row_vectors + slice_begin;
-#pragma unroll
-      for (int item = 0; item < kItems; ++item) {
-        const float4 v = values[item], g = scale[item], b = shift[item];
-        destination[threadIdx.x + item * kThreads] =
-            make_float4(fmaf((v.x - mean) * inverse_deviation, g.x, b.x), fmaf((v.y - mean) * inverse_deviation, g.y, b.y),
-                        fmaf((v.z - mean) * inverse_deviation, g.z, b.z), fmaf((v.w - mean) * inverse_deviation, g.w, b.w));
-      }
+      one_barrier_row(k, row);
       copy_to(k + kStages - 1, ring[(k + kStages - 1) % 8]);
     }
     if (leader) {
@@ -350,6 +338,24 @@ struct Problem {
   int* counters;  // dynamic-rows: ticket counter and finished clusters, zero between launches
 };
 
+// A launch configuration with a cluster dimension (the attribute lives beside the configuration that points to it).
+struct ClusterLaunch {
+  cudaLaunchAttribute attribute[1];
+  cudaLaunchConfig_t config = {};
+  ClusterLaunch(int cluster, int threads, int shared_bytes, int blocks) {
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = cluster;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = shared_bytes;
+    config.gridDim = dim3(blocks);
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;  // config.attrs points into this object
+};
+
 template <typename Launch> float median_ms(Launch launch, int repeats = 25) {
   cudaEvent_t begin, end;
   CHECK(cudaEventCreate(&begin));
@@ -400,17 +406,8 @@ void run_probe(const Problem& p, float copy_ms, const std::vector<float>& input,
   const int shared_bytes = kStages * kThreads * kItems * 16;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-  cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = kCluster;
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = shared_bytes;
-  config.gridDim = dim3(132 * kCluster);
+  ClusterLaunch launch_setup(kCluster, kThreads, shared_bytes, 132 * kCluster);
+  cudaLaunchConfig_t& config = launch_setup.config;
   int clusters = 0;
   CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
   config.gridDim = dim3(clusters * kCluster);
@@ -439,17 +436,8 @@ void template_persistent_probe(const Problem& p, float copy_ms, const std::vecto
   if (p.cols != 32768) return;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
   CHECK(cudaMemset(p.output, 0, (size_t)p.rows * p.cols * 4));
-  cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = 2;
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = shared_bytes;
-  config.gridDim = dim3(sm_count);
+  ClusterLaunch launch_setup(2, kThreads, shared_bytes, sm_count);
+  cudaLaunchConfig_t& config = launch_setup.config;
   auto launch = [&] {
     CHECK(cudaLaunchKernelEx(&config, kernel, p.rows, p.cols, 1e-5f, (const float*)p.input, (const float*)p.gamma,
                              (const float*)p.beta, p.output, p.counters));
