@@ -1,0 +1,142 @@
+// The layernorm template compiles with NVRTC in each of its code paths (issue #4): the persistent variant with
+// register prefetch, with cp.async stages, with TMA bulk copies, with single-warp rows (its own barrier for the
+// run-time row groups), two-pass statistics, and non-persistent rows split over clusters of up to 8 blocks; for
+// fp32 and bf16 on sm_90, and what sm_80 allows. Each case is the first configuration of a deterministic sample of
+// the shipped space that matches it, so the test also fails if the space stops offering a path.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compile_test_support.h"
+#include "tuner/compile/instantiate.h"
+#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/space/space.h"
+#include "tuner/spec/spec_loader.h"
+
+namespace tuner {
+namespace {
+
+using compile_test::read_file;
+using compile_test::TemporaryDirectory;
+
+KernelSpec load_spec(const std::string& name, std::int64_t rows, std::int64_t cols) {
+  return load_kernel_spec(std::filesystem::path(TUNER_SOURCE_DIR) / "kernels" / (name + ".yaml"),
+                          {{"ROWS", rows}, {"COLS", cols}});
+}
+
+Constants constants_for(const KernelSpec& spec, const std::string& arch) {
+  Constants constants = device_property_values(device_profile(arch));
+  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
+  return constants;
+}
+
+// Reads one binding of a configuration as an integer, a boolean or a string.
+struct Lookup {
+  Bindings bindings;
+  std::int64_t integer(const std::string& name) const { return std::get<std::int64_t>(bindings.get(name)); }
+  bool flag(const std::string& name) const { return std::get<bool>(bindings.get(name)); }
+  std::string text(const std::string& name) const { return std::get<std::string>(bindings.get(name)); }
+};
+
+struct PathCase {
+  std::string name;
+  std::function<bool(const Lookup&)> matches;
+  bool sm_90_only;  // clusters and bulk copies need sm_90
+};
+
+std::vector<PathCase> path_cases() {
+  return {
+      {"persistent_register_prefetch",
+       [](const Lookup& c) { return c.flag("PERSISTENT") && c.integer("STAGES") == 0 && c.integer("CLUSTER") == 1; },
+       false},
+      {"persistent_cp_async_stages_cluster_2",
+       [](const Lookup& c) {
+         return c.flag("PERSISTENT") && c.integer("STAGES") >= 2 && c.text("COPY") == "thread" &&
+                c.integer("CLUSTER") == 2;
+       },
+       true},
+      {"persistent_cp_async_stages",
+       [](const Lookup& c) {
+         return c.flag("PERSISTENT") && c.integer("STAGES") >= 2 && c.text("COPY") == "thread" &&
+                c.integer("CLUSTER") == 1;
+       },
+       false},
+      {"persistent_bulk_copy",
+       [](const Lookup& c) { return c.flag("PERSISTENT") && c.text("COPY") == "bulk"; }, true},
+      {"persistent_single_warp_rows",
+       [](const Lookup& c) {
+         return c.flag("PERSISTENT") && c.integer("ROW_THREADS") == 32 && c.integer("ROWS_PER_BLOCK") > 1 &&
+                c.integer("CLUSTER") == 1;
+       },
+       false},
+      {"persistent_two_pass",
+       [](const Lookup& c) { return c.flag("PERSISTENT") && c.text("STATS") == "two_pass"; }, false},
+      {"rows_over_a_cluster_of_8",
+       [](const Lookup& c) { return !c.flag("PERSISTENT") && c.integer("CLUSTER") == 8; }, true},
+  };
+}
+
+// One problem's spec, space and sample. Rows of 8192 leave room for shared-memory stages of whole rows; rows of
+// 1024 are short enough for single-warp persistent rows (at most 64 cached elements per thread).
+struct ProblemSample {
+  KernelSpec spec;
+  SpaceEnumerator space;
+  std::vector<Configuration> sample;
+  ProblemSample(const std::string& name, std::int64_t rows, std::int64_t cols, const std::string& arch)
+      : spec(load_spec(name, rows, cols)), space(spec.space, constants_for(spec, arch)), sample(space.sample(3000, 11)) {}
+};
+
+void expect_every_path_compiles(const std::string& spec_name, const std::string& arch) {
+  std::vector<std::unique_ptr<ProblemSample>> problems;
+  problems.push_back(std::make_unique<ProblemSample>(spec_name, 8192, 8192, arch));
+  problems.push_back(std::make_unique<ProblemSample>(spec_name, 256, 1024, arch));
+  TemporaryDirectory cache;
+  for (const PathCase& path : path_cases()) {
+    if (path.sm_90_only && arch != "sm_90") continue;
+    SCOPED_TRACE(spec_name + " " + arch + " " + path.name);
+    const ProblemSample* problem = nullptr;
+    const Configuration* found = nullptr;
+    for (const auto& candidate : problems) {
+      for (const Configuration& configuration : candidate->sample) {
+        if (path.matches(Lookup{candidate->space.bindings(configuration)})) {
+          problem = candidate.get();
+          found = &configuration;
+          break;
+        }
+      }
+      if (found) break;
+    }
+    ASSERT_NE(found, nullptr) << "no configuration of this path in samples of 8192 x 8192 and 256 x 1024";
+    SCOPED_TRACE(to_string(problem->spec.space, *found));
+    CompileResult result =
+        compile_cubin(instantiate(problem->spec, problem->space, *found, arch), cache.path(), /*use_cache=*/false);
+    ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+    const std::string cubin = read_file(result.cubin_path);
+    ASSERT_GT(cubin.size(), 4u);
+    EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
+  }
+}
+
+TEST(LayernormTemplate, EveryPathCompilesForFp32OnSm90) { expect_every_path_compiles("layernorm", "sm_90"); }
+TEST(LayernormTemplate, EveryPathCompilesForBf16OnSm90) { expect_every_path_compiles("layernorm_bf16", "sm_90"); }
+TEST(LayernormTemplate, EveryPathSm80AllowsCompilesForFp32) { expect_every_path_compiles("layernorm", "sm_80"); }
+
+// The persistent variant hands out row groups from this argument and leaves it zero after every launch; the spec
+// must create it zeroed and restore it like any input.
+TEST(LayernormTemplate, SpecsDeclareZeroedRowCounters) {
+  for (const std::string name : {"layernorm", "layernorm_bf16"}) {
+    SCOPED_TRACE(name);
+    KernelSpec spec = load_spec(name, 8192, 8192);
+    ASSERT_FALSE(spec.arguments.empty());
+    const auto& last = spec.arguments.back();
+    EXPECT_EQ(last.name, "row_counters");
+    EXPECT_EQ(last.dtype, Dtype::i32);
+    EXPECT_EQ(last.role, Role::in);
+  }
+}
+
+}  // namespace
+}  // namespace tuner
