@@ -283,7 +283,8 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
         *entry = drawn;
       }
     }
-    // Published by the reduction barrier below; without one (a block of single-warp rows) by this one.
+    // Published by the reduction barrier below; without one (a block of single-warp rows) by this one, which also
+    // orders every thread's reads of the previous iteration's stage before a bulk copy refills it.
     if constexpr (kRowThreads == 32 && kCluster == 1) __syncthreads();
     const long long row = row_of(group);
     const bool row_exists = row < rows;
@@ -291,7 +292,6 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
     FloatPair thread_totals{0.0f, 0.0f};
     if constexpr (kStages >= 2) {
       // Refills the stage this thread finished reading in the previous iteration, then waits for the current one.
-      if constexpr (kBulkCopy && kRowThreads == 32 && kCluster == 1) __syncthreads();  // no reduction barrier
       copy_slice(group_of(k + kStages - 1), stage == 0 ? kStages - 1 : stage - 1);
       if constexpr (kBulkCopy) {
         const unsigned barrier = shared_address(&stage_filled[stage]);

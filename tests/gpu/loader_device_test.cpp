@@ -255,6 +255,34 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
     TUNER_CUDA_CHECK(cuda.cuStreamCreate(&in_stream, CU_STREAM_NON_BLOCKING));
     TUNER_CUDA_CHECK(cuda.cuStreamCreate(&out_stream, CU_STREAM_NON_BLOCKING));
     for (CUevent& event : events) TUNER_CUDA_CHECK(cuda.cuEventCreate(&event, CU_EVENT_DEFAULT));
+    // Waits for copies in (events 0-1 on in_stream) and out (events 2-3 on out_stream); one sample of each time.
+    auto collect_duplex = [&](std::vector<float>& in_ms, std::vector<float>& out_ms) {
+      TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
+      TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[3]));
+      float elapsed = 0;
+      TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
+      in_ms.push_back(elapsed);
+      TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[2], events[3]));
+      out_ms.push_back(elapsed);
+    };
+    // One sample of each: `bytes` in while `bytes` go out (two streams), then the same copy in alone.
+    auto time_duplex = [&](const void* from, void* to, std::vector<float>& in_ms, std::vector<float>& out_ms,
+                           std::vector<float>& alone_ms) {
+      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
+      TUNER_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in, from, bytes, in_stream));
+      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
+      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[2], out_stream));
+      TUNER_CUDA_CHECK(cuda.cuMemcpyDtoHAsync(to, device_out, bytes, out_stream));
+      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[3], out_stream));
+      collect_duplex(in_ms, out_ms);
+      float elapsed = 0;
+      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
+      TUNER_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in, from, bytes, in_stream));
+      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
+      TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
+      TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
+      alone_ms.push_back(elapsed);
+    };
     for (int readers : {0, 4, 8, 16}) {
       std::atomic<bool> running{true};
       std::atomic<std::int64_t> read_bytes{0};
@@ -276,28 +304,7 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
       std::vector<float> in_ms, out_ms, alone_ms;
       DiagnosticClock::time_point start = DiagnosticClock::now();
       std::int64_t read_before = read_bytes;
-      for (int repetition = 0; repetition < 5; ++repetition) {
-        TUNER_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
-        TUNER_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in, host_in, bytes, in_stream));
-        TUNER_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
-        TUNER_CUDA_CHECK(cuda.cuEventRecord(events[2], out_stream));
-        TUNER_CUDA_CHECK(cuda.cuMemcpyDtoHAsync(host_out, device_out, bytes, out_stream));
-        TUNER_CUDA_CHECK(cuda.cuEventRecord(events[3], out_stream));
-        TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
-        TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[3]));
-        float elapsed = 0;
-        TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
-        in_ms.push_back(elapsed);
-        TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[2], events[3]));
-        out_ms.push_back(elapsed);
-        // One way alone, for comparison under the same readers.
-        TUNER_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
-        TUNER_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in, host_in, bytes, in_stream));
-        TUNER_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
-        TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
-        TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
-        alone_ms.push_back(elapsed);
-      }
+      for (int repetition = 0; repetition < 5; ++repetition) time_duplex(host_in, host_out, in_ms, out_ms, alone_ms);
       double reader_gbps = static_cast<double>(read_bytes - read_before) / seconds_since(start) / 1e9;
       running = false;
       for (std::thread& thread : pool) thread.join();
@@ -325,13 +332,7 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
         }
         TUNER_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
         TUNER_CUDA_CHECK(cuda.cuEventRecord(events[3], out_stream));
-        TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
-        TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[3]));
-        float elapsed = 0;
-        TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
-        in_ms.push_back(elapsed);
-        TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[2], events[3]));
-        out_ms.push_back(elapsed);
+        collect_duplex(in_ms, out_ms);
       }
       std::sort(in_ms.begin(), in_ms.end());
       std::sort(out_ms.begin(), out_ms.end());
@@ -362,27 +363,7 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
         TUNER_CUDA_CHECK(register_host(huge_in, bytes, 0));
         TUNER_CUDA_CHECK(register_host(huge_out, bytes, 0));
         std::vector<float> in_ms, out_ms, alone_ms;
-        for (int repetition = 0; repetition < 5; ++repetition) {
-          float elapsed = 0;
-          TUNER_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
-          TUNER_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in, huge_in, bytes, in_stream));
-          TUNER_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
-          TUNER_CUDA_CHECK(cuda.cuEventRecord(events[2], out_stream));
-          TUNER_CUDA_CHECK(cuda.cuMemcpyDtoHAsync(huge_out, device_out, bytes, out_stream));
-          TUNER_CUDA_CHECK(cuda.cuEventRecord(events[3], out_stream));
-          TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
-          TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[3]));
-          TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
-          in_ms.push_back(elapsed);
-          TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[2], events[3]));
-          out_ms.push_back(elapsed);
-          TUNER_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
-          TUNER_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in, huge_in, bytes, in_stream));
-          TUNER_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
-          TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
-          TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
-          alone_ms.push_back(elapsed);
-        }
+        for (int repetition = 0; repetition < 5; ++repetition) time_duplex(huge_in, huge_out, in_ms, out_ms, alone_ms);
         for (std::vector<float>* samples : {&in_ms, &out_ms, &alone_ms}) std::sort(samples->begin(), samples->end());
         std::printf("contention huge_pages=1 anon_huge_mib=%ld duplex_in_gbps=%.2f duplex_out_gbps=%.2f in_alone_gbps=%.2f\n",
                     huge_mib, static_cast<double>(bytes) / (in_ms[2] * 1e6), static_cast<double>(bytes) / (out_ms[2] * 1e6),
