@@ -17,22 +17,22 @@
 
 namespace {
 
-using tuner::expr::EvaluationError;
-using tuner::expr::Expression;
-using tuner::expr::Value;
+using kernlathe::expr::EvaluationError;
+using kernlathe::expr::Expression;
+using kernlathe::expr::Value;
 
 [[noreturn]] void bug(const std::string& what, std::string_view input) {
   std::fprintf(stderr, "BUG: %s\ninput: %.*s\n", what.c_str(), static_cast<int>(input.size()), input.data());
   std::abort();
 }
 
-void collect_names(const tuner::expr::Node& node, std::set<std::string>& names) {
-  if (node.operation == tuner::expr::Operation::name) names.insert(node.text);
+void collect_names(const kernlathe::expr::Node& node, std::set<std::string>& names) {
+  if (node.operation == kernlathe::expr::Operation::name) names.insert(node.text);
   for (const auto& child : node.children) collect_names(child, names);
 }
 
-void assign_slots(tuner::expr::Node& node, const tuner::expr::Scope& scope) {
-  if (node.operation == tuner::expr::Operation::name) node.slot = scope.slot_of(node.text);
+void assign_slots(kernlathe::expr::Node& node, const kernlathe::expr::Scope& scope) {
+  if (node.operation == kernlathe::expr::Operation::name) node.slot = scope.slot_of(node.text);
   for (auto& child : node.children) assign_slots(child, scope);
 }
 
@@ -41,7 +41,7 @@ template <typename Evaluate>
 std::string outcome(Evaluate evaluate) {
   try {
     Value value = evaluate();
-    return tuner::expr::type_name(value) + " " + tuner::expr::to_string(value);
+    return kernlathe::expr::type_name(value) + " " + kernlathe::expr::to_string(value);
   } catch (const EvaluationError&) {
     return "error";
   }
@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     expression = Expression::parse(text, {"fuzz", 1, 1});
   } catch (const EvaluationError& error) {
     bug(std::string("parse threw an EvaluationError: ") + error.what(), text);
-  } catch (const tuner::InputError&) {
+  } catch (const kernlathe::InputError&) {
     return 0;
   }
 
@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Expression reparsed;
   try {
     reparsed = Expression::parse(canonical);
-  } catch (const tuner::InputError& error) {
+  } catch (const kernlathe::InputError& error) {
     bug("to_string() does not parse back: '" + canonical + "': " + error.what(), text);
   }
   if (reparsed.to_string() != canonical) {
@@ -74,19 +74,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::string> names = expression.names();
   if (reparsed.names() != names) bug("names() changed across to_string()", text);
   std::set<std::string> tree_names;
-  tuner::expr::Node tree = tuner::expr::parse_tree(text, {});
+  kernlathe::expr::Node tree = kernlathe::expr::parse_tree(text, {});
   collect_names(tree, tree_names);
   if (std::vector<std::string>(tree_names.begin(), tree_names.end()) != names) bug("names() misses a name", text);
 
-  tuner::expr::Scope scope;
+  kernlathe::expr::Scope scope;
   for (const auto& name : names) scope.add(name);
   expression.bind(scope);
   reparsed.bind(scope);
   assign_slots(tree, scope);
-  tuner::expr::compile(tree);
+  kernlathe::expr::compile(tree);
 
   const std::string tree_text(text);
-  const tuner::SourceLocation nowhere;
+  const kernlathe::SourceLocation nowhere;
   const std::vector<Value> samples{
       Value{std::int64_t{0}},  Value{std::int64_t{1}},       Value{std::int64_t{-7}},
       Value{std::int64_t{64}}, Value{2.5},                   Value{true},
@@ -99,9 +99,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
       std::string compiled = outcome([&] { return expression.evaluate(slots); });
       std::string again = outcome([&] { return reparsed.evaluate(slots); });
-      tuner::expr::EvaluationContext context{slots, &tree_text, &nowhere};
-      std::string walked = outcome([&] { return tuner::expr::to_value(tuner::expr::evaluate_tree(tree, context)); });
-      std::string program = outcome([&] { return tuner::expr::to_value(tuner::expr::evaluate_program(tree, context)); });
+      kernlathe::expr::EvaluationContext context{slots, &tree_text, &nowhere};
+      std::string walked = outcome([&] { return kernlathe::expr::to_value(kernlathe::expr::evaluate_tree(tree, context)); });
+      std::string program = outcome([&] { return kernlathe::expr::to_value(kernlathe::expr::evaluate_program(tree, context)); });
       // NaN prints the same both ways, so comparing text is exact here.
       if (compiled != again) bug("the reparsed expression evaluates differently: " + compiled + " vs " + again, text);
       if (walked != program) bug("program and tree walk differ: " + program + " vs " + walked, text);

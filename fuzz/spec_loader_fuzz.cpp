@@ -9,12 +9,12 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    tuner::parse_space(text, "fuzz.yaml");
-  } catch (const tuner::InputError&) {
+    kernlathe::parse_space(text, "fuzz.yaml");
+  } catch (const kernlathe::InputError&) {
   }
   try {
-    tuner::parse_kernel_spec(text, "fuzz.yaml");
-  } catch (const tuner::InputError&) {
+    kernlathe::parse_kernel_spec(text, "fuzz.yaml");
+  } catch (const kernlathe::InputError&) {
   }
   return 0;
 }

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Compile throughput of NVRTC in-process versus the compile pool"};
   int jobs = 0;
   int count = 128;  // enough rounds per worker that the last, unevenly sized compiles do not dominate
-  std::string template_path = std::string(TUNER_SOURCE_DIR) + "/tests/data/compile/gemm_like.cu";
+  std::string template_path = std::string(KERNLATHE_SOURCE_DIR) + "/tests/data/compile/gemm_like.cu";
   std::string entry = "gemm_like";
   std::string arch = "sm_90";
   std::string worker = TUNE_BINARY;
@@ -88,9 +88,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> argument_sets = entry == "gemm_like" ? gemm_like_arguments() : std::vector<std::string>{};
   while (!argument_sets.empty() && std::gcd(argument_sets.size(), std::size_t{97}) != 1) argument_sets.pop_back();
   auto make_requests = [&](const std::string& pass) {
-    std::vector<tuner::CompileRequest> requests;
+    std::vector<kernlathe::CompileRequest> requests;
     for (int index = 0; index < count; ++index) {
-      tuner::CompileRequest request;
+      kernlathe::CompileRequest request;
       request.source_name = std::filesystem::path(template_path).filename().string();
       // BENCH_VARIANT makes every cache key differ even when the argument sets repeat; BENCH_PASS keeps one
       // pass (and one run) from reusing another's compiles in NVRTC's own cache.
@@ -105,50 +105,50 @@ int main(int argc, char** argv) {
           argument_sets.empty() ? entry : fmt::format("{}<{}>", entry, argument_sets[argument_index]);
       request.arch = arch;
       request.options = {"--std=c++17", "--gpu-architecture=" + arch};
-      if (std::string include = tuner::cuda_include_directory(); !include.empty()) {
+      if (std::string include = kernlathe::cuda_include_directory(); !include.empty()) {
         request.options.push_back("-I" + include);
       }
       requests.push_back(std::move(request));
     }
     return requests;
   };
-  std::vector<tuner::CompileRequest> serial_requests = make_requests("serial");
-  std::vector<tuner::CompileRequest> requests = make_requests("pool");
+  std::vector<kernlathe::CompileRequest> serial_requests = make_requests("serial");
+  std::vector<kernlathe::CompileRequest> requests = make_requests("pool");
 
   std::filesystem::path scratch =
       std::filesystem::temp_directory_path() / fmt::format("tuner-bench-compile-{}", ::getpid());
   std::filesystem::remove_all(scratch);
 
   std::fprintf(stderr, "NVRTC %s, %d configurations of %s for %s, NVRTC's own cache %s\n",
-               tuner::nvrtc_version().c_str(), count, template_path.c_str(), arch.c_str(), nvrtc_cache ? "on" : "off");
+               kernlathe::nvrtc_version().c_str(), count, template_path.c_str(), arch.c_str(), nvrtc_cache ? "on" : "off");
   // The pool starts first, as in a tuning session, where its processes start while the space is enumerated;
   // they sit idle during the serial pass.
-  tuner::CompilePoolOptions options;
+  kernlathe::CompilePoolOptions options;
   options.jobs = jobs;
   options.cache_dir = scratch / "pool";
   options.worker_executable = worker;
   auto pool_start = Clock::now();
-  std::optional<tuner::CompilePool> pool;
+  std::optional<kernlathe::CompilePool> pool;
   pool.emplace(options);
   double pool_start_ms = seconds_since(pool_start) * 1e3;
 
   // One compile outside the timing: the first NVRTC call in a process loads and initialises the library.
-  tuner::CompileRequest warm_up = make_requests("warm_up").front();
-  tuner::compile_cubin(warm_up, scratch / "warm-up");
+  kernlathe::CompileRequest warm_up = make_requests("warm_up").front();
+  kernlathe::compile_cubin(warm_up, scratch / "warm-up");
 
-  std::vector<tuner::CompileResult> serial_results;
+  std::vector<kernlathe::CompileResult> serial_results;
   auto serial_start = Clock::now();
   for (const auto& request : serial_requests) {
-    serial_results.push_back(tuner::compile_cubin(request, scratch / "serial"));
+    serial_results.push_back(kernlathe::compile_cubin(request, scratch / "serial"));
   }
   double serial_seconds = seconds_since(serial_start);
 
-  std::vector<tuner::CompileResult> pool_results;
+  std::vector<kernlathe::CompileResult> pool_results;
   int pool_jobs = pool->jobs();
   // Cold cache: every request goes to a worker process. The first compile in each worker includes NVRTC's
   // initialisation, which the serial pass's warm-up excluded.
   auto cold_start = Clock::now();
-  std::vector<std::future<tuner::CompileResult>> futures;
+  std::vector<std::future<kernlathe::CompileResult>> futures;
   for (const auto& request : requests) futures.push_back(pool->submit(request));
   for (auto& future : futures) pool_results.push_back(future.get());
   double pool_seconds = seconds_since(cold_start);

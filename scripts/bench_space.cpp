@@ -56,22 +56,22 @@ int main(int argc, char** argv) {
     }
   }
   if (cases.empty()) {
-    cases = {{std::string(TUNER_SOURCE_DIR) + "/spaces/bench_medium.yaml", 1.0},
-             {std::string(TUNER_SOURCE_DIR) + "/spaces/bench_large.yaml", 10.0}};
+    cases = {{std::string(KERNLATHE_SOURCE_DIR) + "/spaces/bench_medium.yaml", 1.0},
+             {std::string(KERNLATHE_SOURCE_DIR) + "/spaces/bench_large.yaml", 10.0}};
   }
 
-  tuner::Constants constants = tuner::device_property_values(tuner::device_profile("sm_90"));
+  kernlathe::Constants constants = kernlathe::device_property_values(kernlathe::device_profile("sm_90"));
   // Problem symbols the benchmark spaces read: a square GEMM.
-  for (const char* symbol : {"M", "N", "K"}) constants.emplace_back(symbol, tuner::Value{std::int64_t{4096}});
+  for (const char* symbol : {"M", "N", "K"}) constants.emplace_back(symbol, kernlathe::Value{std::int64_t{4096}});
 
   bool all_pass = true;
   nlohmann::json report = nlohmann::json::array();
   for (const Case& benchmark : cases) {
     try {
-      tuner::Space space = tuner::load_space(benchmark.file);
+      kernlathe::Space space = kernlathe::load_space(benchmark.file);
       double rss_before = peak_rss_mebibytes();
       auto start = std::chrono::steady_clock::now();
-      tuner::SpaceEnumerator enumerator(space, constants);
+      kernlathe::SpaceEnumerator enumerator(space, constants);
       double seconds = seconds_since(start);
       double rss_after = peak_rss_mebibytes();
 

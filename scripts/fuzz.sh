@@ -7,7 +7,7 @@ seconds="${1:-60}"
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DTUNER_BUILD_TESTS=OFF -DTUNER_BUILD_FUZZERS=ON \
+  -DKERNLATHE_BUILD_TESTS=OFF -DKERNLATHE_BUILD_FUZZERS=ON \
   -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fsanitize=fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined" >/dev/null
 for source in fuzz/*_fuzz.cpp; do
   name="$(basename "$source" .cpp)"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 bin="${1:-build}"
 logs="${2:-gpu-check-logs}"
 mkdir -p "$logs"
-export TUNER_SOURCE_DIR="$PWD"
+export KERNLATHE_SOURCE_DIR="$PWD"
 export TUNE_BINARY="$PWD/$bin/tune"   # the GPU tests start evaluation workers from this binary
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 summary="$logs/summary.txt"

@@ -6,7 +6,7 @@
 #   About 160-200 s; each step has its own timeout.
 # Writes to LOG_DIR:
 #   system.txt         date, cores, memory
-#   data.log           dataset generation (scripts/make_stream_data.sh small, heavy -> $TUNER_STREAM_DATA, not the repo)
+#   data.log           dataset generation (scripts/make_stream_data.sh small, heavy -> $KERNLATHE_STREAM_DATA, not the repo)
 #   diagnostic.log     LoaderOnDevice.DISABLED_TransferBoundBreakdownSweep: the real pipeline over the 32768 64x64
 #                      shards with a trivial kernel. Lines tagged
 #                        ceiling     the pinned one-way H2D rate (the floor's reference)
@@ -29,8 +29,8 @@ for binary in tune test_gpu_device; do
   [[ -x "$BIN/$binary" ]] || { echo "loader_bench.sh: no $BIN/$binary (build it, or name its folder)" >&2; exit 2; }
 done
 mkdir -p "$LOG"
-export TUNER_STREAM_DATA=${TUNER_STREAM_DATA:-/tmp/tuner-stream}
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-/usr/local/cuda/lib64} TUNER_SOURCE_DIR=${TUNER_SOURCE_DIR:-$PWD}
+export KERNLATHE_STREAM_DATA=${KERNLATHE_STREAM_DATA:-/tmp/kernlathe-stream}
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-/usr/local/cuda/lib64} KERNLATHE_SOURCE_DIR=${KERNLATHE_SOURCE_DIR:-$PWD}
 TUNE=$BIN/tune
 export TUNE_BINARY=$TUNE
 start=$(date +%s)
@@ -42,7 +42,7 @@ echo "system: done after $(elapsed) s"
 { timeout 40 scripts/make_stream_data.sh small; timeout 40 scripts/make_stream_data.sh heavy; } > "$LOG/data.log" 2>&1
 echo "data: exit $? after $(elapsed) s"
 # Read once so the page cache holds the shards, as on every pass after the first.
-cat "$TUNER_STREAM_DATA"/conv3x3_small/images_*.npy > /dev/null
+cat "$KERNLATHE_STREAM_DATA"/conv3x3_small/images_*.npy > /dev/null
 
 timeout 45 "$BIN/test_gpu_device" --gtest_also_run_disabled_tests \
     --gtest_filter='LoaderOnDevice.DISABLED_TransferBoundBreakdownSweep' > "$LOG/diagnostic.log" 2>&1

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Writes the datasets of the streamed examples (kernels/*stream*.yaml) once, as .npy shards of many items each, under
-# ${TUNER_STREAM_DATA:-/tmp/tuner-stream} (outside the repository: ~2 GiB). Deterministic: the same seed gives the
+# ${KERNLATHE_STREAM_DATA:-/tmp/kernlathe-stream} (outside the repository: ~2 GiB). Deterministic: the same seed gives the
 # same bytes, so results and references compare across runs. An existing complete dataset is kept.
 #   scripts/make_stream_data.sh [small|large|heavy|all]      (default all)
 # Needs python3 with NumPy.
 set -euo pipefail
-root="${TUNER_STREAM_DATA:-/tmp/tuner-stream}"
+root="${KERNLATHE_STREAM_DATA:-/tmp/kernlathe-stream}"
 which="${1:-all}"
 python3 - "$root" "$which" <<'PY'
 import os, sys

@@ -12,7 +12,7 @@
 
 #include "tuner/common/error.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 class BestCacheTest : public ::testing::Test {
@@ -172,4 +172,4 @@ TEST_F(BestCacheTest, TwoConcurrentWriterProcessesLoseNothing) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -22,7 +22,7 @@ struct CommandResult {
 // Runs `tune` with arguments in the repository root; captures stdout and stderr separately.
 CommandResult run_tune(const std::string& arguments) {
   const fs::path err_file = fs::temp_directory_path() / ("tune_cli_test_err_" + std::to_string(::getpid()));
-  const std::string command = std::string("cd '") + TUNER_SOURCE_DIR + "' && '" + TUNE_BINARY + "' " + arguments +
+  const std::string command = std::string("cd '") + KERNLATHE_SOURCE_DIR + "' && '" + TUNE_BINARY + "' " + arguments +
                               " 2>'" + err_file.string() + "'";
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
@@ -105,7 +105,7 @@ TEST(Cli, RunWithoutGpuExitsThreeWithClearMessage) {
 }
 
 TEST(Cli, ValidateShippedSpecs) {
-  for (const auto& entry : fs::directory_iterator(fs::path(TUNER_SOURCE_DIR) / "kernels")) {
+  for (const auto& entry : fs::directory_iterator(fs::path(KERNLATHE_SOURCE_DIR) / "kernels")) {
     if (entry.path().extension() != ".yaml") continue;
     CommandResult result = run_tune("validate " + entry.path().string());
     EXPECT_EQ(result.exit_code, 0) << entry.path() << ": " << result.err;
@@ -116,7 +116,7 @@ TEST(Cli, ValidateShippedSpecs) {
 TEST(Cli, MisspelledKeyIsBadInputWithSuggestion) {
   const std::string spec_text = std::string(
       "name: broken\n"
-      "template: ") + TUNER_SOURCE_DIR + "/templates/saxpy.cu\n"
+      "template: ") + KERNLATHE_SOURCE_DIR + "/templates/saxpy.cu\n"
       "entry: saxpy\n"
       "space:\n"
       "  parameters:\n"
@@ -135,7 +135,7 @@ TEST(Cli, MisspelledKeyIsBadInputWithSuggestion) {
 TEST(Cli, ConstraintLeavingNothingValidIsBadInput) {
   const std::string spec_text = std::string(
       "name: empty\n"
-      "template: ") + TUNER_SOURCE_DIR + "/templates/saxpy.cu\n"
+      "template: ") + KERNLATHE_SOURCE_DIR + "/templates/saxpy.cu\n"
       "entry: saxpy\n"
       "space:\n"
       "  parameters:\n"
@@ -153,7 +153,7 @@ TEST(Cli, ConstraintLeavingNothingValidIsBadInput) {
 TEST(Cli, DivisionByZeroForSomeConfigurationIsBadInput) {
   const std::string spec_text = std::string(
       "name: divides\n"
-      "template: ") + TUNER_SOURCE_DIR + "/templates/saxpy.cu\n"
+      "template: ") + KERNLATHE_SOURCE_DIR + "/templates/saxpy.cu\n"
       "entry: saxpy\n"
       "space:\n"
       "  parameters:\n"
@@ -197,7 +197,7 @@ TEST(Cli, CompileCheckSaxpyWithoutGpu) {
 // NVRTC compiles every shipped template (no GPU needed): the default configuration and a sample, for the
 // architectures the project ships for.
 TEST(Cli, CompileCheckEveryShippedSpec) {
-  for (const auto& entry : fs::directory_iterator(fs::path(TUNER_SOURCE_DIR) / "kernels")) {
+  for (const auto& entry : fs::directory_iterator(fs::path(KERNLATHE_SOURCE_DIR) / "kernels")) {
     if (entry.path().extension() != ".yaml") continue;
     for (const char* arch : {"sm_80", "sm_90"}) {
       CommandResult result = run_tune("compile-check " + entry.path().string() + " --arch " + arch +

@@ -6,7 +6,7 @@
 #include "compile_test_support.h"
 #include "tuner/compile/cubin_cache.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using compile_test::read_file;
@@ -112,4 +112,4 @@ TEST(CubinCache, UncreatableDirectoryThrows) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

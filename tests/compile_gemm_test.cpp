@@ -13,14 +13,14 @@
 #include "tuner/space/space.h"
 #include "tuner/spec/spec_loader.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using compile_test::read_file;
 using compile_test::TemporaryDirectory;
 
 std::filesystem::path spec_path(const std::string& name) {
-  return std::filesystem::path(TUNER_SOURCE_DIR) / "kernels" / (name + ".yaml");
+  return std::filesystem::path(KERNLATHE_SOURCE_DIR) / "kernels" / (name + ".yaml");
 }
 
 Constants constants_for(const KernelSpec& spec, const std::string& arch) {
@@ -146,4 +146,4 @@ TEST(GemmSpace, TileShapesThatDoNotDivideTheProblemAreRejected) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

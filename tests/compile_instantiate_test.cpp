@@ -4,7 +4,7 @@
 #include "tuner/compile/instantiate.h"
 #include "tuner/compile/nvrtc_compiler.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using compile_test::data_directory;
@@ -156,4 +156,4 @@ TEST(ArchFor, AddsTheArchSpecificSuffixFromHopperOn) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -16,14 +16,14 @@
 #include "tuner/space/space.h"
 #include "tuner/spec/spec_loader.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using compile_test::read_file;
 using compile_test::TemporaryDirectory;
 
 KernelSpec load_spec(const std::string& name, std::int64_t rows, std::int64_t cols) {
-  return load_kernel_spec(std::filesystem::path(TUNER_SOURCE_DIR) / "kernels" / (name + ".yaml"),
+  return load_kernel_spec(std::filesystem::path(KERNLATHE_SOURCE_DIR) / "kernels" / (name + ".yaml"),
                           {{"ROWS", rows}, {"COLS", cols}});
 }
 
@@ -139,4 +139,4 @@ TEST(LayernormTemplate, SpecsDeclareZeroedRowCounters) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -3,7 +3,7 @@
 #include "compile_test_support.h"
 #include "tuner/compile/nvrtc_compiler.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using compile_test::broken_request;
@@ -106,4 +106,4 @@ TEST(NvrtcCompiler, FirstErrorLinesSkipsWarningsAndSummary) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -14,7 +14,7 @@
 #include "tuner/compile/compile_worker.h"
 #include "tuner/compile/message_pipe.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using compile_test::broken_request;
@@ -287,4 +287,4 @@ TEST(CompilePool, ZeroJobsMeansOnePerCore) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -11,10 +11,10 @@
 
 #include "tuner/compile/instantiate.h"
 
-namespace tuner::compile_test {
+namespace kernlathe::compile_test {
 
 inline std::filesystem::path data_directory() {
-  return std::filesystem::path(TUNER_SOURCE_DIR) / "tests" / "data" / "compile";
+  return std::filesystem::path(KERNLATHE_SOURCE_DIR) / "tests" / "data" / "compile";
 }
 
 inline std::string read_file(const std::filesystem::path& path) {
@@ -67,4 +67,4 @@ inline CompileRequest broken_request() {
   return request;
 }
 
-}  // namespace tuner::compile_test
+}  // namespace kernlathe::compile_test

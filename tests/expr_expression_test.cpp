@@ -13,13 +13,13 @@
 
 namespace {
 
-using tuner::InputError;
-using tuner::SourceLocation;
-using tuner::expr::closest_match;
-using tuner::expr::EvaluationError;
-using tuner::expr::Expression;
-using tuner::expr::Scope;
-using tuner::expr::Value;
+using kernlathe::InputError;
+using kernlathe::SourceLocation;
+using kernlathe::expr::closest_match;
+using kernlathe::expr::EvaluationError;
+using kernlathe::expr::Expression;
+using kernlathe::expr::Scope;
+using kernlathe::expr::Value;
 using Environment = std::map<std::string, Value>;
 
 Value I(std::int64_t value) { return Value{value}; }
@@ -35,7 +35,7 @@ Value evaluate(const std::string& text, const Environment& environment = {}) {
 std::string evaluation_error(const std::string& text, const Environment& environment = {}) {
   try {
     Value value = evaluate(text, environment);
-    ADD_FAILURE() << text << " evaluated to " << tuner::expr::to_string(value) << " instead of throwing";
+    ADD_FAILURE() << text << " evaluated to " << kernlathe::expr::to_string(value) << " instead of throwing";
   } catch (const EvaluationError& error) {
     return error.what();
   }
@@ -63,8 +63,8 @@ void expect_cases(const std::vector<Case>& cases, const Environment& environment
   for (const auto& [text, expected] : cases) {
     Value actual = evaluate(text, environment);
     // Value's == compares the alternative too, so 4 and 4.0 differ here as type(4) and type(4.0) do in Python.
-    EXPECT_EQ(actual, expected) << text << " gave " << tuner::expr::type_name(actual) << " "
-                                << tuner::expr::to_string(actual);
+    EXPECT_EQ(actual, expected) << text << " gave " << kernlathe::expr::type_name(actual) << " "
+                                << kernlathe::expr::to_string(actual);
   }
 }
 
@@ -419,7 +419,7 @@ TEST(ExpressionBind, SlotsFollowTheScope) {
   EXPECT_TRUE(expression.evaluate_bool(values));
   // Binding one copy leaves the other unbound.
   EXPECT_FALSE(copy.bound());
-  EXPECT_THROW(copy.evaluate(values), tuner::TunerError);
+  EXPECT_THROW(copy.evaluate(values), kernlathe::TunerError);
 }
 
 TEST(ExpressionBind, EvaluateIntegerAcceptsWholeFloatsOnly) {
@@ -526,14 +526,14 @@ TEST(ExpressionText, RoundTripEvaluatesTheSameOnManyInputs) {
           std::string first;
           std::string second;
           try {
-            first = tuner::expr::type_name(original.evaluate(environment)) + " " +
-                    tuner::expr::to_string(original.evaluate(environment));
+            first = kernlathe::expr::type_name(original.evaluate(environment)) + " " +
+                    kernlathe::expr::to_string(original.evaluate(environment));
           } catch (const EvaluationError&) {
             first = "error";
           }
           try {
-            second = tuner::expr::type_name(reparsed.evaluate(environment)) + " " +
-                     tuner::expr::to_string(reparsed.evaluate(environment));
+            second = kernlathe::expr::type_name(reparsed.evaluate(environment)) + " " +
+                     kernlathe::expr::to_string(reparsed.evaluate(environment));
           } catch (const EvaluationError&) {
             second = "error";
           }
@@ -547,22 +547,22 @@ TEST(ExpressionText, RoundTripEvaluatesTheSameOnManyInputs) {
 }
 
 TEST(ExpressionValues, ToStringTypeNameTruthyEquality) {
-  EXPECT_EQ(tuner::expr::to_string(I(3)), "3");
-  EXPECT_EQ(tuner::expr::to_string(F(2.5)), "2.5");
-  EXPECT_EQ(tuner::expr::to_string(F(2.0)), "2.0");
-  EXPECT_EQ(tuner::expr::to_string(B(true)), "true");
-  EXPECT_EQ(tuner::expr::to_string(S("row")), "row");
-  EXPECT_EQ(tuner::expr::type_name(I(3)), "integer");
-  EXPECT_EQ(tuner::expr::type_name(F(3)), "float");
-  EXPECT_EQ(tuner::expr::type_name(B(false)), "boolean");
-  EXPECT_EQ(tuner::expr::type_name(S("")), "string");
-  EXPECT_FALSE(tuner::expr::truthy(I(0)));
-  EXPECT_TRUE(tuner::expr::truthy(F(0.1)));
-  EXPECT_FALSE(tuner::expr::truthy(S("")));
-  EXPECT_TRUE(tuner::expr::operator_equal(I(1), F(1.0)));
-  EXPECT_TRUE(tuner::expr::operator_equal(I(1), B(true)));
-  EXPECT_FALSE(tuner::expr::operator_equal(I(1), S("1")));
-  EXPECT_TRUE(tuner::expr::operator_equal(S("a"), S("a")));
+  EXPECT_EQ(kernlathe::expr::to_string(I(3)), "3");
+  EXPECT_EQ(kernlathe::expr::to_string(F(2.5)), "2.5");
+  EXPECT_EQ(kernlathe::expr::to_string(F(2.0)), "2.0");
+  EXPECT_EQ(kernlathe::expr::to_string(B(true)), "true");
+  EXPECT_EQ(kernlathe::expr::to_string(S("row")), "row");
+  EXPECT_EQ(kernlathe::expr::type_name(I(3)), "integer");
+  EXPECT_EQ(kernlathe::expr::type_name(F(3)), "float");
+  EXPECT_EQ(kernlathe::expr::type_name(B(false)), "boolean");
+  EXPECT_EQ(kernlathe::expr::type_name(S("")), "string");
+  EXPECT_FALSE(kernlathe::expr::truthy(I(0)));
+  EXPECT_TRUE(kernlathe::expr::truthy(F(0.1)));
+  EXPECT_FALSE(kernlathe::expr::truthy(S("")));
+  EXPECT_TRUE(kernlathe::expr::operator_equal(I(1), F(1.0)));
+  EXPECT_TRUE(kernlathe::expr::operator_equal(I(1), B(true)));
+  EXPECT_FALSE(kernlathe::expr::operator_equal(I(1), S("1")));
+  EXPECT_TRUE(kernlathe::expr::operator_equal(S("a"), S("a")));
 }
 
 TEST(ExpressionValues, ConstantEvaluatesWithoutBind) {
@@ -570,7 +570,7 @@ TEST(ExpressionValues, ConstantEvaluatesWithoutBind) {
   EXPECT_EQ(Expression::constant(S("row")).evaluate(std::span<const Value>{}), S("row"));
   EXPECT_TRUE(Expression::constant(I(7)).bound());
   EXPECT_TRUE(Expression().empty());
-  EXPECT_THROW(Expression().evaluate(std::span<const Value>{}), tuner::TunerError);
+  EXPECT_THROW(Expression().evaluate(std::span<const Value>{}), kernlathe::TunerError);
 }
 
 // ------------------------------------------------------------------ T1 files of the shared data sets
@@ -582,7 +582,7 @@ struct T1Space {
 };
 
 T1Space load_t1(const std::string& name) {
-  std::ifstream file(std::string(TUNER_SHARED_DIR) + "/datasets/t4/" + name);
+  std::ifstream file(std::string(KERNLATHE_SHARED_DIR) + "/datasets/t4/" + name);
   EXPECT_TRUE(file.good()) << name;
   T1Space space;
   space.document = nlohmann::json::parse(file);

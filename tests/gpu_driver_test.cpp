@@ -7,7 +7,7 @@
 #include "tuner/gpu/device.h"
 #include "tuner/gpu/nvml.h"
 
-namespace tuner::gpu {
+namespace kernlathe::gpu {
 namespace {
 
 bool driver_library_present() {
@@ -48,7 +48,7 @@ CUresult failing_call(int) { return CUDA_ERROR_INVALID_VALUE; }
 
 TEST(CudaDriver, CheckReportsLocationCallAndError) {
   try {
-    TUNER_CUDA_CHECK(failing_call(7));
+    KERNLATHE_CUDA_CHECK(failing_call(7));
     FAIL() << "no exception";
   } catch (const CudaError& error) {
     std::string message = error.what();
@@ -59,8 +59,8 @@ TEST(CudaDriver, CheckReportsLocationCallAndError) {
     std::string expected_name = driver_library_present() ? "CUDA_ERROR_INVALID_VALUE" : "CUresult 1";
     EXPECT_NE(message.find(expected_name), std::string::npos) << message;
   }
-  EXPECT_NO_THROW(TUNER_CUDA_CHECK(CUDA_SUCCESS));
-  EXPECT_NO_THROW(TUNER_CUDA_CHECK_NOTHROW(failing_call(8)));
+  EXPECT_NO_THROW(KERNLATHE_CUDA_CHECK(CUDA_SUCCESS));
+  EXPECT_NO_THROW(KERNLATHE_CUDA_CHECK_NOTHROW(failing_call(8)));
 }
 
 TEST(CudaDriver, StickyErrorsAreTheContextPoisoningOnes) {
@@ -91,4 +91,4 @@ TEST(Device, CudaVersionString) {
 }
 
 }  // namespace
-}  // namespace tuner::gpu
+}  // namespace kernlathe::gpu

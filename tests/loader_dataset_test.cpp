@@ -11,8 +11,8 @@
 #include "tuner/loader/dataset.h"
 
 namespace fs = std::filesystem;
-using namespace tuner;
-using namespace tuner::loader;
+using namespace kernlathe;
+using namespace kernlathe::loader;
 
 namespace {
 
@@ -213,12 +213,12 @@ TEST_F(DatasetTest, GlobSortsByNameAndMatchesOnlyThePattern) {
 }
 
 TEST_F(DatasetTest, EnvironmentExpansion) {
-  ::setenv("TUNER_LOADER_TEST_DIR", "/scratch/data", 1);
-  ::unsetenv("TUNER_LOADER_TEST_UNSET");
-  EXPECT_EQ(expand_environment("${TUNER_LOADER_TEST_DIR}/small/*.npy"), "/scratch/data/small/*.npy");
-  EXPECT_EQ(expand_environment("${TUNER_LOADER_TEST_UNSET:-/tmp/x}/a"), "/tmp/x/a");
+  ::setenv("KERNLATHE_LOADER_TEST_DIR", "/scratch/data", 1);
+  ::unsetenv("KERNLATHE_LOADER_TEST_UNSET");
+  EXPECT_EQ(expand_environment("${KERNLATHE_LOADER_TEST_DIR}/small/*.npy"), "/scratch/data/small/*.npy");
+  EXPECT_EQ(expand_environment("${KERNLATHE_LOADER_TEST_UNSET:-/tmp/x}/a"), "/tmp/x/a");
   EXPECT_EQ(expand_environment("plain/path"), "plain/path");
-  EXPECT_THROW(expand_environment("${TUNER_LOADER_TEST_UNSET}/a"), InputError);
+  EXPECT_THROW(expand_environment("${KERNLATHE_LOADER_TEST_UNSET}/a"), InputError);
 }
 
 TEST_F(DatasetTest, GeneratedItemsDependOnlyOnSeedAndIndex) {

@@ -12,8 +12,8 @@
 
 #include "tuner/loader/pipeline.h"
 
-using namespace tuner;
-using namespace tuner::loader;
+using namespace kernlathe;
+using namespace kernlathe::loader;
 
 namespace {
 

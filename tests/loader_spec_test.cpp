@@ -7,11 +7,11 @@
 
 #include "tuner/spec/spec_loader.h"
 
-using namespace tuner;
+using namespace kernlathe;
 
 namespace {
 
-const std::string spec_file = std::string(TUNER_SOURCE_DIR) + "/kernels/stream_test.yaml";
+const std::string spec_file = std::string(KERNLATHE_SOURCE_DIR) + "/kernels/stream_test.yaml";
 
 // A streamed spec whose stream and loader sections are replaced by the test. Line numbers: the stream section
 // starts on line 14.
@@ -57,7 +57,7 @@ TEST(StreamSpec, ParsesStreamAndLoaderExpressions) {
   EXPECT_EQ(spec.stream.source, StreamWorkload::SourceKind::files);
   EXPECT_EQ(spec.stream.pattern, "${DATA:-/tmp/x}/items_*.npy");
   EXPECT_EQ(spec.stream.format, StreamWorkload::FileFormat::npy);
-  EXPECT_EQ(spec.stream.base_directory, std::filesystem::path(TUNER_SOURCE_DIR) / "kernels");
+  EXPECT_EQ(spec.stream.base_directory, std::filesystem::path(KERNLATHE_SOURCE_DIR) / "kernels");
   EXPECT_EQ(spec.stream.items.text(), "IMAGES");
   ASSERT_EQ(spec.stream.item_shape.size(), 1u);
   EXPECT_EQ(spec.stream.item_shape[0].text(), "N");
@@ -87,7 +87,7 @@ TEST(StreamSpec, GeneratedSourceAndRawFormat) {
 
 TEST(StreamSpec, ShippedExamplesLoad) {
   for (const char* name : {"conv3x3_stream_small", "conv3x3_stream_large", "stream_heavy"}) {
-    KernelSpec spec = load_kernel_spec(std::string(TUNER_SOURCE_DIR) + "/kernels/" + name + ".yaml");
+    KernelSpec spec = load_kernel_spec(std::string(KERNLATHE_SOURCE_DIR) + "/kernels/" + name + ".yaml");
     EXPECT_TRUE(spec.stream.enabled) << name;
     EXPECT_EQ(spec.loader.pinned.text(), "PINNED") << name;
     EXPECT_EQ(spec.loader.batch.text(), "BATCH") << name;

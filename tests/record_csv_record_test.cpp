@@ -9,7 +9,7 @@
 #include "tuner/record/hash.h"
 #include "tuner/record/run_metadata.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 Parameter integer_parameter(const std::string& name, std::vector<std::int64_t> values) {
@@ -374,4 +374,4 @@ TEST(ContentHash, IsFnv1aWithLengthPrefixedParts) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 TEST(HalfConversion, ExactValuesAndLimits) {
@@ -123,4 +123,4 @@ TEST(InitialContents, SequenceConstantAndSeededRandom) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 bool driver_library_present() {
@@ -90,4 +90,4 @@ TEST(GpuEvaluator, DeadlineCoversTimeoutWarmupAndSamplingCap) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

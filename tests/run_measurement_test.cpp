@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 TEST(Summarise, OddCountGivesMiddleSampleAndInterquartileSpread) {
@@ -80,4 +80,4 @@ TEST(LaunchesPerSample, BatchesShortKernelsOnly) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

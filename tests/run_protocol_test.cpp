@@ -6,7 +6,7 @@
 
 #include <thread>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 KernelLaunch sample_launch() {
@@ -238,4 +238,4 @@ TEST(Framing, WritingToAClosedPeerThrowsInsteadOfSigpipe) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

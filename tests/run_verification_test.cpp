@@ -24,7 +24,7 @@
 #include "tuner/run/element_values.h"
 #include "tuner/spec/spec_loader.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 namespace fs = std::filesystem;
@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 using RunOffsetCopy = void (*)(int, unsigned, unsigned, long long, const float*, float*);
 using RunCompare = void (*)(unsigned, const float*, const float*, long long, double, double, unsigned long long*);
 
-const fs::path data_directory = fs::path(TUNER_SOURCE_DIR) / "tests/data/verify";
+const fs::path data_directory = fs::path(KERNLATHE_SOURCE_DIR) / "tests/data/verify";
 
 // The host build of the template and the compare kernels, compiled once for all tests.
 class HostKernels {
@@ -183,7 +183,7 @@ class GemmVerification : public ::testing::Test {
   void SetUp() override { ASSERT_EQ(host_kernels().error(), ""); }
 
   static Tolerance tolerance_of(const char* spec_name) {
-    KernelSpec spec = load_kernel_spec(fs::path(TUNER_SOURCE_DIR) / "kernels" / spec_name);
+    KernelSpec spec = load_kernel_spec(fs::path(KERNLATHE_SOURCE_DIR) / "kernels" / spec_name);
     return spec.verification.tolerance_for(Dtype::f32);
   }
 
@@ -272,4 +272,4 @@ TEST_F(GemmVerification, Tf32ToleranceAcceptsTruncatedInputsAtTheLargestK) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

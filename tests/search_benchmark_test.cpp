@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 constexpr double infinity = std::numeric_limits<double>::infinity();
@@ -102,4 +102,4 @@ TEST(Benchmark, MedianAndQuantilesKeepUnreachedSeedsAsInfinity) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -12,7 +12,7 @@
 #include "tuner/search/replay.h"
 #include "tuner/search/strategy.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 const std::vector<std::string> learning_strategies = {"local", "annealing", "genetic", "differential-evolution",
@@ -156,4 +156,4 @@ TEST(GuidedStrategies, ResultsOfConfigurationsProposedElsewhereAreNotProposedAga
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -16,7 +16,7 @@ struct CommandResult {
 
 CommandResult run_tune(const std::string& arguments) {
   const std::string command =
-      std::string("cd '") + TUNER_SOURCE_DIR + "' && '" + TUNE_BINARY + "' " + arguments + " 2>/dev/null";
+      std::string("cd '") + KERNLATHE_SOURCE_DIR + "' && '" + TUNE_BINARY + "' " + arguments + " 2>/dev/null";
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
   std::array<char, 4096> buffer{};

@@ -7,10 +7,10 @@
 #include "tuner/record/csv_record.h"
 #include "tuner/record/run_metadata.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
-const std::filesystem::path recorded_csv = std::filesystem::path(TUNER_SOURCE_DIR) / "tests/data/record/saxpy_small.csv";
+const std::filesystem::path recorded_csv = std::filesystem::path(KERNLATHE_SOURCE_DIR) / "tests/data/record/saxpy_small.csv";
 
 Parameter integer_parameter(const std::string& name, std::vector<std::int64_t> values) {
   Parameter parameter;
@@ -169,4 +169,4 @@ TEST(ReplaySearch, ConfigurationsMissingFromTheDataAreToldInvalid) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 Evaluation ok(double median_ms) {
@@ -131,4 +131,4 @@ TEST(ParseDuration, RejectsEverythingElse) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -10,7 +10,7 @@
 #include "tuner/record/csv_record.h"
 #include "tuner/search/permutation.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 Parameter integer_parameter(const std::string& name, std::vector<std::int64_t> values) {
@@ -171,4 +171,4 @@ TEST(Strategy, RandomOverTenMillionValidConfigurationsIsFastAndDistinct) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

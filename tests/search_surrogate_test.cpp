@@ -13,7 +13,7 @@
 #include "tuner/search/regression_forest.h"
 #include "tuner/search/strategy.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 ForestOptions exact_options() {
@@ -235,4 +235,4 @@ TEST(SurrogateStrategy, HonoursTheBatchSizeAskedFor) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -8,10 +8,10 @@
 
 #include "tuner/search/replay.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
-const std::filesystem::path data_directory = std::filesystem::path(TUNER_SOURCE_DIR) / "tests/data/search";
+const std::filesystem::path data_directory = std::filesystem::path(KERNLATHE_SOURCE_DIR) / "tests/data/search";
 
 Configuration convolution(std::int64_t bx, std::int64_t by, std::int64_t tx, std::int64_t ty, std::int64_t read_only,
                           std::int64_t padding, std::int64_t shmem) {
@@ -79,4 +79,4 @@ TEST(T4Dataset, BadFilesAreInputErrorsNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

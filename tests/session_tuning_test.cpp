@@ -20,7 +20,7 @@
 
 extern char** environ;
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 namespace fs = std::filesystem;
@@ -36,7 +36,7 @@ fs::path fresh_directory(const std::string& name) {
 fs::path write_spec(const fs::path& dir, int a_values, int b_values, int c_values) {
   const fs::path spec = dir / "synthetic.yaml";
   std::ofstream(spec) << "name: synthetic\n"
-                      << "template: " << TUNER_SOURCE_DIR << "/templates/saxpy.cu\n"
+                      << "template: " << KERNLATHE_SOURCE_DIR << "/templates/saxpy.cu\n"
                       << "entry: saxpy\n"
                       << "space:\n"
                       << "  parameters:\n"
@@ -219,4 +219,4 @@ TEST(TuningSession, SigkillThenResumeLosesNothingRecordedAndRepeatsNothing) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -8,7 +8,7 @@
 
 #include "tuner/space/space.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using ::testing::HasSubstr;
@@ -544,4 +544,4 @@ TEST(SpaceEnumerator, MovedEnumeratorKeepsWorking) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -9,7 +9,7 @@
 #include "tuner/spec/spec_loader.h"
 #include "spec_test_support.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 namespace fs = std::filesystem;
@@ -165,4 +165,4 @@ TEST_F(BaselineSpecTest, ReferenceWordOtherThanBaselineIsRejected) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -9,7 +9,7 @@
 #include <functional>
 #include <sstream>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 namespace fs = std::filesystem;
@@ -75,7 +75,7 @@ class SaxpyTest : public SpecLoaderTest {
  protected:
   void SetUp() override {
     SpecLoaderTest::SetUp();
-    const fs::path source = TUNER_SOURCE_DIR;
+    const fs::path source = KERNLATHE_SOURCE_DIR;
     write_file(directory_ / "kernels/saxpy.yaml", read_file(source / "kernels/saxpy.yaml"));
     write_file(directory_ / "spaces/saxpy.yaml", read_file(source / "spaces/saxpy.yaml"));
     write_file(directory_ / "templates/saxpy.cu", "// stand-in\n");
@@ -205,7 +205,7 @@ TEST_F(SaxpyTest, StandaloneSpaceLoads) {
 }
 
 TEST(ShippedSpecs, EveryKernelSpecInTheRepositoryLoads) {
-  const fs::path kernels = fs::path(TUNER_SOURCE_DIR) / "kernels";
+  const fs::path kernels = fs::path(KERNLATHE_SOURCE_DIR) / "kernels";
   int loaded = 0;
   for (const auto& entry : fs::directory_iterator(kernels)) {
     if (entry.path().extension() != ".yaml") continue;
@@ -642,4 +642,4 @@ TEST_F(SpecLoaderTest, FindSpecLooksUnderKernels) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 Value property(const DeviceProperties& device, const std::string& name) {
@@ -105,4 +105,4 @@ TEST(Verification, DefaultTolerancesFollowPrecision) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -9,7 +9,7 @@
 
 #include "tuner/common/error.h"
 
-namespace tuner::spec_test {
+namespace kernlathe::spec_test {
 
 // The message of the InputError that `action` throws; fails the test when it throws nothing or something else.
 inline std::string input_error_of(const std::function<void()>& action) {
@@ -25,4 +25,4 @@ inline std::string input_error_of(const std::function<void()>& action) {
   return "";
 }
 
-}  // namespace tuner::spec_test
+}  // namespace kernlathe::spec_test

@@ -35,7 +35,7 @@ CommandResult run_command(const std::string& command) {
 
 TEST(BaselineOnDevice, CublasIsTheReferenceAndIsTimedInTheSameRun) {
   const std::filesystem::path tune = from_environment("TUNE_BINARY", TUNE_BINARY);
-  const std::filesystem::path source = from_environment("TUNER_SOURCE_DIR", TUNER_SOURCE_DIR);
+  const std::filesystem::path source = from_environment("KERNLATHE_SOURCE_DIR", KERNLATHE_SOURCE_DIR);
   const std::filesystem::path out = std::filesystem::temp_directory_path() / ("baseline-test-" + std::to_string(getpid()));
   const std::string command = tune.string() + " run " + (source / "tests/data/baseline/naive_gemm.yaml").string() +
                               " --strategy exhaustive --json --out " + out.string() +

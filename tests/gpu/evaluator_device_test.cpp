@@ -1,7 +1,7 @@
 // The evaluation worker on a real GPU: every status a configuration can end with, and recovery after the ones that
 // kill the worker. Skips, saying why, where there is no driver or device.
 //
-// Paths: TUNER_SOURCE_DIR and TUNE_BINARY come from the build, and environment variables of the same names override
+// Paths: KERNLATHE_SOURCE_DIR and TUNE_BINARY come from the build, and environment variables of the same names override
 // them, so the binaries built on one machine run from another checkout (the GPU machine).
 
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include "tuner/gpu/device.h"
 #include "tuner/run/gpu_evaluator.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 constexpr std::int64_t element_count = 1 << 24;
@@ -54,7 +54,7 @@ class EvaluatorOnDevice : public ::testing::Test {
     }
     cache_directory_ = std::filesystem::temp_directory_path() / ("tuner-gpu-test-" + std::to_string(getpid()));
     std::filesystem::create_directories(cache_directory_);
-    source_ = read_text(from_environment("TUNER_SOURCE_DIR", TUNER_SOURCE_DIR) / "tests/data/run/evaluation_kernels.cu");
+    source_ = read_text(from_environment("KERNLATHE_SOURCE_DIR", KERNLATHE_SOURCE_DIR) / "tests/data/run/evaluation_kernels.cu");
   }
 
   static void TearDownTestSuite() {
@@ -287,7 +287,7 @@ TEST(ColdHalfPrecisionOnDevice, ToleranceAppliesAndMismatchShowsHalfValues) {
     GTEST_SKIP() << "no GPU: " << error.what();
   }
   std::filesystem::path cache = std::filesystem::temp_directory_path() / ("tuner-gpu-half-" + std::to_string(getpid()));
-  std::string source = read_text(from_environment("TUNER_SOURCE_DIR", TUNER_SOURCE_DIR) / "tests/data/run/evaluation_kernels.cu");
+  std::string source = read_text(from_environment("KERNLATHE_SOURCE_DIR", KERNLATHE_SOURCE_DIR) / "tests/data/run/evaluation_kernels.cu");
   constexpr std::int64_t count = 1 << 20;  // 2 MiB per buffer: fits in L2, so a cold sample must reach memory
   auto compiled = [&](const std::string& name) {
     CompileRequest request;
@@ -331,4 +331,4 @@ TEST(ColdHalfPrecisionOnDevice, ToleranceAppliesAndMismatchShowsHalfValues) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

@@ -12,13 +12,13 @@
 #include "tuner/spec/spec_loader.h"
 #include "gpu_test_support.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 namespace fs = std::filesystem;
 
 TEST(FaultsOnDevice, EveryPlantedFaultIsClassifiedAndNoRowIsLost) {
-  const fs::path source = from_environment("TUNER_SOURCE_DIR", TUNER_SOURCE_DIR);
+  const fs::path source = from_environment("KERNLATHE_SOURCE_DIR", KERNLATHE_SOURCE_DIR);
   const fs::path out = fs::temp_directory_path() / ("tune_faults_" + std::to_string(::getpid()));
   fs::remove_all(out);
   TuneOptions options;
@@ -57,4 +57,4 @@ TEST(FaultsOnDevice, EveryPlantedFaultIsClassifiedAndNoRowIsLost) {
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

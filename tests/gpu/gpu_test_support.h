@@ -4,13 +4,13 @@
 #include <cstdlib>
 #include <string>
 
-namespace tuner {
+namespace kernlathe {
 
 // The environment variable's value, or `fallback` when it is unset or empty: the device scripts point
-// TUNER_SOURCE_DIR and TUNE_BINARY at the carried tree, and the build's compile definitions are the fallback.
+// KERNLATHE_SOURCE_DIR and TUNE_BINARY at the carried tree, and the build's compile definitions are the fallback.
 inline std::string from_environment(const char* name, const char* fallback) {
   const char* value = std::getenv(name);
   return value && *value ? value : fallback;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -26,7 +26,7 @@
 #include "tuner/spec/spec_loader.h"
 #include "gpu_test_support.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 namespace fs = std::filesystem;
@@ -46,7 +46,7 @@ TuneOptions options_for(const fs::path& spec, const fs::path& out) {
 }
 
 TEST(LoaderOnDevice, StreamedFaultsAreClassifiedAndStagesRecorded) {
-  const fs::path source = from_environment("TUNER_SOURCE_DIR", TUNER_SOURCE_DIR);
+  const fs::path source = from_environment("KERNLATHE_SOURCE_DIR", KERNLATHE_SOURCE_DIR);
   const fs::path out = fs::temp_directory_path() / ("tune_stream_faults_" + std::to_string(::getpid()));
   fs::remove_all(out);
   TuneOptions options = options_for(source / "tests/data/loader/stream_faults.yaml", out);
@@ -87,7 +87,7 @@ TEST(LoaderOnDevice, StreamedFaultsAreClassifiedAndStagesRecorded) {
 
 // A dataset file shorter than its header says stops the run before any configuration, naming the file.
 TEST(LoaderOnDevice, ShortDatasetFileIsAnInputErrorNamingTheFile) {
-  const fs::path source = from_environment("TUNER_SOURCE_DIR", TUNER_SOURCE_DIR);
+  const fs::path source = from_environment("KERNLATHE_SOURCE_DIR", KERNLATHE_SOURCE_DIR);
   const fs::path out = fs::temp_directory_path() / ("tune_stream_short_" + std::to_string(::getpid()));
   fs::remove_all(out);
   fs::create_directories(out / "data");
@@ -171,7 +171,7 @@ double host_read_gbps(const loader::BatchSource& source, int threads, std::int64
   const gpu::CudaDriver& cuda = gpu::cuda_driver();
   const std::size_t bytes = static_cast<std::size_t>(batch_items) * source.item_bytes();
   std::vector<void*> buffers(static_cast<std::size_t>(threads));
-  for (void*& buffer : buffers) TUNER_CUDA_CHECK(cuda.cuMemHostAlloc(&buffer, bytes, 0));
+  for (void*& buffer : buffers) KERNLATHE_CUDA_CHECK(cuda.cuMemHostAlloc(&buffer, bytes, 0));
   const std::int64_t batches = source.item_count() / batch_items;
   std::atomic<std::int64_t> next{0};
   DiagnosticClock::time_point start = DiagnosticClock::now();
@@ -186,7 +186,7 @@ double host_read_gbps(const loader::BatchSource& source, int threads, std::int64
   }
   for (std::thread& thread : pool) thread.join();
   double seconds = seconds_since(start);
-  for (void* buffer : buffers) TUNER_CUDA_CHECK(cuda.cuMemFreeHost(buffer));
+  for (void* buffer : buffers) KERNLATHE_CUDA_CHECK(cuda.cuMemFreeHost(buffer));
   return static_cast<double>(batches) * static_cast<double>(bytes) / seconds / 1e9;
 }
 
@@ -196,7 +196,7 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
   std::vector<fs::path> files;
   try {
     files = loader::glob_files(loader::expand_environment(
-        from_environment("LOADER_DIAGNOSTIC_FILES", "${TUNER_STREAM_DATA:-/tmp/tuner-stream}/conv3x3_small/images_*.npy")));
+        from_environment("LOADER_DIAGNOSTIC_FILES", "${KERNLATHE_STREAM_DATA:-/tmp/kernlathe-stream}/conv3x3_small/images_*.npy")));
   } catch (const InputError& error) {
     GTEST_SKIP() << "no dataset (scripts/make_stream_data.sh small writes it): " << error.what();
   }
@@ -209,9 +209,9 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
   const gpu::CudaDriver& cuda = *driver;
   CUdevice device = 0;
   CUcontext context = nullptr;
-  TUNER_CUDA_CHECK(cuda.cuDeviceGet(&device, 0));
-  TUNER_CUDA_CHECK(cuda.cuDevicePrimaryCtxRetain(&context, device));
-  TUNER_CUDA_CHECK(cuda.cuCtxSetCurrent(context));
+  KERNLATHE_CUDA_CHECK(cuda.cuDeviceGet(&device, 0));
+  KERNLATHE_CUDA_CHECK(cuda.cuDevicePrimaryCtxRetain(&context, device));
+  KERNLATHE_CUDA_CHECK(cuda.cuCtxSetCurrent(context));
 
   loader::FileDatasetOptions dataset_options;
   dataset_options.files = files;
@@ -247,40 +247,40 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
     CUdeviceptr device_in = 0, device_out = 0;
     CUstream in_stream = nullptr, out_stream = nullptr;
     std::array<CUevent, 4> events{};
-    TUNER_CUDA_CHECK(cuda.cuMemHostAlloc(&host_in, bytes, 0));
-    TUNER_CUDA_CHECK(cuda.cuMemHostAlloc(&host_out, bytes, 0));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemHostAlloc(&host_in, bytes, 0));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemHostAlloc(&host_out, bytes, 0));
     std::memset(host_in, 1, bytes);
-    TUNER_CUDA_CHECK(cuda.cuMemAlloc(&device_in, bytes));
-    TUNER_CUDA_CHECK(cuda.cuMemAlloc(&device_out, bytes));
-    TUNER_CUDA_CHECK(cuda.cuStreamCreate(&in_stream, CU_STREAM_NON_BLOCKING));
-    TUNER_CUDA_CHECK(cuda.cuStreamCreate(&out_stream, CU_STREAM_NON_BLOCKING));
-    for (CUevent& event : events) TUNER_CUDA_CHECK(cuda.cuEventCreate(&event, CU_EVENT_DEFAULT));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemAlloc(&device_in, bytes));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemAlloc(&device_out, bytes));
+    KERNLATHE_CUDA_CHECK(cuda.cuStreamCreate(&in_stream, CU_STREAM_NON_BLOCKING));
+    KERNLATHE_CUDA_CHECK(cuda.cuStreamCreate(&out_stream, CU_STREAM_NON_BLOCKING));
+    for (CUevent& event : events) KERNLATHE_CUDA_CHECK(cuda.cuEventCreate(&event, CU_EVENT_DEFAULT));
     // Waits for copies in (events 0-1 on in_stream) and out (events 2-3 on out_stream); one sample of each time.
     auto collect_duplex = [&](std::vector<float>& in_ms, std::vector<float>& out_ms) {
-      TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
-      TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[3]));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(events[3]));
       float elapsed = 0;
-      TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
       in_ms.push_back(elapsed);
-      TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[2], events[3]));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[2], events[3]));
       out_ms.push_back(elapsed);
     };
     // One sample of each: `bytes` in while `bytes` go out (two streams), then the same copy in alone.
     auto time_duplex = [&](const void* from, void* to, std::vector<float>& in_ms, std::vector<float>& out_ms,
                            std::vector<float>& alone_ms) {
-      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
-      TUNER_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in, from, bytes, in_stream));
-      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
-      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[2], out_stream));
-      TUNER_CUDA_CHECK(cuda.cuMemcpyDtoHAsync(to, device_out, bytes, out_stream));
-      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[3], out_stream));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
+      KERNLATHE_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in, from, bytes, in_stream));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(events[2], out_stream));
+      KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoHAsync(to, device_out, bytes, out_stream));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(events[3], out_stream));
       collect_duplex(in_ms, out_ms);
       float elapsed = 0;
-      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
-      TUNER_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in, from, bytes, in_stream));
-      TUNER_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
-      TUNER_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
-      TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
+      KERNLATHE_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in, from, bytes, in_stream));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(events[1]));
+      KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, events[0], events[1]));
       alone_ms.push_back(elapsed);
     };
     for (int readers : {0, 4, 8, 16}) {
@@ -290,14 +290,14 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
       for (int thread = 0; thread < readers; ++thread) {
         pool.emplace_back([&, thread] {
           const std::size_t batch_bytes = 256 * source->item_bytes();
-          TUNER_CUDA_CHECK(cuda.cuCtxSetCurrent(context));  // cuMemHostAlloc needs a current context
+          KERNLATHE_CUDA_CHECK(cuda.cuCtxSetCurrent(context));  // cuMemHostAlloc needs a current context
           void* buffer = nullptr;
-          TUNER_CUDA_CHECK(cuda.cuMemHostAlloc(&buffer, batch_bytes, 0));
+          KERNLATHE_CUDA_CHECK(cuda.cuMemHostAlloc(&buffer, batch_bytes, 0));
           for (std::int64_t index = thread; running; index = (index + readers) % (items / 256)) {
             source->read({index, index * 256, 256}, std::span(static_cast<std::byte*>(buffer), batch_bytes));
             read_bytes += static_cast<std::int64_t>(batch_bytes);
           }
-          TUNER_CUDA_CHECK(cuda.cuMemFreeHost(buffer));
+          KERNLATHE_CUDA_CHECK(cuda.cuMemFreeHost(buffer));
         });
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -322,16 +322,16 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
                                std::size_t{128} << 20, std::size_t{256} << 20}) {
       std::vector<float> in_ms, out_ms;
       for (int repetition = 0; repetition < 5; ++repetition) {
-        TUNER_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
-        TUNER_CUDA_CHECK(cuda.cuEventRecord(events[2], out_stream));
+        KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(events[0], in_stream));
+        KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(events[2], out_stream));
         for (std::size_t offset = 0; offset < bytes; offset += piece) {
           std::byte* host_offset = static_cast<std::byte*>(host_in) + offset % region;
-          TUNER_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in + offset, host_offset, piece, in_stream));
+          KERNLATHE_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(device_in + offset, host_offset, piece, in_stream));
           host_offset = static_cast<std::byte*>(host_out) + offset % region;
-          TUNER_CUDA_CHECK(cuda.cuMemcpyDtoHAsync(host_offset, device_out + offset, piece, out_stream));
+          KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoHAsync(host_offset, device_out + offset, piece, out_stream));
         }
-        TUNER_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
-        TUNER_CUDA_CHECK(cuda.cuEventRecord(events[3], out_stream));
+        KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(events[1], in_stream));
+        KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(events[3], out_stream));
         collect_duplex(in_ms, out_ms);
       }
       std::sort(in_ms.begin(), in_ms.end());
@@ -360,27 +360,27 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
         std::memset(huge_in, 1, bytes);
         std::memset(huge_out, 0, bytes);
         long huge_mib = anon_huge_mib() - huge_before;
-        TUNER_CUDA_CHECK(register_host(huge_in, bytes, 0));
-        TUNER_CUDA_CHECK(register_host(huge_out, bytes, 0));
+        KERNLATHE_CUDA_CHECK(register_host(huge_in, bytes, 0));
+        KERNLATHE_CUDA_CHECK(register_host(huge_out, bytes, 0));
         std::vector<float> in_ms, out_ms, alone_ms;
         for (int repetition = 0; repetition < 5; ++repetition) time_duplex(huge_in, huge_out, in_ms, out_ms, alone_ms);
         for (std::vector<float>* samples : {&in_ms, &out_ms, &alone_ms}) std::sort(samples->begin(), samples->end());
         std::printf("contention huge_pages=1 anon_huge_mib=%ld duplex_in_gbps=%.2f duplex_out_gbps=%.2f in_alone_gbps=%.2f\n",
                     huge_mib, static_cast<double>(bytes) / (in_ms[2] * 1e6), static_cast<double>(bytes) / (out_ms[2] * 1e6),
                     static_cast<double>(bytes) / (alone_ms[2] * 1e6));
-        TUNER_CUDA_CHECK(unregister_host(huge_in));
-        TUNER_CUDA_CHECK(unregister_host(huge_out));
+        KERNLATHE_CUDA_CHECK(unregister_host(huge_in));
+        KERNLATHE_CUDA_CHECK(unregister_host(huge_out));
       }
       std::free(huge_in);
       std::free(huge_out);
     }
-    for (CUevent event : events) TUNER_CUDA_CHECK(cuda.cuEventDestroy(event));
-    TUNER_CUDA_CHECK(cuda.cuStreamDestroy(in_stream));
-    TUNER_CUDA_CHECK(cuda.cuStreamDestroy(out_stream));
-    TUNER_CUDA_CHECK(cuda.cuMemFree(device_in));
-    TUNER_CUDA_CHECK(cuda.cuMemFree(device_out));
-    TUNER_CUDA_CHECK(cuda.cuMemFreeHost(host_in));
-    TUNER_CUDA_CHECK(cuda.cuMemFreeHost(host_out));
+    for (CUevent event : events) KERNLATHE_CUDA_CHECK(cuda.cuEventDestroy(event));
+    KERNLATHE_CUDA_CHECK(cuda.cuStreamDestroy(in_stream));
+    KERNLATHE_CUDA_CHECK(cuda.cuStreamDestroy(out_stream));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemFree(device_in));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemFree(device_out));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemFreeHost(host_in));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemFreeHost(host_out));
   }
 
   // The reference: every input element plus one, as the kernel computes it.
@@ -390,8 +390,8 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
 
   CUmodule module = nullptr;
   CUfunction function = nullptr;
-  TUNER_CUDA_CHECK(cuda.cuModuleLoadData(&module, add_one_ptx));
-  TUNER_CUDA_CHECK(cuda.cuModuleGetFunction(&function, module, "add_one"));
+  KERNLATHE_CUDA_CHECK(cuda.cuModuleLoadData(&module, add_one_ptx));
+  KERNLATHE_CUDA_CHECK(cuda.cuModuleGetFunction(&function, module, "add_one"));
   {
     loader::CudaPipelineDevice pipeline_device(context);
     const std::size_t item_bytes = source->item_bytes();
@@ -492,11 +492,11 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
              if (data == nullptr) throw TunerError("cannot allocate huge-page staging");
              ::madvise(data, rounded, MADV_HUGEPAGE);
              std::memset(data, 0, rounded);
-             TUNER_CUDA_CHECK(register_host(data, rounded, 0));
+             KERNLATHE_CUDA_CHECK(register_host(data, rounded, 0));
              return data;
            },
            [&](std::byte* data) {
-             TUNER_CUDA_CHECK_NOTHROW(unregister_host(data));
+             KERNLATHE_CUDA_CHECK_NOTHROW(unregister_host(data));
              std::free(data);
            }});
       std::vector<Setting> compared = {{12, 4, 2, 1024, piece}, {12, 6, 2, 512, piece}, {10, 4, 2, 512, piece},
@@ -522,8 +522,8 @@ TEST(LoaderOnDevice, DISABLED_TransferBoundBreakdownSweep) {
       }
     }
   }
-  TUNER_CUDA_CHECK(cuda.cuModuleUnload(module));
+  KERNLATHE_CUDA_CHECK(cuda.cuModuleUnload(module));
 }
 
 }  // namespace
-}  // namespace tuner
+}  // namespace kernlathe

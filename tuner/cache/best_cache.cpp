@@ -16,7 +16,7 @@
 
 #include "tuner/common/error.h"
 
-namespace tuner {
+namespace kernlathe {
 
 namespace {
 
@@ -192,4 +192,4 @@ std::optional<BestEntry> BestCache::lookup(const std::string& kernel, const std:
   return std::nullopt;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace tuner {
+namespace kernlathe {
 
 struct BestEntry {
   std::string kernel;
@@ -51,4 +51,4 @@ class BestCache {
   std::filesystem::path directory_;
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -22,7 +22,7 @@
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -466,7 +466,7 @@ struct BestCommand {
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"tune: a GPU kernel autotuner. Exit codes: 0 ok, 1 failure, 2 bad input or usage, 3 no usable GPU."};
-  app.set_version_flag("--version", std::string(TUNER_VERSION));
+  app.set_version_flag("--version", std::string(KERNLATHE_VERSION));
   app.require_subcommand(1);
 
   SpaceCommand space_command;
@@ -542,4 +542,4 @@ int run_cli(int argc, char** argv) {
   return exit_bad_input;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

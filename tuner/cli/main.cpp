@@ -12,20 +12,20 @@
 #include "tuner/run/evaluation_worker.h"
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "__compile-worker") == 0) return tuner::compile_worker_main(0, 1);
-  if (argc >= 2 && std::strcmp(argv[1], "__evaluation-worker") == 0) return tuner::evaluation_worker_main(0, 1);
+  if (argc >= 2 && std::strcmp(argv[1], "__compile-worker") == 0) return kernlathe::compile_worker_main(0, 1);
+  if (argc >= 2 && std::strcmp(argv[1], "__evaluation-worker") == 0) return kernlathe::evaluation_worker_main(0, 1);
   // A closed pipe to a worker must show up as an error from write(), not kill the tuner.
   std::signal(SIGPIPE, SIG_IGN);
   try {
-    return tuner::run_cli(argc, argv);
-  } catch (const tuner::NoGpuError& error) {
+    return kernlathe::run_cli(argc, argv);
+  } catch (const kernlathe::NoGpuError& error) {
     std::fprintf(stderr, "tune: no usable GPU: %s\n", error.what());
-    return tuner::exit_no_gpu;
-  } catch (const tuner::InputError& error) {
+    return kernlathe::exit_no_gpu;
+  } catch (const kernlathe::InputError& error) {
     std::fprintf(stderr, "tune: %s\n", error.what());
-    return tuner::exit_bad_input;
+    return kernlathe::exit_bad_input;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "tune: error: %s\n", error.what());
-    return tuner::exit_failure;
+    return kernlathe::exit_failure;
   }
 }

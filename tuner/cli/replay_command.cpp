@@ -10,7 +10,7 @@
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -124,4 +124,4 @@ int ReplayCommand::run() const {
   return exit_ok;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

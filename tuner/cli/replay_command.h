@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-namespace tuner {
+namespace kernlathe {
 
 struct ReplayCommand {
   std::string t4;
@@ -24,4 +24,4 @@ struct ReplayCommand {
   int run() const;
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -1,6 +1,6 @@
 #include "tuner/common/error.h"
 
-namespace tuner {
+namespace kernlathe {
 
 std::string SourceLocation::to_string() const {
   std::string text = file;
@@ -19,4 +19,4 @@ static std::string located_message(const SourceLocation& where, const std::strin
 InputError::InputError(SourceLocation where, const std::string& what_is_wrong)
     : TunerError(located_message(where, what_is_wrong)), where_(std::move(where)) {}
 
-}  // namespace tuner
+}  // namespace kernlathe

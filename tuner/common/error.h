@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace tuner {
+namespace kernlathe {
 
 // Where in an input file a problem was found. line and column are 1-based; 0 means unknown.
 struct SourceLocation {
@@ -44,4 +44,4 @@ class NoGpuError : public TunerError {
 // Exit codes of `tune`, documented in the README.
 enum ExitCode : int { exit_ok = 0, exit_failure = 1, exit_bad_input = 2, exit_no_gpu = 3 };
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -26,7 +26,7 @@
 
 extern char** environ;
 
-namespace tuner {
+namespace kernlathe {
 
 namespace {
 
@@ -292,4 +292,4 @@ int CompilePool::jobs() const { return impl_->options.jobs; }
 
 const std::filesystem::path& CompilePool::cache_dir() const { return impl_->options.cache_dir; }
 
-}  // namespace tuner
+}  // namespace kernlathe

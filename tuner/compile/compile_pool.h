@@ -14,7 +14,7 @@
 #include "tuner/compile/instantiate.h"
 #include "tuner/compile/nvrtc_compiler.h"
 
-namespace tuner {
+namespace kernlathe {
 
 struct CompilePoolOptions {
   int jobs = 0;  // 0: one per core
@@ -45,4 +45,4 @@ class CompilePool {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -9,7 +9,7 @@
 #include "tuner/compile/message_pipe.h"
 #include "tuner/compile/nvrtc_compiler.h"
 
-namespace tuner {
+namespace kernlathe {
 
 int compile_worker_main(int in_fd, int out_fd) {
   // A parent that goes away must end this process through EPIPE, not a signal that reads like a crash.
@@ -37,4 +37,4 @@ int compile_worker_main(int in_fd, int out_fd) {
   return 0;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -13,7 +13,7 @@
 
 #include "tuner/common/error.h"
 
-namespace tuner {
+namespace kernlathe {
 
 namespace {
 
@@ -136,4 +136,4 @@ CachedCubin CubinCache::store(const std::string& key, std::string_view cubin, co
   return entry;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -19,7 +19,7 @@
 
 #include "tuner/compile/instantiate.h"
 
-namespace tuner {
+namespace kernlathe {
 
 std::string cache_key(const CompileRequest& request, std::string_view nvrtc_version);
 
@@ -44,4 +44,4 @@ class CubinCache {
   std::filesystem::path directory_;
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

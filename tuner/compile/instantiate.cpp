@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-namespace tuner {
+namespace kernlathe {
 
 namespace {
 
@@ -214,4 +214,4 @@ CompileRequest instantiate(const KernelSpec& spec, const SpaceEnumerator& space,
   return request;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -11,7 +11,7 @@
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
 
-namespace tuner {
+namespace kernlathe {
 
 struct CompileRequest {
   std::string source_name;      // "saxpy.cu": shown in compile errors and used in the #line directive
@@ -59,4 +59,4 @@ std::vector<std::pair<std::string, std::string>> collect_included_files(const st
 // The CUDA toolkit's include directory ($CUDA_HOME/include, else /usr/local/cuda/include), or "" when absent.
 std::string cuda_include_directory();
 
-}  // namespace tuner
+}  // namespace kernlathe

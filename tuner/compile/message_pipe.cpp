@@ -10,7 +10,7 @@
 
 #include "tuner/common/error.h"
 
-namespace tuner {
+namespace kernlathe {
 
 namespace {
 
@@ -130,4 +130,4 @@ std::string dump_json(const nlohmann::json& json) {
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

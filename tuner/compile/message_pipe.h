@@ -11,7 +11,7 @@
 #include "tuner/compile/instantiate.h"
 #include "tuner/compile/nvrtc_compiler.h"
 
-namespace tuner {
+namespace kernlathe {
 
 // Writes the whole message, retrying on EINTR and partial writes. Returns false when the reader is gone (EPIPE)
 // or the write fails otherwise.
@@ -36,4 +36,4 @@ CompileResult compile_result_from_json(const nlohmann::json& json);
 // JSON text that survives bytes that are not UTF-8 (they become U+FFFD) instead of throwing.
 std::string dump_json(const nlohmann::json& json);
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -11,12 +11,12 @@
 #include "tuner/common/error.h"
 #include "tuner/compile/cubin_cache.h"
 
-namespace tuner {
+namespace kernlathe {
 
 namespace {
 
 // Throws TunerError naming the call as written and where it was made.
-#define TUNER_NVRTC_CHECK(call)                                                                               \
+#define KERNLATHE_NVRTC_CHECK(call)                                                                               \
   do {                                                                                                        \
     nvrtcResult tuner_nvrtc_result = (call);                                                                  \
     if (tuner_nvrtc_result != NVRTC_SUCCESS) {                                                                \
@@ -32,9 +32,9 @@ using ProgramHandle = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, Progr
 
 std::string program_log(nvrtcProgram program) {
   std::size_t size = 0;
-  TUNER_NVRTC_CHECK(nvrtcGetProgramLogSize(program, &size));
+  KERNLATHE_NVRTC_CHECK(nvrtcGetProgramLogSize(program, &size));
   std::string log(size, '\0');
-  TUNER_NVRTC_CHECK(nvrtcGetProgramLog(program, log.data()));
+  KERNLATHE_NVRTC_CHECK(nvrtcGetProgramLog(program, log.data()));
   while (!log.empty() && log.back() == '\0') log.pop_back();
   return log;
 }
@@ -47,11 +47,11 @@ void compile_into(const CompileRequest& request, const CubinCache& cache, Compil
     header_contents.push_back(contents.c_str());
   }
   nvrtcProgram raw_program = nullptr;
-  TUNER_NVRTC_CHECK(nvrtcCreateProgram(&raw_program, request.source.c_str(), request.source_name.c_str(),
+  KERNLATHE_NVRTC_CHECK(nvrtcCreateProgram(&raw_program, request.source.c_str(), request.source_name.c_str(),
                                        static_cast<int>(header_names.size()), header_contents.data(),
                                        header_names.data()));
   ProgramHandle program(raw_program);
-  TUNER_NVRTC_CHECK(nvrtcAddNameExpression(raw_program, request.name_expression.c_str()));
+  KERNLATHE_NVRTC_CHECK(nvrtcAddNameExpression(raw_program, request.name_expression.c_str()));
 
   std::vector<const char*> options;
   for (const std::string& option : request.options) options.push_back(option.c_str());
@@ -65,16 +65,16 @@ void compile_into(const CompileRequest& request, const CubinCache& cache, Compil
   }
 
   const char* lowered_name = nullptr;
-  TUNER_NVRTC_CHECK(nvrtcGetLoweredName(raw_program, request.name_expression.c_str(), &lowered_name));
+  KERNLATHE_NVRTC_CHECK(nvrtcGetLoweredName(raw_program, request.name_expression.c_str(), &lowered_name));
   std::size_t cubin_size = 0;
-  TUNER_NVRTC_CHECK(nvrtcGetCUBINSize(raw_program, &cubin_size));
+  KERNLATHE_NVRTC_CHECK(nvrtcGetCUBINSize(raw_program, &cubin_size));
   if (cubin_size == 0) {
     result.error = fmt::format("NVRTC produced no cubin; is {} a real architecture (sm_XX, not compute_XX)?",
                                request.arch);
     return;
   }
   std::string cubin(cubin_size, '\0');
-  TUNER_NVRTC_CHECK(nvrtcGetCUBIN(raw_program, cubin.data()));
+  KERNLATHE_NVRTC_CHECK(nvrtcGetCUBIN(raw_program, cubin.data()));
 
   CachedCubin entry = cache.store(result.key, cubin, lowered_name);
   result.lowered_name = entry.lowered_name;
@@ -87,7 +87,7 @@ void compile_into(const CompileRequest& request, const CubinCache& cache, Compil
 std::string nvrtc_version() {
   int major = 0;
   int minor = 0;
-  TUNER_NVRTC_CHECK(nvrtcVersion(&major, &minor));
+  KERNLATHE_NVRTC_CHECK(nvrtcVersion(&major, &minor));
   return fmt::format("{}.{}", major, minor);
 }
 
@@ -131,4 +131,4 @@ CompileResult compile_cubin(const CompileRequest& request, const std::filesystem
   return result;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -9,7 +9,7 @@
 
 #include "tuner/compile/instantiate.h"
 
-namespace tuner {
+namespace kernlathe {
 
 struct CompileResult {
   bool ok = false;
@@ -34,4 +34,4 @@ std::string nvrtc_version();
 // non-empty line when none says "error".
 std::string first_error_lines(const std::string& log, int max_lines = 3);
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -7,7 +7,7 @@
 
 #include "tuner/expr/node.h"
 
-namespace tuner::expr {
+namespace kernlathe::expr {
 
 namespace {
 
@@ -237,4 +237,4 @@ void compile(Node& root) {
   }
 }
 
-}  // namespace tuner::expr
+}  // namespace kernlathe::expr

@@ -12,7 +12,7 @@
 
 #include "tuner/expr/node.h"
 
-namespace tuner::expr {
+namespace kernlathe::expr {
 
 namespace {
 
@@ -493,7 +493,7 @@ Scalar evaluate_program(const Node& root, const EvaluationContext& context) {
   const Value* slots = context.slots.data();
   // Right before left: when both are on the stack, the right one is on top. A macro rather than a lambda:
   // GCC did not inline the lambda, which cost 40% of the time of a typical constraint.
-#define TUNER_EXPR_FETCH(kind, index)                                                  \
+#define KERNLATHE_EXPR_FETCH(kind, index)                                                  \
   ((kind) == OperandKind::slot    ? load(slots[index])                                 \
    : (kind) == OperandKind::stack ? stack[top--]                                       \
                                   : constants[index])
@@ -503,15 +503,15 @@ Scalar evaluate_program(const Node& root, const EvaluationContext& context) {
     const Instruction& instruction = code[pc];
     switch (instruction.opcode) {
       case Opcode::push: {
-        Scalar value = TUNER_EXPR_FETCH(instruction.left_kind, instruction.left);
+        Scalar value = KERNLATHE_EXPR_FETCH(instruction.left_kind, instruction.left);
         stack[++top] = value;
         break;
       }
       case Opcode::add:
       case Opcode::subtract:
       case Opcode::multiply: {
-        Scalar right = TUNER_EXPR_FETCH(instruction.right_kind, instruction.right);
-        Scalar left = TUNER_EXPR_FETCH(instruction.left_kind, instruction.left);
+        Scalar right = KERNLATHE_EXPR_FETCH(instruction.right_kind, instruction.right);
+        Scalar left = KERNLATHE_EXPR_FETCH(instruction.left_kind, instruction.left);
         if (left.kind == Kind::integer && right.kind == Kind::integer) {
           std::int64_t result = 0;
           bool overflow = instruction.opcode == Opcode::add ? __builtin_add_overflow(left.integer, right.integer, &result)
@@ -530,15 +530,15 @@ Scalar evaluate_program(const Node& root, const EvaluationContext& context) {
       case Opcode::floor_divide:
       case Opcode::modulo:
       case Opcode::power: {
-        Scalar right = TUNER_EXPR_FETCH(instruction.right_kind, instruction.right);
-        Scalar left = TUNER_EXPR_FETCH(instruction.left_kind, instruction.left);
+        Scalar right = KERNLATHE_EXPR_FETCH(instruction.right_kind, instruction.right);
+        Scalar left = KERNLATHE_EXPR_FETCH(instruction.left_kind, instruction.left);
         stack[++top] = arithmetic(*instruction.node, left, right, context);
         break;
       }
       case Opcode::compare:
       case Opcode::compare_chain: {
-        Scalar right = TUNER_EXPR_FETCH(instruction.right_kind, instruction.right);
-        Scalar left = TUNER_EXPR_FETCH(instruction.left_kind, instruction.left);
+        Scalar right = KERNLATHE_EXPR_FETCH(instruction.right_kind, instruction.right);
+        Scalar left = KERNLATHE_EXPR_FETCH(instruction.left_kind, instruction.left);
         bool result = false;
         if (left.kind == Kind::integer && right.kind == Kind::integer) {
           std::int64_t a = left.integer;
@@ -567,7 +567,7 @@ Scalar evaluate_program(const Node& root, const EvaluationContext& context) {
       }
       case Opcode::negate:
       case Opcode::unary_plus: {
-        Scalar operand = TUNER_EXPR_FETCH(instruction.left_kind, instruction.left);
+        Scalar operand = KERNLATHE_EXPR_FETCH(instruction.left_kind, instruction.left);
         if (operand.kind == Kind::integer && instruction.opcode == Opcode::negate &&
             operand.integer != std::numeric_limits<std::int64_t>::min()) {
           stack[++top] = Scalar::of_integer(-operand.integer);
@@ -578,7 +578,7 @@ Scalar evaluate_program(const Node& root, const EvaluationContext& context) {
         break;
       }
       case Opcode::logical_not: {
-        Scalar operand = TUNER_EXPR_FETCH(instruction.left_kind, instruction.left);
+        Scalar operand = KERNLATHE_EXPR_FETCH(instruction.left_kind, instruction.left);
         stack[++top] = Scalar::of_boolean(!truthy_inline(operand));
         break;
       }
@@ -608,7 +608,7 @@ Scalar evaluate_program(const Node& root, const EvaluationContext& context) {
         pc = instruction.target - 1;
         break;
       case Opcode::member_of_constants: {
-        Scalar operand = TUNER_EXPR_FETCH(instruction.left_kind, instruction.left);
+        Scalar operand = KERNLATHE_EXPR_FETCH(instruction.left_kind, instruction.left);
         bool found = false;
         for (int i = 0; i < instruction.target && !found; ++i) found = scalars_equal(operand, constants[instruction.right + i]);
         stack[++top] = Scalar::of_boolean(found == (instruction.comparison == Comparison::in));
@@ -619,7 +619,7 @@ Scalar evaluate_program(const Node& root, const EvaluationContext& context) {
         break;
     }
   }
-#undef TUNER_EXPR_FETCH
+#undef KERNLATHE_EXPR_FETCH
   return stack[top];
 }
 
@@ -637,4 +637,4 @@ bool scalar_truthy(const Scalar& scalar) { return truthy_inline(scalar); }
 
 bool scalar_equal(const Scalar& a, const Scalar& b) { return scalars_equal(a, b); }
 
-}  // namespace tuner::expr
+}  // namespace kernlathe::expr

@@ -11,7 +11,7 @@
 
 #include "tuner/expr/node.h"
 
-namespace tuner::expr {
+namespace kernlathe::expr {
 
 // ---------------------------------------------------------------- values
 
@@ -368,4 +368,4 @@ std::string closest_match(std::string_view name, const std::vector<std::string>&
   return best == nullptr ? "" : *best;
 }
 
-}  // namespace tuner::expr
+}  // namespace kernlathe::expr

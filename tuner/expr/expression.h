@@ -25,7 +25,7 @@
 
 #include "tuner/common/error.h"
 
-namespace tuner::expr {
+namespace kernlathe::expr {
 
 // int64 for integers and booleans-as-numbers, double for reals, bool, string for enumeration values.
 using Value = std::variant<std::int64_t, double, bool, std::string>;
@@ -98,4 +98,4 @@ class Expression {
 // Closest candidate to `name` by edit distance, or "" when none is close enough to suggest.
 std::string closest_match(std::string_view name, const std::vector<std::string>& candidates);
 
-}  // namespace tuner::expr
+}  // namespace kernlathe::expr

@@ -9,7 +9,7 @@
 
 #include "tuner/expr/expression.h"
 
-namespace tuner::expr {
+namespace kernlathe::expr {
 
 // What evaluation passes around instead of Value: trivially copyable, so it travels in registers and
 // evaluation never allocates. A string points at a literal's text or at a slot's string, both of which
@@ -192,4 +192,4 @@ bool scalar_truthy(const Scalar& scalar);
 bool scalar_equal(const Scalar& a, const Scalar& b);  // Python ==
 std::string format_real(double value);              // shortest text that reads back as the same double
 
-}  // namespace tuner::expr
+}  // namespace kernlathe::expr

@@ -28,7 +28,7 @@
 
 #include "tuner/expr/node.h"
 
-namespace tuner::expr {
+namespace kernlathe::expr {
 
 namespace {
 
@@ -641,4 +641,4 @@ const char* comparison_symbol(Comparison comparison) {
 
 Node parse_tree(std::string_view text, const SourceLocation& where) { return Parser(text, where).parse(); }
 
-}  // namespace tuner::expr
+}  // namespace kernlathe::expr

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-namespace tuner::gpu {
+namespace kernlathe::gpu {
 
 // The handful of entry points the baseline needs. cublasGemmEx is also overloaded by an inline C++ wrapper in
 // cublas_api.h, so its pointer type is written out rather than taken with decltype.
@@ -144,4 +144,4 @@ std::string Cublas::version() const {
   return fmt::format("cuBLAS {}.{}.{}", major, minor, patch);
 }
 
-}  // namespace tuner::gpu
+}  // namespace kernlathe::gpu

@@ -10,7 +10,7 @@
 
 #include "tuner/spec/model.h"
 
-namespace tuner::gpu {
+namespace kernlathe::gpu {
 
 struct GemmProblem {
   std::string compute;  // "f32" (FFMA), "tf32" (fp32 storage, tf32 tensor cores), "f16", "bf16"
@@ -43,4 +43,4 @@ class Cublas {
   void* handle_ = nullptr;
 };
 
-}  // namespace tuner::gpu
+}  // namespace kernlathe::gpu

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <mutex>
 
-namespace tuner::gpu {
+namespace kernlathe::gpu {
 namespace {
 
 using GetProcAddressFunction = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
@@ -43,10 +43,10 @@ CudaDriver load_driver() {
                                    symbol, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10));
     }
   };
-#define TUNER_RESOLVE_DRIVER_POINTER(name) resolve(#name, reinterpret_cast<void**>(&driver.name));
-  TUNER_CUDA_DRIVER_FUNCTIONS(TUNER_RESOLVE_DRIVER_POINTER)
-#undef TUNER_RESOLVE_DRIVER_POINTER
-  TUNER_CUDA_CHECK(driver.cuDriverGetVersion(&driver.version));
+#define KERNLATHE_RESOLVE_DRIVER_POINTER(name) resolve(#name, reinterpret_cast<void**>(&driver.name));
+  KERNLATHE_CUDA_DRIVER_FUNCTIONS(KERNLATHE_RESOLVE_DRIVER_POINTER)
+#undef KERNLATHE_RESOLVE_DRIVER_POINTER
+  KERNLATHE_CUDA_CHECK(driver.cuDriverGetVersion(&driver.version));
   return driver;
 }
 
@@ -108,4 +108,4 @@ bool is_sticky_error(CUresult result) {
   }
 }
 
-}  // namespace tuner::gpu
+}  // namespace kernlathe::gpu

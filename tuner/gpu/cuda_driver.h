@@ -13,12 +13,12 @@
 
 #include "tuner/common/error.h"
 
-namespace tuner::gpu {
+namespace kernlathe::gpu {
 
 // Every driver entry point the tuner calls. Names are the header's names; where cuda.h maps a name to a
 // versioned symbol (cuMemAlloc -> cuMemAlloc_v2) the member is spelled through the same macro, so calls read as
 // plain driver calls: cuda.cuMemAlloc(&pointer, bytes).
-#define TUNER_CUDA_DRIVER_FUNCTIONS(X)                                                                  \
+#define KERNLATHE_CUDA_DRIVER_FUNCTIONS(X)                                                                  \
   X(cuGetErrorName) X(cuGetErrorString) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet)        \
   X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceGetPCIBusId) X(cuDeviceTotalMem)                 \
   X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxSynchronize)       \
@@ -31,9 +31,9 @@ namespace tuner::gpu {
   X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) /* tuner/loader */
 
 struct CudaDriver {
-#define TUNER_DECLARE_DRIVER_POINTER(name) decltype(&::name) name = nullptr;
-  TUNER_CUDA_DRIVER_FUNCTIONS(TUNER_DECLARE_DRIVER_POINTER)
-#undef TUNER_DECLARE_DRIVER_POINTER
+#define KERNLATHE_DECLARE_DRIVER_POINTER(name) decltype(&::name) name = nullptr;
+  KERNLATHE_CUDA_DRIVER_FUNCTIONS(KERNLATHE_DECLARE_DRIVER_POINTER)
+#undef KERNLATHE_DECLARE_DRIVER_POINTER
   int version = 0;  // cuDriverGetVersion: 13000 for CUDA 13.0
 };
 
@@ -63,7 +63,7 @@ void check_cuda_nothrow(CUresult result, const char* call, const char* file, int
 // Errors after which the context can no longer be used: the process must end and a fresh one take over.
 bool is_sticky_error(CUresult result);
 
-}  // namespace tuner::gpu
+}  // namespace kernlathe::gpu
 
-#define TUNER_CUDA_CHECK(call) ::tuner::gpu::check_cuda((call), #call, __FILE__, __LINE__)
-#define TUNER_CUDA_CHECK_NOTHROW(call) ::tuner::gpu::check_cuda_nothrow((call), #call, __FILE__, __LINE__)
+#define KERNLATHE_CUDA_CHECK(call) ::kernlathe::gpu::check_cuda((call), #call, __FILE__, __LINE__)
+#define KERNLATHE_CUDA_CHECK_NOTHROW(call) ::kernlathe::gpu::check_cuda_nothrow((call), #call, __FILE__, __LINE__)

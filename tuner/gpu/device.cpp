@@ -5,25 +5,25 @@
 #include "tuner/gpu/cuda_driver.h"
 #include "tuner/gpu/nvml.h"
 
-namespace tuner::gpu {
+namespace kernlathe::gpu {
 namespace {
 
 CUdevice device_handle(int index) {
   const CudaDriver& cuda = cuda_driver();
   int count = 0;
-  TUNER_CUDA_CHECK(cuda.cuDeviceGetCount(&count));
+  KERNLATHE_CUDA_CHECK(cuda.cuDeviceGetCount(&count));
   if (count == 0) throw NoGpuError("no CUDA device: the driver reports none");
   if (index < 0 || index >= count) {
     throw NoGpuError(fmt::format("no CUDA device {}: the driver reports {} (indices 0 to {})", index, count, count - 1));
   }
   CUdevice device = 0;
-  TUNER_CUDA_CHECK(cuda.cuDeviceGet(&device, index));
+  KERNLATHE_CUDA_CHECK(cuda.cuDeviceGet(&device, index));
   return device;
 }
 
 std::int64_t attribute(CUdevice device, CUdevice_attribute which) {
   int value = 0;
-  TUNER_CUDA_CHECK(cuda_driver().cuDeviceGetAttribute(&value, which, device));
+  KERNLATHE_CUDA_CHECK(cuda_driver().cuDeviceGetAttribute(&value, which, device));
   return value;
 }
 
@@ -31,7 +31,7 @@ std::int64_t attribute(CUdevice device, CUdevice_attribute which) {
 
 int device_count() {
   int count = 0;
-  TUNER_CUDA_CHECK(cuda_driver().cuDeviceGetCount(&count));
+  KERNLATHE_CUDA_CHECK(cuda_driver().cuDeviceGetCount(&count));
   return count;
 }
 
@@ -39,7 +39,7 @@ DeviceProperties query_device(int index) {
   CUdevice device = device_handle(index);
   DeviceProperties properties;
   char name[256] = {};
-  TUNER_CUDA_CHECK(cuda_driver().cuDeviceGetName(name, sizeof name, device));
+  KERNLATHE_CUDA_CHECK(cuda_driver().cuDeviceGetName(name, sizeof name, device));
   properties.name = name;
   properties.arch_major = static_cast<int>(attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR));
   properties.arch_minor = static_cast<int>(attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
@@ -63,12 +63,12 @@ DeviceInfo query_device_info(int index) {
   info.properties = query_device(index);
   CUdevice device = device_handle(index);
   char bus_id[64] = {};
-  TUNER_CUDA_CHECK(cuda_driver().cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device));
+  KERNLATHE_CUDA_CHECK(cuda_driver().cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device));
   info.pci_bus_id = bus_id;
   info.cuda_driver_version = cuda_version_string(cuda_driver().version);
   info.driver_version = nvml_driver_version();
   std::size_t total = 0;
-  TUNER_CUDA_CHECK(cuda_driver().cuDeviceTotalMem(&total, device));
+  KERNLATHE_CUDA_CHECK(cuda_driver().cuDeviceTotalMem(&total, device));
   info.total_memory_bytes = static_cast<std::int64_t>(total);
   return info;
 }
@@ -89,4 +89,4 @@ std::string cuda_version_string(int version) {
   return fmt::format("{}.{}", version / 1000, version % 1000 / 10);
 }
 
-}  // namespace tuner::gpu
+}  // namespace kernlathe::gpu

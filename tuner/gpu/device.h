@@ -7,7 +7,7 @@
 
 #include "tuner/spec/model.h"
 
-namespace tuner::gpu {
+namespace kernlathe::gpu {
 
 // Number of CUDA devices. Throws NoGpuError without a driver.
 int device_count();
@@ -36,4 +36,4 @@ LaunchLimits query_launch_limits(int index);
 // "13.0" for 13000.
 std::string cuda_version_string(int version);
 
-}  // namespace tuner::gpu
+}  // namespace kernlathe::gpu

@@ -3,7 +3,7 @@
 #include <dlfcn.h>
 
 
-namespace tuner::gpu {
+namespace kernlathe::gpu {
 namespace {
 
 // The few declarations of nvml.h that the tuner uses, with the types of the NVML ABI.
@@ -69,4 +69,4 @@ std::string nvml_driver_version() {
   return text;
 }
 
-}  // namespace tuner::gpu
+}  // namespace kernlathe::gpu

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace tuner::gpu {
+namespace kernlathe::gpu {
 
 struct ClockReading {
   int sm_clock_mhz = 0;              // current SM clock; 0 when NVML is absent
@@ -19,4 +19,4 @@ ClockReading read_clocks(const std::string& pci_bus_id);
 // The display driver version ("580.159"); empty when NVML is absent.
 std::string nvml_driver_version();
 
-}  // namespace tuner::gpu
+}  // namespace kernlathe::gpu

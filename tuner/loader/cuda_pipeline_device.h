@@ -14,7 +14,7 @@
 
 #include "tuner/loader/pipeline.h"
 
-namespace tuner::loader {
+namespace kernlathe::loader {
 
 // A prepared kernel, launched once per batch with the slot's device input and output in two of its parameters.
 struct BatchKernel {
@@ -98,4 +98,4 @@ class CudaPipelineDevice final : public DeviceOperations {
 // judged against, measured in the same run. Best of a few repetitions.
 double measure_pinned_copy_in_gbps(CUcontext context, std::size_t bytes);
 
-}  // namespace tuner::loader
+}  // namespace kernlathe::loader

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <regex>
 
-namespace tuner::loader {
+namespace kernlathe::loader {
 namespace fs = std::filesystem;
 
 namespace {
@@ -481,4 +481,4 @@ std::vector<std::byte> generated_item(Dtype dtype, std::int64_t item_elements, s
   return bytes;
 }
 
-}  // namespace tuner::loader
+}  // namespace kernlathe::loader

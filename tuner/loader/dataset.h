@@ -16,7 +16,7 @@
 
 #include "tuner/spec/model.h"
 
-namespace tuner::loader {
+namespace kernlathe::loader {
 
 // A contiguous run of items: batch `index` holds items [first_item, first_item + item_count).
 struct BatchRange {
@@ -94,4 +94,4 @@ std::unique_ptr<BatchSource> make_generated_dataset(Dtype dtype, std::int64_t it
 std::vector<std::byte> generated_item(Dtype dtype, std::int64_t item_elements, std::int64_t item_index,
                                       const Initialisation& init);
 
-}  // namespace tuner::loader
+}  // namespace kernlathe::loader

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-namespace tuner::loader {
+namespace kernlathe::loader {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -426,4 +426,4 @@ std::optional<std::string> compare_batch(Dtype dtype, const Tolerance& tolerance
   return std::nullopt;
 }
 
-}  // namespace tuner::loader
+}  // namespace kernlathe::loader

@@ -20,7 +20,7 @@
 
 #include "tuner/loader/dataset.h"
 
-namespace tuner::loader {
+namespace kernlathe::loader {
 
 // One configuration's loader settings, evaluated from the spec's loader expressions.
 struct LoaderConfiguration {
@@ -129,4 +129,4 @@ std::optional<std::string> compare_batch(Dtype dtype, const Tolerance& tolerance
                                          std::int64_t item_elements, std::span<const std::byte> got,
                                          std::span<const std::byte> expected);
 
-}  // namespace tuner::loader
+}  // namespace kernlathe::loader

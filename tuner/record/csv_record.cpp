@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-namespace tuner {
+namespace kernlathe {
 
 namespace {
 
@@ -437,4 +437,4 @@ ResumeState load_resume_state(const std::filesystem::path& csv, const Space& spa
   return state;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -17,7 +17,7 @@
 #include "tuner/record/evaluation.h"
 #include "tuner/record/run_metadata.h"
 
-namespace tuner {
+namespace kernlathe {
 
 // The header of a record file for space: "hash", the parameter names in declared order, then the measurement
 // columns (measurement_columns()).
@@ -87,4 +87,4 @@ class ResumeState {
 // Empty state when csv does not exist yet.
 ResumeState load_resume_state(const std::filesystem::path& csv, const Space& space, const std::string& hash);
 
-}  // namespace tuner
+}  // namespace kernlathe

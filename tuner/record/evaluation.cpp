@@ -3,7 +3,7 @@
 #include <array>
 #include <utility>
 
-namespace tuner {
+namespace kernlathe {
 
 namespace {
 
@@ -35,4 +35,4 @@ std::optional<Status> parse_status(std::string_view name) {
   return std::nullopt;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

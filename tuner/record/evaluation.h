@@ -9,7 +9,7 @@
 
 #include "tuner/space/space.h"
 
-namespace tuner {
+namespace kernlathe {
 
 enum class Status {
   ok,                  // compiled, ran, verified, timed
@@ -68,4 +68,4 @@ struct Evaluation {
   bool ok() const { return status == Status::ok; }
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

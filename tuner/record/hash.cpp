@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-namespace tuner {
+namespace kernlathe {
 
 std::uint64_t fnv1a_64(std::string_view bytes, std::uint64_t state) {
   constexpr std::uint64_t prime = 0x100000001b3ULL;
@@ -29,4 +29,4 @@ std::string content_hash(std::initializer_list<std::string_view> parts) {
   return fmt::format("{:016x}", state);
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

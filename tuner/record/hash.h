@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace tuner {
+namespace kernlathe {
 
 // 64-bit FNV-1a over the parts, as 16 lowercase hex digits. Each part's length is hashed before its bytes,
 // so ("ab", "c") and ("a", "bc") hash differently.
@@ -16,4 +16,4 @@ std::string content_hash(std::initializer_list<std::string_view> parts);
 // The raw 64-bit value behind content_hash, for callers that combine hashes.
 std::uint64_t fnv1a_64(std::string_view bytes, std::uint64_t state = 0xcbf29ce484222325ULL);
 
-}  // namespace tuner
+}  // namespace kernlathe

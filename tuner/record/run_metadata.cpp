@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
-namespace tuner {
+namespace kernlathe {
 
 namespace {
 
@@ -128,4 +128,4 @@ std::string iso8601_now() {
   return text;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -10,7 +10,7 @@
 
 #include "tuner/spec/model.h"
 
-namespace tuner {
+namespace kernlathe {
 
 struct RunMetadata {
   std::string kernel;
@@ -43,4 +43,4 @@ std::vector<RunMetadata> read_run_metadata(const std::filesystem::path& csv);
 // The current time as "2024-05-01T12:34:56Z".
 std::string iso8601_now();
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 // f16 and bf16 arrive as raw 16-bit patterns wrapped in distinct types, so overloads pick the conversion and the
@@ -61,20 +61,20 @@ __device__ void compare(const T* out, const T* reference, long long count, doubl
   }
 }
 
-#define TUNER_COMPARE_KERNEL(name, type)                                                                 \
+#define KERNLATHE_COMPARE_KERNEL(name, type)                                                                 \
   extern "C" __global__ void compare_##name(const type* out, const type* reference, long long count,    \
                                              double absolute, double relative, u64* results) {           \
     compare(out, reference, count, absolute, relative, results);                                         \
   }
-TUNER_COMPARE_KERNEL(f16, half_bits)
-TUNER_COMPARE_KERNEL(bf16, bfloat16_bits)
-TUNER_COMPARE_KERNEL(f32, float)
-TUNER_COMPARE_KERNEL(f64, double)
-TUNER_COMPARE_KERNEL(i8, signed char)
-TUNER_COMPARE_KERNEL(u8, unsigned char)
-TUNER_COMPARE_KERNEL(i32, int)
-TUNER_COMPARE_KERNEL(u32, unsigned int)
-TUNER_COMPARE_KERNEL(i64, long long)
+KERNLATHE_COMPARE_KERNEL(f16, half_bits)
+KERNLATHE_COMPARE_KERNEL(bf16, bfloat16_bits)
+KERNLATHE_COMPARE_KERNEL(f32, float)
+KERNLATHE_COMPARE_KERNEL(f64, double)
+KERNLATHE_COMPARE_KERNEL(i8, signed char)
+KERNLATHE_COMPARE_KERNEL(u8, unsigned char)
+KERNLATHE_COMPARE_KERNEL(i32, int)
+KERNLATHE_COMPARE_KERNEL(u32, unsigned int)
+KERNLATHE_COMPARE_KERNEL(i64, long long)
 )";
 
 void check_nvrtc(nvrtcResult result, const char* call) {
@@ -113,4 +113,4 @@ std::vector<char> compile_compare_kernels(int arch_major, int arch_minor) {
   return cubin;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

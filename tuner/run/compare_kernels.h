@@ -9,7 +9,7 @@
 
 #include "tuner/spec/model.h"
 
-namespace tuner {
+namespace kernlathe {
 
 // CUDA source of one extern "C" kernel per dtype, named compare_kernel_name(dtype), with parameters
 // (const T* out, const T* reference, long long count, double absolute, double relative, unsigned long long* results).
@@ -22,4 +22,4 @@ std::string compare_kernel_name(Dtype dtype);
 // The compare kernels compiled by NVRTC to a cubin for sm_<major><minor>. Throws TunerError with the log.
 std::vector<char> compile_compare_kernels(int arch_major, int arch_minor);
 
-}  // namespace tuner
+}  // namespace kernlathe

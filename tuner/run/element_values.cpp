@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-namespace tuner {
+namespace kernlathe {
 
 std::uint16_t float_to_half_bits(float value) {
   std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
@@ -132,4 +132,4 @@ std::vector<std::byte> initial_contents(Dtype dtype, std::int64_t count, const I
   return contents;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -9,7 +9,7 @@
 
 #include "tuner/spec/model.h"
 
-namespace tuner {
+namespace kernlathe {
 
 std::uint16_t float_to_half_bits(float value);
 float half_bits_to_float(std::uint16_t bits);
@@ -30,4 +30,4 @@ std::vector<std::byte> initial_contents(Dtype dtype, std::int64_t count, const I
 // element the kernel never wrote fails the comparison.
 inline constexpr unsigned char poison_byte = 0xFF;
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -26,7 +26,7 @@
 #include "tuner/run/element_values.h"
 #include "tuner/run/protocol.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using gpu::cuda_driver;
@@ -49,10 +49,10 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) TUNER_CUDA_CHECK(cuda_driver().cuMemAlloc(&pointer_, bytes));
+    if (bytes > 0) KERNLATHE_CUDA_CHECK(cuda_driver().cuMemAlloc(&pointer_, bytes));
   }
   ~DeviceBuffer() {
-    if (pointer_ != 0) TUNER_CUDA_CHECK_NOTHROW(cuda_driver().cuMemFree(pointer_));
+    if (pointer_ != 0) KERNLATHE_CUDA_CHECK_NOTHROW(cuda_driver().cuMemFree(pointer_));
   }
   DeviceBuffer(DeviceBuffer&& other) noexcept : pointer_(std::exchange(other.pointer_, 0)), bytes_(other.bytes_) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
@@ -74,7 +74,7 @@ class LoadedModule {
   LoadedModule() = default;
   explicit LoadedModule(CUmodule module) : module_(module) {}
   ~LoadedModule() {
-    if (module_ != nullptr) TUNER_CUDA_CHECK_NOTHROW(cuda_driver().cuModuleUnload(module_));
+    if (module_ != nullptr) KERNLATHE_CUDA_CHECK_NOTHROW(cuda_driver().cuModuleUnload(module_));
   }
   LoadedModule(LoadedModule&& other) noexcept : module_(std::exchange(other.module_, nullptr)) {}
   LoadedModule& operator=(LoadedModule&& other) noexcept {
@@ -244,19 +244,19 @@ json EvaluationWorker::handle(const json& message) {
 double EvaluationWorker::measure_copy_bandwidth_gbps() {
   const gpu::CudaDriver& cuda = cuda_driver();
   std::size_t free_bytes = 0, total_bytes = 0;
-  TUNER_CUDA_CHECK(cuda.cuMemGetInfo(&free_bytes, &total_bytes));
+  KERNLATHE_CUDA_CHECK(cuda.cuMemGetInfo(&free_bytes, &total_bytes));
   const std::size_t bytes = std::min<std::size_t>(std::size_t{1} << 30, free_bytes / 4) & ~std::size_t{255};
   DeviceBuffer source(bytes);
   DeviceBuffer destination(bytes);
-  TUNER_CUDA_CHECK(cuda.cuMemsetD8Async(source.get(), 0x5a, bytes, stream_));
+  KERNLATHE_CUDA_CHECK(cuda.cuMemsetD8Async(source.get(), 0x5a, bytes, stream_));
   std::vector<double> samples_ms;
   for (int copy = 0; copy < 11; ++copy) {
-    TUNER_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
-    TUNER_CUDA_CHECK(cuda.cuMemcpyDtoDAsync(destination.get(), source.get(), bytes, stream_));
-    TUNER_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
-    TUNER_CUDA_CHECK(cuda.cuEventSynchronize(stop_event_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoDAsync(destination.get(), source.get(), bytes, stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(stop_event_));
     float milliseconds = 0;
-    TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&milliseconds, start_event_, stop_event_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&milliseconds, start_event_, stop_event_));
     if (copy >= 2) samples_ms.push_back(milliseconds);
   }
   const TimeStatistics statistics = summarise(samples_ms);
@@ -269,23 +269,23 @@ void EvaluationWorker::open_device(int index) {
   const gpu::CudaDriver& cuda = cuda_driver();
   properties_ = gpu::query_device(index);  // validates the index
   limits_ = gpu::query_launch_limits(index);
-  TUNER_CUDA_CHECK(cuda.cuDeviceGet(&device_, index));
+  KERNLATHE_CUDA_CHECK(cuda.cuDeviceGet(&device_, index));
   char bus_id[64] = {};
-  TUNER_CUDA_CHECK(cuda.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device_));
+  KERNLATHE_CUDA_CHECK(cuda.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device_));
   pci_bus_id_ = bus_id;
   // The primary context is the one the runtime API and libraries would share; the worker owns the device.
-  TUNER_CUDA_CHECK(cuda.cuDevicePrimaryCtxRetain(&context_, device_));
-  TUNER_CUDA_CHECK(cuda.cuCtxSetCurrent(context_));
+  KERNLATHE_CUDA_CHECK(cuda.cuDevicePrimaryCtxRetain(&context_, device_));
+  KERNLATHE_CUDA_CHECK(cuda.cuCtxSetCurrent(context_));
   // A blocking stream: the synchronous copies of setup and comparison (legacy default stream) stay ordered with
   // the launches. With a non-blocking stream the poison memset once landed after the kernel on an H200 and every
   // output read as unwritten.
-  TUNER_CUDA_CHECK(cuda.cuStreamCreate(&stream_, CU_STREAM_DEFAULT));
-  TUNER_CUDA_CHECK(cuda.cuEventCreate(&start_event_, CU_EVENT_DEFAULT));
-  TUNER_CUDA_CHECK(cuda.cuEventCreate(&stop_event_, CU_EVENT_DEFAULT));
+  KERNLATHE_CUDA_CHECK(cuda.cuStreamCreate(&stream_, CU_STREAM_DEFAULT));
+  KERNLATHE_CUDA_CHECK(cuda.cuEventCreate(&start_event_, CU_EVENT_DEFAULT));
+  KERNLATHE_CUDA_CHECK(cuda.cuEventCreate(&stop_event_, CU_EVENT_DEFAULT));
   gpu::read_clocks(pci_bus_id_);  // NVML's first call can take a second: keep it out of evaluation deadlines
   std::vector<char> compare_cubin = compile_compare_kernels(properties_.arch_major, properties_.arch_minor);
   CUmodule module = nullptr;
-  TUNER_CUDA_CHECK(cuda.cuModuleLoadData(&module, compare_cubin.data()));
+  KERNLATHE_CUDA_CHECK(cuda.cuModuleLoadData(&module, compare_cubin.data()));
   compare_module_ = LoadedModule(module);
   compare_results_ = DeviceBuffer(3 * sizeof(std::uint64_t));
   device_index_ = index;
@@ -307,10 +307,10 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
     std::vector<std::byte> contents = initial_contents(argument.dtype, argument.element_count, argument.init);
     buffers.data = DeviceBuffer(contents.size());
     if (contents.empty()) continue;
-    TUNER_CUDA_CHECK(cuda.cuMemcpyHtoD(buffers.data.get(), contents.data(), contents.size()));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyHtoD(buffers.data.get(), contents.data(), contents.size()));
     if (argument.role != Role::out) {
       buffers.pristine = DeviceBuffer(contents.size());
-      TUNER_CUDA_CHECK(cuda.cuMemcpyDtoD(buffers.pristine.get(), buffers.data.get(), contents.size()));
+      KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoD(buffers.pristine.get(), buffers.data.get(), contents.size()));
     }
     if (argument.role != Role::in && setup_.verification_enabled) buffers.reference = DeviceBuffer(contents.size());
   }
@@ -332,7 +332,7 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
         PreparedKernel kernel = prepare(setup_.reference, evaluation);
         launch(kernel);
       }
-      TUNER_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
+      KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
     });
     if (!reference.ok()) {
       throw TunerError(fmt::format("the reference configuration failed ({}): {}", status_name(reference.status),
@@ -341,7 +341,7 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
     for (std::size_t index = 0; index < buffers_.size(); ++index) {
       ArgumentBuffers& buffers = buffers_[index];
       if (buffers.reference.bytes() == 0) continue;
-      TUNER_CUDA_CHECK(cuda.cuMemcpyDtoD(buffers.reference.get(), buffers.data.get(), buffers.data.bytes()));
+      KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoD(buffers.reference.get(), buffers.data.get(), buffers.data.bytes()));
     }
     // An element the reference never wrote is still poison (NaN for floats) and would fail every configuration:
     // its outputs compared with themselves find exactly those.
@@ -364,10 +364,10 @@ void EvaluationWorker::restore_buffers() {
     const ArgumentBuffers& buffers = buffers_[index];
     if (buffers.data.bytes() == 0) continue;
     if (setup_.arguments[index].role == Role::out) {
-      TUNER_CUDA_CHECK(cuda.cuMemsetD8Async(buffers.data.get(), poison_byte, buffers.data.bytes(), stream_));
+      KERNLATHE_CUDA_CHECK(cuda.cuMemsetD8Async(buffers.data.get(), poison_byte, buffers.data.bytes(), stream_));
     } else {
       // Inputs too: a configuration that writes into an input must not change what the next one reads.
-      TUNER_CUDA_CHECK(cuda.cuMemcpyDtoDAsync(buffers.data.get(), buffers.pristine.get(), buffers.data.bytes(), stream_));
+      KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoDAsync(buffers.data.get(), buffers.pristine.get(), buffers.data.bytes(), stream_));
     }
   }
 }
@@ -395,19 +395,19 @@ PreparedKernel EvaluationWorker::prepare(const KernelLaunch& launch, Evaluation&
   std::vector<char> image = read_file(launch.cubin_path);
   phase_ = "module load";
   CUmodule module = nullptr;
-  TUNER_CUDA_CHECK(cuda.cuModuleLoadData(&module, image.data()));
+  KERNLATHE_CUDA_CHECK(cuda.cuModuleLoadData(&module, image.data()));
   kernel.module = LoadedModule(module);
   CUresult found = cuda.cuModuleGetFunction(&kernel.function, module, launch.lowered_name.c_str());
   if (found == CUDA_ERROR_NOT_FOUND) {
     throw ConfigurationFailure{Status::launch_error,
                                fmt::format("no kernel named '{}' in {}", launch.lowered_name, launch.cubin_path.string())};
   }
-  TUNER_CUDA_CHECK(found);
+  KERNLATHE_CUDA_CHECK(found);
 
   int registers = 0, static_shared = 0, kernel_max_threads = 0;
-  TUNER_CUDA_CHECK(cuda.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel.function));
-  TUNER_CUDA_CHECK(cuda.cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel.function));
-  TUNER_CUDA_CHECK(cuda.cuFuncGetAttribute(&kernel_max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kernel.function));
+  KERNLATHE_CUDA_CHECK(cuda.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel.function));
+  KERNLATHE_CUDA_CHECK(cuda.cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel.function));
+  KERNLATHE_CUDA_CHECK(cuda.cuFuncGetAttribute(&kernel_max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kernel.function));
   evaluation.registers = registers;
   evaluation.static_shared_bytes = static_shared;
 
@@ -442,11 +442,11 @@ PreparedKernel EvaluationWorker::prepare(const KernelLaunch& launch, Evaluation&
                                  fmt::format("cannot raise the kernel's dynamic shared memory to {} bytes: {}",
                                              launch.dynamic_shared_bytes, gpu::cuda_error_name(raised))};
     }
-    TUNER_CUDA_CHECK(raised);
+    KERNLATHE_CUDA_CHECK(raised);
   }
 
   int active_blocks = 0;
-  TUNER_CUDA_CHECK(cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(&active_blocks, kernel.function, static_cast<int>(threads),
+  KERNLATHE_CUDA_CHECK(cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(&active_blocks, kernel.function, static_cast<int>(threads),
                                                                     static_cast<std::size_t>(launch.dynamic_shared_bytes)));
   std::int64_t warps_per_block = (threads + properties_.warp_size - 1) / properties_.warp_size;
   std::int64_t max_warps = properties_.max_threads_per_sm / properties_.warp_size;
@@ -493,7 +493,7 @@ PreparedKernel EvaluationWorker::prepare(const KernelLaunch& launch, Evaluation&
 }
 
 void EvaluationWorker::launch(const PreparedKernel& kernel) {
-  TUNER_CUDA_CHECK(cuda_driver().cuLaunchKernel(kernel.function, kernel.grid[0], kernel.grid[1], kernel.grid[2],
+  KERNLATHE_CUDA_CHECK(cuda_driver().cuLaunchKernel(kernel.function, kernel.grid[0], kernel.grid[1], kernel.grid[2],
                                                 kernel.block[0], kernel.block[1], kernel.block[2],
                                                 kernel.dynamic_shared_bytes, stream_,
                                                 const_cast<void**>(kernel.parameters.data()), nullptr));
@@ -508,30 +508,30 @@ std::optional<std::string> EvaluationWorker::compare_outputs(double& max_error) 
     if (buffers.reference.bytes() == 0) continue;
     CUfunction compare = nullptr;
     std::string name = compare_kernel_name(argument.dtype);
-    TUNER_CUDA_CHECK(cuda.cuModuleGetFunction(&compare, compare_module_.get(), name.c_str()));
+    KERNLATHE_CUDA_CHECK(cuda.cuModuleGetFunction(&compare, compare_module_.get(), name.c_str()));
     Tolerance tolerance;
     if (auto found = setup_.tolerance.find(argument.dtype); found != setup_.tolerance.end()) tolerance = found->second;
     // {failing count 0, first index ~0, worst error 0}
-    TUNER_CUDA_CHECK(cuda.cuMemsetD8Async(compare_results_.get(), 0, 3 * sizeof(std::uint64_t), stream_));
-    TUNER_CUDA_CHECK(cuda.cuMemsetD8Async(compare_results_.get() + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD8Async(compare_results_.get(), 0, 3 * sizeof(std::uint64_t), stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD8Async(compare_results_.get() + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream_));
     CUdeviceptr out = buffers.data.get(), reference = buffers.reference.get(), results = compare_results_.get();
     long long count = argument.element_count;
     double absolute = tolerance.absolute, relative = tolerance.relative;
     void* parameters[] = {&out, &reference, &count, &absolute, &relative, &results};
     constexpr unsigned int threads = 256;
     auto blocks = static_cast<unsigned int>(std::clamp<long long>((count + threads - 1) / threads, 1, properties_.sm_count * 8));
-    TUNER_CUDA_CHECK(cuda.cuLaunchKernel(compare, blocks, 1, 1, threads, 1, 1, 0, stream_, parameters, nullptr));
+    KERNLATHE_CUDA_CHECK(cuda.cuLaunchKernel(compare, blocks, 1, 1, threads, 1, 1, 0, stream_, parameters, nullptr));
     std::uint64_t outcome[3] = {};
-    TUNER_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
-    TUNER_CUDA_CHECK(cuda.cuMemcpyDtoH(outcome, compare_results_.get(), sizeof outcome));
+    KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoH(outcome, compare_results_.get(), sizeof outcome));
     double worst = 0;
     std::memcpy(&worst, &outcome[2], sizeof worst);
     max_error = std::max(max_error, worst);
     if (outcome[0] == 0) continue;
     std::size_t size = dtype_size(argument.dtype);
     std::array<std::byte, 8> got{}, expected{};
-    TUNER_CUDA_CHECK(cuda.cuMemcpyDtoH(got.data(), out + outcome[1] * size, size));
-    TUNER_CUDA_CHECK(cuda.cuMemcpyDtoH(expected.data(), reference + outcome[1] * size, size));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoH(got.data(), out + outcome[1] * size, size));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoH(expected.data(), reference + outcome[1] * size, size));
     return fmt::format("{}: {} of {} elements differ, first at index {}: got {}, expected {}", argument.name, outcome[0],
                        count, outcome[1], value_text(load_element(argument.dtype, got.data())),
                        value_text(load_element(argument.dtype, expected.data())));
@@ -547,14 +547,14 @@ TimeStatistics EvaluationWorker::time_launches(const std::function<void()>& laun
   const gpu::CudaDriver& cuda = cuda_driver();
   const MeasurementSettings& settings = setup_.measurement;
   auto event_ms = [&] {
-    TUNER_CUDA_CHECK(cuda.cuEventSynchronize(stop_event_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(stop_event_));
     float elapsed = 0;
-    TUNER_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, start_event_, stop_event_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, start_event_, stop_event_));
     return static_cast<double>(elapsed);
   };
   auto flush_l2 = [&] {
     if (flush_buffer_.bytes() == 0) return;
-    TUNER_CUDA_CHECK(cuda.cuMemsetD32Async(flush_buffer_.get(), 0x5EED, flush_buffer_.bytes() / 4, stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32Async(flush_buffer_.get(), 0x5EED, flush_buffer_.bytes() / 4, stream_));
   };
 
   // Warm-up: module load, instruction cache and clocks settle; the fastest single launch estimates the kernel's
@@ -564,9 +564,9 @@ TimeStatistics EvaluationWorker::time_launches(const std::function<void()>& laun
   Clock::time_point warmup_start = Clock::now();
   do {
     flush_l2();
-    TUNER_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
     launch_once();
-    TUNER_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
     double elapsed = event_ms();
     fastest_ms = fastest_ms == 0 ? elapsed : std::min(fastest_ms, elapsed);
   } while (std::chrono::duration<double, std::milli>(Clock::now() - warmup_start).count() < settings.warmup_ms);
@@ -577,9 +577,9 @@ TimeStatistics EvaluationWorker::time_launches(const std::function<void()>& laun
   Clock::time_point sampling_start = Clock::now();
   do {
     flush_l2();
-    TUNER_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
     for (int launch_index = 0; launch_index < batch; ++launch_index) launch_once();
-    TUNER_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
     samples.push_back(event_ms() / batch);
   } while (!measurement_complete(samples, std::chrono::duration<double>(Clock::now() - sampling_start).count(), settings));
   return summarise(std::move(samples));
@@ -726,7 +726,7 @@ Evaluation EvaluationWorker::evaluate(const EvaluationRequest& request) {
       phase_ = "verification run";
       restore_buffers();
       launch(kernel);
-      TUNER_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
+      KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
       phase_ = "comparison";
       std::optional<std::string> mismatch = compare_outputs(result.max_error);
       if (mismatch) throw ConfigurationFailure{Status::wrong_result, *mismatch};
@@ -910,4 +910,4 @@ int evaluation_worker_main(int in_fd, int out_fd) {
   }
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

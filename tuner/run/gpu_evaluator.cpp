@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using nlohmann::json;
@@ -280,4 +280,4 @@ Evaluation GpuEvaluator::evaluate(const EvaluationRequest& request) {
   return evaluation;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

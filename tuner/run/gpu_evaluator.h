@@ -18,7 +18,7 @@
 #include "tuner/run/measurement.h"
 #include "tuner/run/protocol.h"
 
-namespace tuner {
+namespace kernlathe {
 
 // The baseline's time (cuBLAS for GEMM), measured by the worker during setup with the same settings as the
 // configurations.
@@ -93,4 +93,4 @@ class GpuEvaluator {
   int worker_starts_ = 0;
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 // Linear interpolation between order statistics of sorted data (the common "type 7" definition).
@@ -45,4 +45,4 @@ int launches_per_sample(double kernel_us, bool cold) {
   return static_cast<int>(std::clamp(std::ceil(wanted), 1.0, 256.0));
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -13,7 +13,7 @@
 
 #include "tuner/record/evaluation.h"
 
-namespace tuner {
+namespace kernlathe {
 
 struct MeasurementSettings {
   double warmup_ms = 20;
@@ -39,4 +39,4 @@ inline constexpr double batch_threshold_us = 20;
 // 256, and 1 in cold mode (a batch would run all but its first launch with warm caches).
 int launches_per_sample(double kernel_us, bool cold);
 
-}  // namespace tuner
+}  // namespace kernlathe

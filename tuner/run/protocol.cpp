@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace tuner::protocol {
+namespace kernlathe::protocol {
 namespace {
 
 using nlohmann::json;
@@ -518,4 +518,4 @@ ReadResult read_message(int fd, std::chrono::steady_clock::time_point deadline) 
   return result;
 }
 
-}  // namespace tuner::protocol
+}  // namespace kernlathe::protocol

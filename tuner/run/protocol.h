@@ -25,7 +25,7 @@
 #include "tuner/run/measurement.h"
 #include "tuner/spec/model.h"
 
-namespace tuner {
+namespace kernlathe {
 
 // A scalar kernel argument's value, already evaluated; the worker converts it to the argument's dtype.
 using ScalarValue = std::variant<std::int64_t, double>;
@@ -146,4 +146,4 @@ ReadResult read_message(int fd, std::chrono::steady_clock::time_point deadline =
                                     std::chrono::steady_clock::time_point::max());
 
 }  // namespace protocol
-}  // namespace tuner
+}  // namespace kernlathe

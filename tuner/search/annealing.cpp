@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 constexpr std::size_t initial_samples = 4;
@@ -46,4 +46,4 @@ void AnnealingStrategy::observed(const Observation& observation) {
   if (slowdown <= 0 || uniform01(random_) < std::exp(-slowdown / temperature_)) current_ = observation;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

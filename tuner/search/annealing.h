@@ -6,7 +6,7 @@
 
 #include "tuner/search/guided_strategy.h"
 
-namespace tuner {
+namespace kernlathe {
 
 class AnnealingStrategy final : public GuidedStrategy {
  public:
@@ -21,4 +21,4 @@ class AnnealingStrategy final : public GuidedStrategy {
   double temperature_ = 0.2;  // accepts a 20% slowdown with probability 1/e at first
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 constexpr std::size_t initial_samples = 10;
@@ -139,4 +139,4 @@ void BayesianStrategy::fill_queue() {
   for (const auto& [score, i] : scored) queue_.push_back(candidates[i]);
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

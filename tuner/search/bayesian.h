@@ -6,7 +6,7 @@
 
 #include "tuner/search/guided_strategy.h"
 
-namespace tuner {
+namespace kernlathe {
 
 class BayesianStrategy final : public GuidedStrategy {
  public:
@@ -23,4 +23,4 @@ class BayesianStrategy final : public GuidedStrategy {
   std::size_t results_since_fit_ = 0;
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

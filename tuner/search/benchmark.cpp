@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 constexpr double infinity = std::numeric_limits<double>::infinity();
@@ -122,4 +122,4 @@ std::vector<BenchmarkRow> run_benchmark(const SpaceEnumerator& space, const Repl
   return rows;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -9,7 +9,7 @@
 
 #include "tuner/search/replay.h"
 
-namespace tuner {
+namespace kernlathe {
 
 struct BenchmarkRow {
   std::string strategy;
@@ -39,4 +39,4 @@ double median_of(std::vector<double> values);
 // Linear interpolation between order statistics, fraction in [0, 1].
 double quantile_of(std::vector<double> values, double fraction);
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 constexpr std::size_t population_size = 16;
@@ -44,4 +44,4 @@ std::optional<Configuration> DifferentialEvolutionStrategy::propose() {
   return neighbour;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -6,7 +6,7 @@
 
 #include "tuner/search/guided_strategy.h"
 
-namespace tuner {
+namespace kernlathe {
 
 class DifferentialEvolutionStrategy final : public GuidedStrategy {
  public:
@@ -17,4 +17,4 @@ class DifferentialEvolutionStrategy final : public GuidedStrategy {
   std::optional<Configuration> propose() override;
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

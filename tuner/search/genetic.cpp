@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 constexpr std::size_t population_size = 16;
@@ -47,4 +47,4 @@ std::optional<Configuration> GeneticStrategy::propose() {
   return std::nullopt;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

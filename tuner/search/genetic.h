@@ -6,7 +6,7 @@
 
 #include "tuner/search/guided_strategy.h"
 
-namespace tuner {
+namespace kernlathe {
 
 class GeneticStrategy final : public GuidedStrategy {
  public:
@@ -18,4 +18,4 @@ class GeneticStrategy final : public GuidedStrategy {
   const Observation& tournament(const std::vector<const Observation*>& population);
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

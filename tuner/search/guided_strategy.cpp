@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace tuner {
+namespace kernlathe {
 
 double uniform01(std::mt19937_64& random) { return static_cast<double>(random() >> 11) * 0x1.0p-53; }
 
@@ -108,4 +108,4 @@ std::vector<const Observation*> GuidedStrategy::ranked() const {
   return successes;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

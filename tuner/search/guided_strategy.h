@@ -12,7 +12,7 @@
 
 #include "tuner/search/strategy.h"
 
-namespace tuner {
+namespace kernlathe {
 
 struct Observation {
   Configuration configuration;
@@ -65,4 +65,4 @@ class GuidedStrategy : public Strategy {
 double uniform01(std::mt19937_64& random);
 std::size_t uniform_index(std::mt19937_64& random, std::size_t size);  // size > 0
 
-}  // namespace tuner
+}  // namespace kernlathe

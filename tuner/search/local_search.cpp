@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 // Measured on the three convolution landscapes (tune replay, 25 seeds): 4 to 16 starts and stagnation limits
@@ -59,4 +59,4 @@ void LocalSearchStrategy::observed(const Observation& observation) {
   }
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

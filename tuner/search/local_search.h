@@ -6,7 +6,7 @@
 
 #include "tuner/search/guided_strategy.h"
 
-namespace tuner {
+namespace kernlathe {
 
 class LocalSearchStrategy final : public GuidedStrategy {
  public:
@@ -26,4 +26,4 @@ class LocalSearchStrategy final : public GuidedStrategy {
   std::size_t restarts_owed_ = 0;
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -2,7 +2,7 @@
 
 #include <bit>
 
-namespace tuner {
+namespace kernlathe {
 
 namespace {
 
@@ -50,4 +50,4 @@ std::uint64_t IndexPermutation::operator()(std::uint64_t position) const {
   return value;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

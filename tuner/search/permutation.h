@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace tuner {
+namespace kernlathe {
 
 class IndexPermutation {
  public:
@@ -24,4 +24,4 @@ class IndexPermutation {
   std::uint64_t round_keys_[6] = {};
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-namespace tuner {
+namespace kernlathe {
 
 struct RegressionForest::Builder {
   const std::vector<std::vector<double>>& samples;
@@ -138,4 +138,4 @@ ForestPrediction RegressionForest::predict(const std::vector<double>& features) 
   return {mean, std::sqrt(std::max(0.0, sum_of_squares / count - mean * mean))};
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

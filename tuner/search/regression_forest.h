@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-namespace tuner {
+namespace kernlathe {
 
 struct ForestOptions {
   int trees = 32;
@@ -50,4 +50,4 @@ class RegressionForest {
   std::vector<Tree> trees_;
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -5,7 +5,7 @@
 
 #include "tuner/record/csv_record.h"
 
-namespace tuner {
+namespace kernlathe {
 
 ReplaySource::ReplaySource(const std::filesystem::path& csv, const Space& space, std::string hash)
     : optimum_ms_(std::numeric_limits<double>::infinity()) {
@@ -91,4 +91,4 @@ ReplayResult replay_search(Strategy& strategy, const ReplaySource& source, const
   return result;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

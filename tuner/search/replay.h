@@ -13,7 +13,7 @@
 #include "tuner/search/stop_condition.h"
 #include "tuner/search/strategy.h"
 
-namespace tuner {
+namespace kernlathe {
 
 // Seconds a recorded evaluation took on the machine that recorded it: compile time plus every timed sample.
 double simulated_seconds(const Evaluation& evaluation);
@@ -58,4 +58,4 @@ struct ReplayResult {
 ReplayResult replay_search(Strategy& strategy, const ReplaySource& source, const StopCondition& stop,
                            std::size_t batch);
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-namespace tuner {
+namespace kernlathe {
 
 void StopTracker::record(const Evaluation& evaluation, double elapsed_seconds) {
   ++evaluations_;
@@ -76,4 +76,4 @@ std::optional<double> parse_duration(std::string_view text) {
   return total;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

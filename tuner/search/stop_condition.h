@@ -8,7 +8,7 @@
 
 #include "tuner/record/evaluation.h"
 
-namespace tuner {
+namespace kernlathe {
 
 struct StopCondition {
   std::optional<std::uint64_t> max_evaluations;  // evaluations of any status
@@ -47,4 +47,4 @@ class StopTracker {
 // nullopt for anything else, including negative or empty text.
 std::optional<double> parse_duration(std::string_view text);
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -12,7 +12,7 @@
 #include "tuner/search/permutation.h"
 #include "tuner/search/surrogate.h"
 
-namespace tuner {
+namespace kernlathe {
 
 Strategy::~Strategy() = default;
 
@@ -89,4 +89,4 @@ std::unique_ptr<Strategy> make_strategy(std::string_view name, const SpaceEnumer
                                fmt::format("{}", fmt::join(names, ", "))));
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

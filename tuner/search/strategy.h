@@ -12,7 +12,7 @@
 #include "tuner/record/evaluation.h"
 #include "tuner/space/space.h"
 
-namespace tuner {
+namespace kernlathe {
 
 class Strategy {
  public:
@@ -30,4 +30,4 @@ class Strategy {
 std::unique_ptr<Strategy> make_strategy(std::string_view name, const SpaceEnumerator& space, std::uint64_t seed);
 std::vector<std::string> strategy_names();
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 // Ten design points: at least one per parameter of the convolution and dedispersion spaces (7 and 8 varying
@@ -192,4 +192,4 @@ std::optional<Configuration> SurrogateStrategy::space_filling_proposal() {
   return configuration;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -23,7 +23,7 @@
 #include "tuner/search/guided_strategy.h"
 #include "tuner/search/regression_forest.h"
 
-namespace tuner {
+namespace kernlathe {
 
 class SurrogateStrategy final : public GuidedStrategy {
  public:
@@ -59,4 +59,4 @@ class SurrogateStrategy final : public GuidedStrategy {
   bool stale_ = true;  // a result arrived since the forest was fitted
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using Json = nlohmann::json;
@@ -164,4 +164,4 @@ std::filesystem::path default_t1_for(const std::filesystem::path& t4_file) {
   return t4_file.parent_path() / (stem + ".T1.json");
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

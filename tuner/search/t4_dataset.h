@@ -9,7 +9,7 @@
 #include "tuner/record/evaluation.h"
 #include "tuner/spec/model.h"
 
-namespace tuner {
+namespace kernlathe {
 
 // The T1 space: integer parameters (Type "int") keep their values, other types become enumerations of their
 // printed values; every Conditions[].Expression becomes a constraint, parsed as written. InputError on a missing
@@ -26,4 +26,4 @@ std::vector<Evaluation> read_t4_results(const std::filesystem::path& t4_file, co
 // folder (the name up to the first '-' or '.').
 std::filesystem::path default_t1_for(const std::filesystem::path& t4_file);
 
-}  // namespace tuner
+}  // namespace kernlathe

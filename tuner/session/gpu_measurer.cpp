@@ -11,7 +11,7 @@
 #include "tuner/session/measurer.h"
 #include "tuner/session/tuning_session.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 Value evaluate_in(const Expression& expression, const Bindings& bindings) {
@@ -296,4 +296,4 @@ DeviceProperties query_gpu_properties(int index) {
   return evaluator.device_properties();
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

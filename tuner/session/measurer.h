@@ -11,7 +11,7 @@
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
 
-namespace tuner {
+namespace kernlathe {
 
 class Measurer {
  public:
@@ -48,4 +48,4 @@ std::unique_ptr<Measurer> make_gpu_measurer(const KernelSpec& spec, const GpuMea
 std::unique_ptr<Measurer> make_replay_measurer(const KernelSpec& spec, const std::filesystem::path& csv,
                                                const DeviceProperties& device);
 
-}  // namespace tuner
+}  // namespace kernlathe

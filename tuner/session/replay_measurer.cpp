@@ -3,7 +3,7 @@
 #include "tuner/search/replay.h"
 #include "tuner/session/measurer.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 class ReplayMeasurer final : public Measurer {
@@ -50,4 +50,4 @@ std::unique_ptr<Measurer> make_replay_measurer(const KernelSpec& spec, const std
   return std::make_unique<ReplayMeasurer>(spec, csv, replayed);
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

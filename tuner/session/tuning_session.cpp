@@ -23,7 +23,7 @@
 #include "tuner/search/strategy.h"
 #include "tuner/session/measurer.h"
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -121,10 +121,10 @@ Constants run_constants(const KernelSpec& spec, const DeviceProperties& device) 
 
 std::filesystem::path default_cubin_cache_dir() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::filesystem::path(xdg) / "kernel-tuner" / "cubins";
+    return std::filesystem::path(xdg) / "kernlathe" / "cubins";
   if (const char* home = std::getenv("HOME"); home && *home)
-    return std::filesystem::path(home) / ".cache" / "kernel-tuner" / "cubins";
-  return std::filesystem::temp_directory_path() / "kernel-tuner-cubins";
+    return std::filesystem::path(home) / ".cache" / "kernlathe" / "cubins";
+  return std::filesystem::temp_directory_path() / "kernlathe-cubins";
 }
 
 std::filesystem::path current_executable() { return std::filesystem::read_symlink("/proc/self/exe"); }
@@ -199,7 +199,7 @@ TuneReport tune(const TuneOptions& options) {
     metadata.arch = arch;
     metadata.driver_version = measurer->driver_version();
     metadata.nvrtc_version = nvrtc_version();
-    metadata.project_version = TUNER_VERSION;
+    metadata.project_version = KERNLATHE_VERSION;
     metadata.problem = report.problem;
     metadata.strategy = options.strategy;
     metadata.started_at = iso8601_now();
@@ -363,4 +363,4 @@ TuneReport tune(const TuneOptions& options) {
   return report;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -17,7 +17,7 @@
 #include "tuner/spec/model.h"
 #include "tuner/spec/spec_loader.h"
 
-namespace tuner {
+namespace kernlathe {
 
 struct TuneOptions {
   std::filesystem::path spec_file;
@@ -29,7 +29,7 @@ struct TuneOptions {
   bool resume = false;
   int device = 0;
   int jobs = 0;  // compile processes; 0: one per core
-  std::filesystem::path cubin_cache_dir;  // empty: $XDG_CACHE_HOME or ~/.cache, /kernel-tuner/cubins
+  std::filesystem::path cubin_cache_dir;  // empty: $XDG_CACHE_HOME or ~/.cache, /kernlathe/cubins
   bool use_cubin_cache = true;
   std::filesystem::path best_cache_dir = "results/best";
   bool update_best_cache = true;
@@ -92,10 +92,10 @@ std::string spec_hash(const KernelSpec& spec, const std::string& arch);
 // Device properties and problem symbols, the constants of every expression.
 Constants run_constants(const KernelSpec& spec, const DeviceProperties& device);
 
-// The default directory for cubins: $XDG_CACHE_HOME/kernel-tuner/cubins or ~/.cache/kernel-tuner/cubins.
+// The default directory for cubins: $XDG_CACHE_HOME/kernlathe/cubins or ~/.cache/kernlathe/cubins.
 std::filesystem::path default_cubin_cache_dir();
 
 // The path of the running executable (/proc/self/exe).
 std::filesystem::path current_executable();
 
-}  // namespace tuner
+}  // namespace kernlathe

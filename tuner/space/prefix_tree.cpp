@@ -2,7 +2,7 @@
 
 #include <limits>
 
-namespace tuner::space_detail {
+namespace kernlathe::space_detail {
 
 void PackedArray::pop_back() {
   switch (width_) {
@@ -123,4 +123,4 @@ std::optional<std::uint64_t> PrefixTree::index_of(std::span<const std::uint32_t>
   return std::nullopt;
 }
 
-}  // namespace tuner::space_detail
+}  // namespace kernlathe::space_detail

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-namespace tuner::space_detail {
+namespace kernlathe::space_detail {
 
 // Unsigned integers in 1, 2, 4 or 8 bytes each, widened on the first value that does not fit.
 class PackedArray {
@@ -92,4 +92,4 @@ class PrefixTree {
   std::vector<std::uint64_t> leaves_at_open_;
 };
 
-}  // namespace tuner::space_detail
+}  // namespace kernlathe::space_detail

@@ -10,7 +10,7 @@
 
 #include "tuner/space/prefix_tree.h"
 
-namespace tuner {
+namespace kernlathe {
 
 using space_detail::PrefixTree;
 
@@ -743,4 +743,4 @@ std::vector<std::pair<std::string, Value>> SpaceEnumerator::derived_values(const
   return values;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

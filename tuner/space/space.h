@@ -17,7 +17,7 @@
 #include "tuner/expr/expression.h"
 #include "tuner/spec/model.h"
 
-namespace tuner {
+namespace kernlathe {
 
 // One value per parameter, in the space's declared parameter order.
 using Configuration = std::vector<Value>;
@@ -77,4 +77,4 @@ class SpaceEnumerator {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

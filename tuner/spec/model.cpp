@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-namespace tuner {
+namespace kernlathe {
 
 std::string DeviceProperties::arch_name() const { return fmt::format("sm_{}{}", arch_major, arch_minor); }
 
@@ -149,4 +149,4 @@ Tolerance Verification::tolerance_for(Dtype dtype) const {
   return found != tolerance.end() ? found->second : info(dtype).tolerance;
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

@@ -12,7 +12,7 @@
 #include "tuner/common/error.h"
 #include "tuner/expr/expression.h"
 
-namespace tuner {
+namespace kernlathe {
 
 using expr::Expression;
 using expr::Value;
@@ -120,6 +120,9 @@ struct Argument {
   Expression value;
   SourceLocation where;
   std::optional<TensorMapDescription> tensor_map;  // set for `type: tensor_map` (then is_buffer is false)
+  // `scratch: true`: a zero-initialised work buffer the kernel itself leaves zero again after every launch (layernorm's
+  // row_counters). The runtime library allocates it once per kernel instead of asking the application for it.
+  bool scratch = false;
   bool is_scalar() const { return !is_buffer && !tensor_map; }
 };
 
@@ -225,4 +228,4 @@ struct KernelSpec {
   StreamWorkload stream;  // enabled only when the spec has a `stream:` section
 };
 
-}  // namespace tuner
+}  // namespace kernlathe

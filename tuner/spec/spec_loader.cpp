@@ -13,7 +13,7 @@
 #include <sstream>
 #include <system_error>
 
-namespace tuner {
+namespace kernlathe {
 namespace {
 
 namespace fs = std::filesystem;
@@ -1271,4 +1271,4 @@ std::filesystem::path find_spec(std::string_view name_or_path) {
                                did_you_mean(given.stem().string(), available), listing));
 }
 
-}  // namespace tuner
+}  // namespace kernlathe

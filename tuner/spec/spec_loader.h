@@ -15,7 +15,7 @@
 
 #include "tuner/spec/model.h"
 
-namespace tuner {
+namespace kernlathe {
 
 // Problem sizes given on the command line (--problem M=1024,N=2048), applied over the spec's defaults.
 // A later entry for the same symbol wins.
@@ -39,4 +39,4 @@ ProblemOverrides parse_problem_overrides(std::string_view text);
 // was tried and the specs that do exist.
 std::filesystem::path find_spec(std::string_view name_or_path);
 
-}  // namespace tuner
+}  // namespace kernlathe
