@@ -27,7 +27,7 @@
 
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 
 namespace {
 

@@ -29,20 +29,37 @@ class BestCacheTest : public ::testing::Test {
   std::filesystem::path directory_;
 };
 
-BestEntry entry(const std::string& problem, double time_ms, const std::string& spec_hash = "hash-a",
-                const std::string& arch = "sm_90") {
-  BestEntry best;
-  best.kernel = "saxpy";
+KernelDescription description(const std::string& kernel = "saxpy", const std::string& spec_hash = "hash-a") {
+  KernelDescription described;
+  described.kernel = kernel;
+  described.spec_hash = spec_hash;
+  described.entry_point = kernel;
+  described.problem = {{"N", 1024}};
+  return described;
+}
+
+DatabaseEntry entry(std::int64_t n, double time_ms, const std::string& spec_hash = "hash-a",
+                    const std::string& arch = "sm_90", const std::string& device = "NVIDIA H200") {
+  DatabaseEntry best;
   best.arch = arch;
-  best.problem = problem;
-  best.configuration = {{"BLOCK", "256"}, {"VEC", "4"}, {"USE_SHMEM", "false"}};
-  best.time_ms = time_ms;
-  best.device_name = "NVIDIA H200";
+  best.device_name = device;
+  best.problem = {{"N", n}};
+  best.configuration = {{"BLOCK", std::int64_t{256}}, {"VEC", std::int64_t{4}}, {"USE_SHMEM", false}, {"LAYOUT", std::string("row")}};
+  best.time = {time_ms, 0.01, 50};
   best.date = "2024-05-01T12:00:00Z";
   best.spec_hash = spec_hash;
   best.gflops = 12.5;
   best.gbps = 3900.25;
   return best;
+}
+
+std::optional<DatabaseEntry> lookup(const BestCache& cache, const std::string& kernel, const std::string& arch,
+                                    std::int64_t n, const std::string& device = "NVIDIA H200") {
+  std::optional<KernelDatabase> database = cache.read(kernel);
+  if (!database) return std::nullopt;
+  for (const DatabaseEntry& stored : database->entries)
+    if (stored.arch == arch && stored.device_name == device && stored.problem == Problem{{"N", n}}) return stored;
+  return std::nullopt;
 }
 
 std::string read_text(const std::filesystem::path& path) {
@@ -52,70 +69,72 @@ std::string read_text(const std::filesystem::path& path) {
   return contents.str();
 }
 
-TEST_F(BestCacheTest, FirstEntryIsStoredAndReadBackWhole) {
+TEST_F(BestCacheTest, FirstEntryIsStoredAndReadBackWholeWithTypedValues) {
   BestCache cache(directory_);
-  EXPECT_EQ(cache.lookup("saxpy", "sm_90", "N=1024"), std::nullopt);
-  EXPECT_TRUE(cache.entries("saxpy").empty());
-  BestEntry stored = entry("N=1024", 0.5);
-  EXPECT_TRUE(cache.update(stored));
-  std::optional<BestEntry> found = cache.lookup("saxpy", "sm_90", "N=1024");
+  EXPECT_EQ(cache.read("saxpy"), std::nullopt);
+  DatabaseEntry stored = entry(1024, 0.5);
+  EXPECT_TRUE(cache.update(description(), stored));
+  std::optional<DatabaseEntry> found = lookup(cache, "saxpy", "sm_90", 1024);
   ASSERT_TRUE(found);
   EXPECT_EQ(*found, stored);
-  EXPECT_EQ(cache.lookup("saxpy", "sm_80", "N=1024"), std::nullopt);
-  EXPECT_EQ(cache.lookup("saxpy", "sm_90", "N=2048"), std::nullopt);
+  // Values keep their types through the file: an integer, a boolean and an enumeration string.
+  EXPECT_EQ(found->configuration.at("BLOCK"), Value{std::int64_t{256}});
+  EXPECT_EQ(found->configuration.at("USE_SHMEM"), Value{false});
+  EXPECT_EQ(found->configuration.at("LAYOUT"), Value{std::string("row")});
+  EXPECT_EQ(cache.read("saxpy")->description.spec_hash, "hash-a");
+  EXPECT_EQ(lookup(cache, "saxpy", "sm_80", 1024), std::nullopt);
+  EXPECT_EQ(lookup(cache, "saxpy", "sm_90", 2048), std::nullopt);
   EXPECT_TRUE(std::filesystem::exists(directory_ / "saxpy.json"));
 }
 
-TEST_F(BestCacheTest, FasterReplacesSlowerDoesNotOtherHashReplaces) {
+TEST_F(BestCacheTest, FasterReplacesSlowerDoesNotStaleIsReplaced) {
   BestCache cache(directory_);
-  ASSERT_TRUE(cache.update(entry("N=1024", 0.5)));
+  ASSERT_TRUE(cache.update(description(), entry(1024, 0.5)));
 
-  EXPECT_FALSE(cache.update(entry("N=1024", 0.6)));
-  EXPECT_EQ(cache.lookup("saxpy", "sm_90", "N=1024")->time_ms, 0.5);
-  EXPECT_FALSE(cache.update(entry("N=1024", 0.5)));  // a tie keeps the stored entry
+  EXPECT_FALSE(cache.update(description(), entry(1024, 0.6)));
+  EXPECT_EQ(lookup(cache, "saxpy", "sm_90", 1024)->time.median_ms, 0.5);
+  EXPECT_FALSE(cache.update(description(), entry(1024, 0.5)));  // a tie keeps the stored entry
 
-  BestEntry faster = entry("N=1024", 0.4);
-  faster.configuration["BLOCK"] = "128";
-  EXPECT_TRUE(cache.update(faster));
-  EXPECT_EQ(cache.lookup("saxpy", "sm_90", "N=1024")->configuration.at("BLOCK"), "128");
+  DatabaseEntry faster = entry(1024, 0.4);
+  faster.configuration["BLOCK"] = std::int64_t{128};
+  EXPECT_TRUE(cache.update(description(), faster));
+  EXPECT_EQ(lookup(cache, "saxpy", "sm_90", 1024)->configuration.at("BLOCK"), Value{std::int64_t{128}});
 
   // The stored time was measured against another version of the kernel: it no longer says anything.
-  EXPECT_TRUE(cache.update(entry("N=1024", 0.9, "hash-b")));
-  std::optional<BestEntry> found = cache.lookup("saxpy", "sm_90", "N=1024");
-  EXPECT_EQ(found->time_ms, 0.9);
+  EXPECT_TRUE(cache.update(description("saxpy", "hash-b"), entry(1024, 0.9, "hash-b")));
+  std::optional<DatabaseEntry> found = lookup(cache, "saxpy", "sm_90", 1024);
+  EXPECT_EQ(found->time.median_ms, 0.9);
   EXPECT_EQ(found->spec_hash, "hash-b");
-  EXPECT_EQ(cache.entries("saxpy").size(), 1u);
+  EXPECT_EQ(cache.read("saxpy")->entries.size(), 1u);
 }
 
-TEST_F(BestCacheTest, OneEntryPerArchAndProblemSortedInAReadableFile) {
+TEST_F(BestCacheTest, OneEntryPerDeviceArchAndProblemSortedInAReadableFile) {
   BestCache cache(directory_);
-  cache.update(entry("N=4096", 1.0, "h", "sm_90"));
-  cache.update(entry("N=1024", 1.0, "h", "sm_90"));
-  cache.update(entry("N=1024", 1.0, "h", "sm_80"));
-  std::vector<BestEntry> entries = cache.entries("saxpy");
-  ASSERT_EQ(entries.size(), 3u);
-  EXPECT_EQ(entries[0].arch + " " + entries[0].problem, "sm_80 N=1024");
-  EXPECT_EQ(entries[1].arch + " " + entries[1].problem, "sm_90 N=1024");
-  EXPECT_EQ(entries[2].arch + " " + entries[2].problem, "sm_90 N=4096");
-
+  cache.update(description(), entry(4096, 1.0, "hash-a", "sm_90"));
+  cache.update(description(), entry(1024, 1.0, "hash-a", "sm_90"));
+  cache.update(description(), entry(1024, 1.0, "hash-a", "sm_80", "NVIDIA A100"));
+  cache.update(description(), entry(1024, 1.5, "hash-a", "sm_90", "NVIDIA H100"));
+  std::vector<DatabaseEntry> entries = cache.read("saxpy")->entries;
+  ASSERT_EQ(entries.size(), 4u);
   std::string text = read_text(directory_ / "saxpy.json");
   nlohmann::json document = nlohmann::json::parse(text);
   EXPECT_EQ(document.at("kernel"), "saxpy");
-  EXPECT_EQ(document.at("entries").size(), 3u);
-  // Pretty-printed with sorted keys, so a re-tune shows up as a small diff.
+  EXPECT_EQ(document.at("format"), 2);
+  ASSERT_EQ(document.at("entries").size(), 4u);
+  // Sorted by arch, device, problem; pretty-printed with sorted keys, so a re-tune shows up as a small diff.
+  EXPECT_EQ(document.at("entries")[0].at("arch"), "sm_80");
+  EXPECT_EQ(document.at("entries")[1].at("device_name"), "NVIDIA H100");
+  EXPECT_EQ(document.at("entries")[2].at("problem"), "N=1024");
+  EXPECT_EQ(document.at("entries")[3].at("problem"), "N=4096");
   EXPECT_EQ(text, document.dump(2) + "\n");
-  EXPECT_LT(text.find("\"arch\""), text.find("\"configuration\""));
-  EXPECT_LT(text.find("\"configuration\""), text.find("\"time_ms\""));
 }
 
 TEST_F(BestCacheTest, KernelsHaveSeparateFiles) {
   BestCache cache(directory_);
-  BestEntry other = entry("N=1024", 2.0);
-  other.kernel = "transpose";
-  cache.update(entry("N=1024", 1.0));
-  cache.update(other);
-  EXPECT_EQ(cache.entries("saxpy").size(), 1u);
-  EXPECT_EQ(cache.lookup("transpose", "sm_90", "N=1024")->time_ms, 2.0);
+  cache.update(description(), entry(1024, 1.0));
+  cache.update(description("transpose"), entry(1024, 2.0));
+  EXPECT_EQ(cache.read("saxpy")->entries.size(), 1u);
+  EXPECT_EQ(lookup(cache, "transpose", "sm_90", 1024)->time.median_ms, 2.0);
   EXPECT_TRUE(std::filesystem::exists(directory_ / "transpose.json"));
 }
 
@@ -123,12 +142,15 @@ TEST_F(BestCacheTest, CorruptFileAndBadKernelNameAreInputErrors) {
   BestCache cache(directory_);
   std::filesystem::create_directories(directory_);
   std::ofstream(directory_ / "saxpy.json") << "{ \"entries\": [ {\"arch\": ";
-  EXPECT_THROW(cache.entries("saxpy"), InputError);
-  EXPECT_THROW(cache.update(entry("N=1", 1.0)), InputError);
-  BestEntry bad = entry("N=1", 1.0);
-  bad.kernel = "../escape";
-  EXPECT_THROW(cache.update(bad), InputError);
-  EXPECT_THROW(cache.entries(""), InputError);
+  try {
+    cache.read("saxpy");
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("saxpy.json"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(cache.update(description(), entry(1, 1.0)), InputError);
+  EXPECT_THROW(cache.update(description("../escape"), entry(1, 1.0)), InputError);
+  EXPECT_THROW(cache.read(""), InputError);
 }
 
 TEST_F(BestCacheTest, TwoConcurrentWriterProcessesLoseNothing) {
@@ -143,7 +165,7 @@ TEST_F(BestCacheTest, TwoConcurrentWriterProcessesLoseNothing) {
       try {
         BestCache cache(directory_);
         for (int update = 0; update < updates_per_process; ++update) {
-          if (!cache.update(entry("N=" + std::to_string(process * 1000 + update), 1.0 + update))) status = 2;
+          if (!cache.update(description(), entry(process * 1000 + update, 1.0 + update))) status = 2;
         }
       } catch (...) {
         status = 1;
@@ -158,13 +180,13 @@ TEST_F(BestCacheTest, TwoConcurrentWriterProcessesLoseNothing) {
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0);
   }
-  std::vector<BestEntry> entries = BestCache(directory_).entries("saxpy");
+  std::vector<DatabaseEntry> entries = BestCache(directory_).read("saxpy")->entries;
   ASSERT_EQ(entries.size(), 2u * updates_per_process);
-  std::set<std::string> problems;
-  for (const BestEntry& stored : entries) problems.insert(stored.problem);
+  std::set<std::int64_t> problems;
+  for (const DatabaseEntry& stored : entries) problems.insert(stored.problem.at("N"));
   EXPECT_EQ(problems.size(), 2u * updates_per_process);
-  EXPECT_TRUE(problems.contains("N=0"));
-  EXPECT_TRUE(problems.contains("N=1049"));
+  EXPECT_TRUE(problems.contains(0));
+  EXPECT_TRUE(problems.contains(1049));
   // No temporary file survives: only the cache and its lock file.
   std::set<std::string> files;
   for (const auto& file : std::filesystem::directory_iterator(directory_)) files.insert(file.path().filename());

@@ -2,7 +2,7 @@
 
 #include "compile_test_support.h"
 #include "tuner/compile/instantiate.h"
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 
 namespace kernlathe {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "compile_test_support.h"
 #include "tuner/compile/instantiate.h"
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/spec_loader.h"
 

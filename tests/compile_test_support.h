@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "tuner/compile/instantiate.h"
+#include "tuner/nvrtc/compile_request.h"
 
 namespace kernlathe::compile_test {
 

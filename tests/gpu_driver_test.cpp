@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "tuner/gpu/cuda_driver.h"
+#include "tuner/driver/cuda_driver.h"
 #include "tuner/gpu/device.h"
 #include "tuner/gpu/nvml.h"
 

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "tuner/record/csv_record.h"
-#include "tuner/record/hash.h"
+#include "tuner/common/hash.h"
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
 

@@ -13,7 +13,7 @@
 #include <optional>
 #include <sstream>
 
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/gpu/device.h"
 #include "tuner/run/gpu_evaluator.h"
 

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "tuner/common/error.h"
-#include "tuner/gpu/cuda_driver.h"
+#include "tuner/driver/cuda_driver.h"
 #include "tuner/loader/cuda_pipeline_device.h"
 #include "tuner/loader/dataset.h"
 #include "tuner/record/csv_record.h"

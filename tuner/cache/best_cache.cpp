@@ -22,9 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-// Bumped when the layout changes incompatibly; readers reject files of a newer format instead of misreading.
-constexpr int cache_format = 1;
-
 std::string system_message() { return std::generic_category().message(errno); }
 
 void check_kernel_name(const std::string& kernel) {
@@ -36,53 +33,14 @@ void check_kernel_name(const std::string& kernel) {
   }
 }
 
-json entry_to_json(const BestEntry& entry) {
-  return json{
-      {"arch", entry.arch},
-      {"problem", entry.problem},
-      {"configuration", entry.configuration},
-      {"time_ms", entry.time_ms},
-      {"device_name", entry.device_name},
-      {"date", entry.date},
-      {"spec_hash", entry.spec_hash},
-      {"gflops", entry.gflops},
-      {"gbps", entry.gbps},
-  };
-}
-
-BestEntry entry_from_json(const json& object, const std::string& kernel) {
-  BestEntry entry;
-  entry.kernel = kernel;
-  entry.arch = object.at("arch").get<std::string>();
-  entry.problem = object.at("problem").get<std::string>();
-  entry.configuration = object.at("configuration").get<std::map<std::string, std::string>>();
-  entry.time_ms = object.at("time_ms").get<double>();
-  entry.device_name = object.value("device_name", "");
-  entry.date = object.value("date", "");
-  entry.spec_hash = object.value("spec_hash", "");
-  entry.gflops = object.value("gflops", 0.0);
-  entry.gbps = object.value("gbps", 0.0);
-  return entry;
-}
-
-std::vector<BestEntry> read_entries(const std::filesystem::path& file, const std::string& kernel) {
-  std::ifstream input(file);
-  if (!input) return {};
-  std::stringstream contents;
-  contents << input.rdbuf();
+std::optional<KernelDatabase> read_file(const std::filesystem::path& file) {
+  std::error_code error;
+  if (!std::filesystem::exists(file, error)) return std::nullopt;
   try {
-    json document = json::parse(contents.str());
-    int format = document.value("format", cache_format);
-    if (format > cache_format) {
-      throw InputError(SourceLocation{file.string()},
-                       fmt::format("format {} is newer than this tuner understands ({})", format, cache_format));
-    }
-    std::vector<BestEntry> entries;
-    for (const json& object : document.at("entries")) entries.push_back(entry_from_json(object, kernel));
-    return entries;
-  } catch (const json::exception& error) {
-    throw InputError(SourceLocation{file.string()},
-                     fmt::format("not a best-configuration file: {}; fix or delete it", error.what()));
+    return read_database(file);
+  } catch (const DatabaseError& failure) {
+    throw InputError(SourceLocation{file.string()}, fmt::format("not a readable best-configuration file ({}); fix or "
+                                                                "delete it", failure.what()));
   }
 }
 
@@ -137,8 +95,6 @@ class ExclusiveLock {
   int descriptor_ = -1;
 };
 
-auto sort_key(const BestEntry& entry) { return std::tie(entry.arch, entry.problem); }
-
 }  // namespace
 
 BestCache::BestCache(std::filesystem::path directory) : directory_(std::move(directory)) {}
@@ -148,48 +104,33 @@ std::filesystem::path BestCache::file_for(const std::string& kernel) const {
   return directory_ / (kernel + ".json");
 }
 
-bool BestCache::update(const BestEntry& entry) {
-  std::filesystem::path file = file_for(entry.kernel);
+bool BestCache::update(const KernelDescription& description, const DatabaseEntry& entry) {
+  std::filesystem::path file = file_for(description.kernel);
   std::filesystem::create_directories(directory_);
   std::filesystem::path lock_path = file;
   lock_path += ".lock";
   ExclusiveLock lock(lock_path);
 
-  std::vector<BestEntry> entries = read_entries(file, entry.kernel);
-  auto existing = std::find_if(entries.begin(), entries.end(), [&](const BestEntry& stored) {
-    return stored.arch == entry.arch && stored.problem == entry.problem;
+  KernelDatabase database = read_file(file).value_or(KernelDatabase{});
+  database.kernel = description.kernel;
+  database.description = description;  // the newest spec; entries measured against another one are now stale
+  auto existing = std::find_if(database.entries.begin(), database.entries.end(), [&](const DatabaseEntry& stored) {
+    return stored.arch == entry.arch && stored.device_name == entry.device_name && stored.problem == entry.problem;
   });
-  if (existing != entries.end()) {
-    bool stale = existing->spec_hash != entry.spec_hash;
-    if (!stale && !(entry.time_ms < existing->time_ms)) return false;
+  if (existing != database.entries.end()) {
+    bool stale = !stale_reason(database, *existing).empty();
+    if (!stale && !(entry.time.median_ms < existing->time.median_ms)) return false;
     *existing = entry;
   } else {
-    entries.push_back(entry);
+    database.entries.push_back(entry);
   }
-  std::sort(entries.begin(), entries.end(),
-            [](const BestEntry& a, const BestEntry& b) { return sort_key(a) < sort_key(b); });
-
-  json list = json::array();
-  for (const BestEntry& stored : entries) list.push_back(entry_to_json(stored));
-  json document{{"format", cache_format}, {"kernel", entry.kernel}, {"entries", list}};
-  write_atomically(file, document.dump(2) + "\n");
+  write_atomically(file, database_json(database));
   return true;
 }
 
-std::vector<BestEntry> BestCache::entries(const std::string& kernel) const {
+std::optional<KernelDatabase> BestCache::read(const std::string& kernel) const {
   // No lock: rename() makes every read see either the old or the new complete file.
-  std::vector<BestEntry> entries = read_entries(file_for(kernel), kernel);
-  std::sort(entries.begin(), entries.end(),
-            [](const BestEntry& a, const BestEntry& b) { return sort_key(a) < sort_key(b); });
-  return entries;
-}
-
-std::optional<BestEntry> BestCache::lookup(const std::string& kernel, const std::string& arch,
-                                           const std::string& problem) const {
-  for (BestEntry& entry : entries(kernel)) {
-    if (entry.arch == arch && entry.problem == problem) return std::move(entry);
-  }
-  return std::nullopt;
+  return read_file(file_for(kernel));
 }
 
 }  // namespace kernlathe

@@ -9,13 +9,15 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "tuner/cache/best_cache.h"
+#include "tuner/cache/export.h"
 #include "tuner/cli/replay_command.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/search/stop_condition.h"
 #include "tuner/search/strategy.h"
 #include "tuner/session/device_query.h"
@@ -431,18 +433,24 @@ struct BestCommand {
   bool json = false;
 
   int run() const {
-    BestCache cache(directory);
-    std::vector<BestEntry> entries = cache.entries(kernel);
-    std::erase_if(entries, [&](const BestEntry& entry) {
-      return (!arch.empty() && entry.arch != arch) || (!problem.empty() && entry.problem != problem);
+    std::optional<KernelDatabase> database = BestCache(directory).read(kernel);
+    std::vector<DatabaseEntry> entries = database ? database->entries : std::vector<DatabaseEntry>{};
+    std::erase_if(entries, [&](const DatabaseEntry& entry) {
+      return (!arch.empty() && entry.arch != arch) ||
+             (!problem.empty() && problem_text(database->description, entry.problem) != problem);
     });
     if (json) {
       Json output = Json::array();
-      for (const BestEntry& entry : entries)
-        output.push_back({{"kernel", entry.kernel}, {"arch", entry.arch}, {"problem", entry.problem},
-                          {"configuration", entry.configuration}, {"time_ms", entry.time_ms},
-                          {"gbps", entry.gbps}, {"gflops", entry.gflops}, {"device", entry.device_name},
-                          {"date", entry.date}, {"spec_hash", entry.spec_hash}});
+      for (const DatabaseEntry& entry : entries) {
+        Json values = Json::object();
+        for (const auto& [name, value] : entry.configuration) values[name] = value_to_json(value);
+        std::string stale = stale_reason(*database, entry);
+        output.push_back({{"kernel", kernel}, {"arch", entry.arch}, {"device", entry.device_name},
+                          {"problem", problem_text(database->description, entry.problem)}, {"configuration", values},
+                          {"time_ms", entry.time.median_ms}, {"relative_spread", entry.time.spread},
+                          {"gbps", entry.gbps}, {"gflops", entry.gflops}, {"date", entry.date},
+                          {"spec_hash", entry.spec_hash}, {"stale", !stale.empty()}, {"stale_reason", stale}});
+      }
       fmt::print("{}\n", output.dump(2));
       return entries.empty() ? exit_failure : exit_ok;
     }
@@ -451,13 +459,52 @@ struct BestCommand {
                  arch.empty() ? "" : " on " + arch, problem.empty() ? "" : " for " + problem, directory);
       return exit_failure;
     }
-    for (const BestEntry& entry : entries) {
+    int stale_count = 0;
+    for (const DatabaseEntry& entry : entries) {
       std::vector<std::string> values;
-      for (const auto& [name, value] : entry.configuration) values.push_back(name + "=" + value);
-      fmt::print("{} {} {}: {:.4f} ms{} on {} ({}), {}\n", entry.kernel, entry.arch, entry.problem, entry.time_ms,
+      for (const auto& [name, value] : entry.configuration) values.push_back(name + "=" + expr::to_string(value));
+      std::string stale = stale_reason(*database, entry);
+      stale_count += stale.empty() ? 0 : 1;
+      fmt::print("{} {} {}: {:.4f} ms{} on {} ({}), {}{}\n", kernel, entry.arch,
+                 problem_text(database->description, entry.problem), entry.time.median_ms,
                  entry.gbps > 0 ? fmt::format(", {:.0f} GB/s", entry.gbps) : "", entry.device_name, entry.date,
-                 fmt::join(values, " "));
+                 fmt::join(values, " "), stale.empty() ? "" : "\n  STALE: " + stale);
     }
+    if (stale_count > 0)
+      fmt::print(stderr, "tune best: {} of {} entries are stale; `tune run` measures a stale entry's configuration "
+                         "again first\n", stale_count, entries.size());
+    return exit_ok;
+  }
+};
+
+// ---------------------------------------------------------------- tune export
+
+struct ExportCommand {
+  ExportOptions options;
+  std::string archs = "sm_90";
+  bool json = false;
+
+  int run() {
+    options.archs.clear();
+    std::stringstream list(archs);
+    for (std::string arch; std::getline(list, arch, ',');) {
+      if (!arch.empty()) options.archs.push_back(arch);
+    }
+    if (options.cubin_cache.empty()) options.cubin_cache = default_cubin_cache_dir();
+    std::vector<ExportedKernel> exported = export_kernels(options);
+    Json output = Json::array();
+    for (const ExportedKernel& kernel : exported) {
+      for (const std::string& note : kernel.notes) fmt::print(stderr, "tune export: {}: {}\n", kernel.kernel, note);
+      if (json) {
+        output.push_back({{"kernel", kernel.kernel}, {"entries", kernel.entries}, {"stale_dropped", kernel.stale_dropped},
+                          {"cubins", kernel.cubins}, {"notes", kernel.notes}});
+      } else {
+        fmt::print("{}: {} entries, {} cubins{}\n", kernel.kernel, kernel.entries, kernel.cubins,
+                   kernel.stale_dropped ? fmt::format(", {} stale entries left out", kernel.stale_dropped) : "");
+      }
+    }
+    if (json) fmt::print("{}\n", output.dump(2));
+    else fmt::print("exported to {}{}\n", options.out.string(), options.embed ? " (with kernlathe_embedded.cpp)" : "");
     return exit_ok;
   }
 };
@@ -516,6 +563,16 @@ int run_cli(int argc, char** argv) {
   best->add_option("--dir", best_command.directory, "cache directory (default results/best)");
   best->add_flag("--json", best_command.json, "machine-readable output");
 
+  ExportCommand export_command;
+  CLI::App* export_app = app.add_subcommand("export", "write what an application ships: databases, sources, cubins");
+  export_app->add_option("kernels", export_command.options.kernels, "kernel names (results/best/<name>.json)")->required();
+  export_app->add_option("--arch", export_command.archs, "archs to build cubins for, comma-separated (default sm_90)");
+  export_app->add_option("-o,--out", export_command.options.out, "output directory")->required();
+  export_app->add_option("--dir", export_command.options.best_directory, "best-configuration directory (default results/best)");
+  export_app->add_flag("--embed", export_command.options.embed, "also write kernlathe_embedded.cpp to compile into the application");
+  export_app->add_flag("--include-stale", export_command.options.include_stale, "export stale entries too");
+  export_app->add_flag("--json", export_command.json, "machine-readable output");
+
   ReplayCommand replay_command;
   CLI::App* replay = app.add_subcommand("replay", "benchmark search strategies on recorded data (no GPU)");
   replay_command.add_to(*replay);
@@ -539,6 +596,7 @@ int run_cli(int argc, char** argv) {
   if (run->parsed()) return run_command.run();
   if (best->parsed()) return best_command.run();
   if (replay->parsed()) return replay_command.run();
+  if (export_app->parsed()) return export_command.run();
   return exit_bad_input;
 }
 

@@ -21,7 +21,7 @@
 #include <fmt/format.h>
 
 #include "tuner/common/error.h"
-#include "tuner/compile/cubin_cache.h"
+#include "tuner/nvrtc/cubin_cache.h"
 #include "tuner/compile/message_pipe.h"
 
 extern char** environ;

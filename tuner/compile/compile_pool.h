@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "tuner/compile/instantiate.h"
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 
 namespace kernlathe {
 

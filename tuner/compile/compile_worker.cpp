@@ -7,7 +7,7 @@
 #include <exception>
 
 #include "tuner/compile/message_pipe.h"
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 
 namespace kernlathe {
 

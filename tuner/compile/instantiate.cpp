@@ -1,46 +1,10 @@
 #include "tuner/compile/instantiate.h"
 
-#include <cmath>
-#include <cstdlib>
-#include <fstream>
-#include <limits>
-#include <map>
-#include <mutex>
-#include <regex>
-#include <set>
-#include <sstream>
-
 #include <fmt/format.h>
 
 namespace kernlathe {
 
 namespace {
-
-std::string decimal_text(std::int64_t value) {
-  // The most negative int64 has no positive counterpart to negate, so it cannot be written as one literal.
-  if (value == std::numeric_limits<std::int64_t>::min()) return "(-9223372036854775807LL - 1)";
-  return std::to_string(value);
-}
-
-std::string float_text(double value) {
-  if (std::isnan(value)) return "__builtin_nan(\"\")";
-  if (std::isinf(value)) return value > 0 ? "__builtin_huge_val()" : "(-__builtin_huge_val())";
-  std::string text = fmt::format("{:.17g}", value);
-  // %.17g prints 2.0 as "2", which C++ would read as an int and divide as an int.
-  if (text.find_first_of(".en") == std::string::npos) text += ".0";
-  return text;
-}
-
-// Enumeration values become parts of macro names; anything that is not an identifier character becomes '_'.
-std::string identifier_text(const std::string& text) {
-  std::string identifier = text;
-  for (char& character : identifier) {
-    bool is_identifier_character = (character >= 'a' && character <= 'z') || (character >= 'A' && character <= 'Z') ||
-                                   (character >= '0' && character <= '9') || character == '_';
-    if (!is_identifier_character) character = '_';
-  }
-  return identifier;
-}
 
 int enumeration_index(const Parameter& parameter, const Value& value) {
   if (parameter.type != ParameterType::enumeration) return -1;
@@ -50,117 +14,7 @@ int enumeration_index(const Parameter& parameter, const Value& value) {
   return -1;
 }
 
-bool has_standard_option(const std::vector<std::string>& options) {
-  for (const std::string& option : options) {
-    if (option.rfind("-std", 0) == 0 || option.rfind("--std", 0) == 0) return true;
-  }
-  return false;
-}
-
-// "sm_90" -> 90; 0 when the text is not of that form.
-int arch_number(const std::string& arch) {
-  if (arch.rfind("sm_", 0) != 0) return 0;
-  return std::atoi(arch.c_str() + 3);
-}
-
-std::string with_arch_specific_suffix(const std::string& arch, bool arch_specific) {
-  // Arch-specific variants (sm_90a, sm_100a, sm_120a) exist from Hopper on.
-  if (!arch_specific || arch.empty() || arch.back() == 'a' || arch_number(arch) < 90) return arch;
-  return arch + "a";
-}
-
 }  // namespace
-
-std::string define_line(const std::string& name, const Value& value, int enumeration_index) {
-  if (const auto* text = std::get_if<std::string>(&value)) {
-    std::string line = fmt::format("#define {}_{} 1\n", name, identifier_text(*text));
-    if (enumeration_index >= 0) line += fmt::format("#define {} {}\n", name, enumeration_index);
-    return line;
-  }
-  if (const auto* flag = std::get_if<bool>(&value)) return fmt::format("#define {} {}\n", name, *flag ? 1 : 0);
-  if (const auto* real = std::get_if<double>(&value)) return fmt::format("#define {} {}\n", name, float_text(*real));
-  std::int64_t integer = std::get<std::int64_t>(value);
-  bool fits_int = integer >= std::numeric_limits<int>::min() && integer <= std::numeric_limits<int>::max();
-  if (fits_int) return fmt::format("#define {} {}\n", name, integer);
-  std::string text = decimal_text(integer);
-  return fmt::format("#define {} {}\n", name, text.front() == '(' ? text : text + "LL");
-}
-
-std::string template_argument_text(const Value& value) {
-  if (const auto* text = std::get_if<std::string>(&value)) return *text;
-  if (const auto* flag = std::get_if<bool>(&value)) return *flag ? "true" : "false";
-  if (const auto* real = std::get_if<double>(&value)) return float_text(*real);
-  return decimal_text(std::get<std::int64_t>(value));
-}
-
-const std::string& read_source_file(const std::filesystem::path& path) {
-  // Node-based map: references handed out stay valid while other files are added.
-  static std::mutex mutex;
-  static std::map<std::filesystem::path, std::string> contents_by_path;
-  std::filesystem::path key = path.lexically_normal();
-  std::lock_guard lock(mutex);
-  auto found = contents_by_path.find(key);
-  if (found != contents_by_path.end()) return found->second;
-  std::ifstream stream(key, std::ios::binary);
-  if (!stream) throw InputError(SourceLocation{key.string()}, "cannot read the file");
-  std::ostringstream buffer;
-  buffer << stream.rdbuf();
-  if (stream.bad()) throw InputError(SourceLocation{key.string()}, "error while reading the file");
-  return contents_by_path.emplace(key, buffer.str()).first->second;
-}
-
-namespace {
-
-void collect_recursively(const std::string& source, const std::filesystem::path& source_directory,
-                         const std::filesystem::path& search_directory, std::set<std::string>& seen_names,
-                         std::vector<std::pair<std::string, std::string>>& headers) {
-  static const std::regex include_directive(R"re(^[ \t]*#[ \t]*include[ \t]*"([^"]+)")re");
-  std::istringstream lines(source);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::smatch match;
-    if (!std::regex_search(line, match, include_directive)) continue;
-    std::string name = match[1].str();
-    if (seen_names.contains(name)) continue;
-    std::filesystem::path file;
-    for (const std::filesystem::path& directory : {source_directory, search_directory}) {
-      std::error_code error;
-      if (std::filesystem::is_regular_file(directory / name, error)) {
-        file = directory / name;
-        break;
-      }
-    }
-    if (file.empty()) continue;  // a toolkit header written with quotes: NVRTC finds it through -I
-    seen_names.insert(name);
-    const std::string& contents = read_source_file(file);
-    headers.emplace_back(name, contents);
-    collect_recursively(contents, file.parent_path(), search_directory, seen_names, headers);
-  }
-}
-
-}  // namespace
-
-std::vector<std::pair<std::string, std::string>> collect_included_files(
-    const std::string& source, const std::filesystem::path& source_directory,
-    const std::filesystem::path& search_directory) {
-  std::set<std::string> seen_names;
-  std::vector<std::pair<std::string, std::string>> headers;
-  collect_recursively(source, source_directory, search_directory, seen_names, headers);
-  return headers;
-}
-
-std::string cuda_include_directory() {
-  std::vector<std::filesystem::path> candidates;
-  if (const char* cuda_home = std::getenv("CUDA_HOME"); cuda_home != nullptr && *cuda_home != '\0') {
-    candidates.push_back(std::filesystem::path(cuda_home) / "include");
-  }
-  candidates.emplace_back("/usr/local/cuda/include");
-  for (const auto& candidate : candidates) {
-    std::error_code error;
-    if (std::filesystem::is_directory(candidate, error)) return candidate.string();
-  }
-  return "";
-}
 
 std::string arch_for(const DeviceProperties& device, bool arch_specific) {
   return with_arch_specific_suffix(fmt::format("sm_{}{}", device.arch_major, device.arch_minor), arch_specific);
@@ -173,22 +27,14 @@ CompileRequest instantiate(const KernelSpec& spec, const SpaceEnumerator& space,
     throw TunerError(fmt::format("configuration of {} has {} values for {} parameters", spec.name,
                                  configuration.size(), space_model.parameters.size()));
   }
-  std::filesystem::path template_file = spec.template_file.lexically_normal();
-  std::filesystem::path template_directory = template_file.parent_path();
-  const std::string& template_text = read_source_file(template_file);
-
-  CompileRequest request;
-  request.source_name = template_file.filename().string();
-
-  std::string prelude;
+  std::vector<CompileTimeValue> values;
   for (std::size_t index = 0; index < configuration.size(); ++index) {
     const Parameter& parameter = space_model.parameters[index];
-    prelude += define_line(parameter.name, configuration[index], enumeration_index(parameter, configuration[index]));
+    values.push_back({parameter.name, configuration[index], enumeration_index(parameter, configuration[index])});
   }
-  for (const auto& [name, value] : space.derived_values(configuration)) prelude += define_line(name, value);
-  request.source = prelude + fmt::format("#line 1 \"{}\"\n", request.source_name) + template_text;
+  for (auto& [name, value] : space.derived_values(configuration)) values.push_back({name, std::move(value), -1});
 
-  request.name_expression = spec.entry_point;
+  std::string name_expression = spec.entry_point;
   if (!spec.template_arguments.empty()) {
     Bindings bindings = space.bindings(configuration);
     std::vector<std::string> arguments;
@@ -197,21 +43,10 @@ CompileRequest instantiate(const KernelSpec& spec, const SpaceEnumerator& space,
       bound.bind(bindings.scope);
       arguments.push_back(template_argument_text(bound.evaluate(bindings.slots)));
     }
-    request.name_expression += fmt::format("<{}>", fmt::join(arguments, ", "));
+    name_expression += fmt::format("<{}>", fmt::join(arguments, ", "));
   }
-
-  request.arch = with_arch_specific_suffix(arch, spec.needs_arch_specific);
-  request.options = spec.compile_options;
-  if (!has_standard_option(request.options)) request.options.emplace_back("--std=c++17");
-  request.options.push_back("--gpu-architecture=" + request.arch);
-  request.options.push_back("-I" + template_directory.string());
-  // NVRTC 13 has no built-in search path: without this, #include <cuda_fp16.h> fails.
-  if (std::string cuda_include = cuda_include_directory(); !cuda_include.empty()) {
-    request.options.push_back("-I" + cuda_include);
-  }
-
-  request.headers = collect_included_files(template_text, template_directory, template_directory);
-  return request;
+  return make_compile_request(read_template_source(spec.template_file), values, std::move(name_expression),
+                              spec.compile_options, arch, spec.needs_arch_specific);
 }
 
 }  // namespace kernlathe

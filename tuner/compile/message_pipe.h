@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/compile/instantiate.h"
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 
 namespace kernlathe {
 

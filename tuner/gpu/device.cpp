@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/gpu/cuda_driver.h"
+#include "tuner/driver/cuda_driver.h"
 #include "tuner/gpu/nvml.h"
 
 namespace kernlathe::gpu {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "tuner/gpu/cuda_driver.h"
+#include "tuner/driver/cuda_driver.h"
 
 namespace kernlathe::loader {
 

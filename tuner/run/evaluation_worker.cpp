@@ -16,7 +16,7 @@
 #include <optional>
 
 #include "tuner/gpu/cublas.h"
-#include "tuner/gpu/cuda_driver.h"
+#include "tuner/driver/cuda_driver.h"
 #include "tuner/gpu/device.h"
 #include "tuner/gpu/nvml.h"
 #include "tuner/loader/cuda_pipeline_device.h"

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/record/evaluation.h"
 #include "tuner/run/measurement.h"
 #include "tuner/space/space.h"

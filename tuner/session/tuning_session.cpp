@@ -14,11 +14,12 @@
 #include <unordered_set>
 
 #include "tuner/cache/best_cache.h"
+#include "tuner/cache/kernel_description.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/record/csv_record.h"
-#include "tuner/record/hash.h"
+#include "tuner/common/hash.h"
 #include "tuner/record/run_metadata.h"
 #include "tuner/search/strategy.h"
 #include "tuner/session/measurer.h"
@@ -109,8 +110,9 @@ std::string problem_text(const KernelSpec& spec) {
 std::string spec_hash(const KernelSpec& spec, const std::string& arch) {
   const std::string spec_text = read_whole_file(spec.file);
   const std::string space_text = spec.space.file.empty() ? "" : read_whole_file(spec.space.file);
-  const std::string template_text = read_whole_file(spec.template_file);
-  return content_hash({spec_text, space_text, template_text, problem_text(spec), arch});
+  // The template with every file it includes: editing a header the template reaches makes earlier records stale.
+  const std::string template_identity = template_hash(read_template_source(spec.template_file));
+  return content_hash({spec_text, space_text, template_identity, problem_text(spec), arch});
 }
 
 Constants run_constants(const KernelSpec& spec, const DeviceProperties& device) {
@@ -252,6 +254,23 @@ TuneReport tune(const TuneOptions& options) {
   const Configuration default_configuration = space.default_configuration();
   const bool default_is_valid = space.is_valid(default_configuration);
   if (default_is_valid) enqueue(default_configuration);
+  // Then the configuration the best cache holds for this device and problem, stale or not: a short run after an edit
+  // of the template measures the old winner again instead of risking a worse entry (replays store nothing).
+  if (!replay && options.update_best_cache) {
+    std::optional<KernelDatabase> stored;
+    try {
+      stored = BestCache(options.best_cache_dir).read(spec.name);
+    } catch (const InputError& error) {
+      fmt::print(stderr, "tune: {} (the run goes on; the file is replaced when this run stores its best)\n", error.what());
+    }
+    Problem problem;
+    for (const auto& [symbol, value] : spec.problem) problem[symbol] = value;
+    for (const DatabaseEntry& entry : stored ? stored->entries : std::vector<DatabaseEntry>{}) {
+      if (entry.device_name != device.name || entry.arch != arch || entry.problem != problem) continue;
+      std::optional<Configuration> previous = configuration_from_values(spec.space, entry.configuration);
+      if (previous && space.is_valid(*previous)) enqueue(*previous);
+    }
+  }
   refill();
 
   std::uint64_t planned = space.valid_count() - report.skipped_by_resume;
@@ -346,19 +365,19 @@ TuneReport tune(const TuneOptions& options) {
   // The best configuration per kernel, arch and problem, for applications to ship. Replays never write it.
   if (!replay && options.update_best_cache && !report.best.empty()) {
     const Evaluation& best = report.best.front().evaluation;
-    BestEntry entry;
-    entry.kernel = spec.name;
-    entry.arch = arch;
-    entry.problem = report.problem;
-    for (std::size_t i = 0; i < spec.space.parameters.size(); ++i)
-      entry.configuration[spec.space.parameters[i].name] = expr::to_string(best.configuration[i]);
-    entry.time_ms = best.time.median_ms;
+    DatabaseEntry entry;
     entry.device_name = device.name;
-    entry.date = iso8601_now();
-    entry.spec_hash = hash;
+    entry.arch = arch;
+    entry.driver = measurer->driver_version();
+    for (const auto& [symbol, value] : spec.problem) entry.problem[symbol] = value;
+    entry.configuration = configuration_values(spec.space, best.configuration);
+    entry.time = {best.time.median_ms, best.time.relative_spread, best.time.samples};
     entry.gflops = report.best.front().gflops;
     entry.gbps = report.best.front().gbps;
-    report.best_cache_updated = BestCache(options.best_cache_dir).update(entry);
+    entry.date = iso8601_now();
+    entry.spec_hash = kernel_hash(spec);
+    entry.tool_version = KERNLATHE_VERSION;
+    report.best_cache_updated = BestCache(options.best_cache_dir).update(describe_kernel(spec, space), entry);
   }
   return report;
 }

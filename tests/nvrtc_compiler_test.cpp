@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "compile_test_support.h"
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 
 namespace kernlathe {
 namespace {

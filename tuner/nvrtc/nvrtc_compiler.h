@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "tuner/compile/instantiate.h"
+#include "tuner/nvrtc/compile_request.h"
 
 namespace kernlathe {
 

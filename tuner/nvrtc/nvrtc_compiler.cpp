@@ -1,4 +1,4 @@
-#include "tuner/compile/nvrtc_compiler.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 
 #include <nvrtc.h>
 
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "tuner/common/error.h"
-#include "tuner/compile/cubin_cache.h"
+#include "tuner/nvrtc/cubin_cache.h"
 
 namespace kernlathe {
 

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "compile_test_support.h"
-#include "tuner/compile/cubin_cache.h"
+#include "tuner/nvrtc/cubin_cache.h"
 
 namespace kernlathe {
 namespace {

@@ -1,4 +1,4 @@
-#include "tuner/gpu/cuda_driver.h"
+#include "tuner/driver/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

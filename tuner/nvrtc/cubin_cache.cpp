@@ -1,4 +1,4 @@
-#include "tuner/compile/cubin_cache.h"
+#include "tuner/nvrtc/cubin_cache.h"
 
 #include <fcntl.h>
 #include <unistd.h>

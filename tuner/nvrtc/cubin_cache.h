@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "tuner/compile/instantiate.h"
+#include "tuner/nvrtc/compile_request.h"
 
 namespace kernlathe {
 

@@ -1,4 +1,4 @@
-#include "tuner/record/hash.h"
+#include "tuner/common/hash.h"
 
 #include <fmt/format.h>
 

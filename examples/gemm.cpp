@@ -1,0 +1,121 @@
+// C = A * B in bf16 (fp32 accumulation) through kernlathe's runtime, checked against cuBLAS and timed beside it.
+// Usage: kernlathe_gemm_example EXPORT_DIR [M N K]     (EXPORT_DIR written by `tune export gemm_bf16 -o EXPORT_DIR`)
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <kernlathe/runtime.h>
+
+#define CHECK_CUDA(call)                                                                            \
+  do {                                                                                              \
+    cudaError_t status = (call);                                                                    \
+    if (status != cudaSuccess) {                                                                    \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(status)); \
+      std::exit(1);                                                                                 \
+    }                                                                                               \
+  } while (false)
+
+#define CHECK_CUBLAS(call)                                                                   \
+  do {                                                                                       \
+    cublasStatus_t status = (call);                                                          \
+    if (status != CUBLAS_STATUS_SUCCESS) {                                                   \
+      std::fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #call, status); \
+      std::exit(1);                                                                          \
+    }                                                                                        \
+  } while (false)
+
+int main(int argc, char** argv) {
+  const std::filesystem::path export_dir = argc > 1 ? argv[1] : "export";
+  const std::int64_t m = argc > 4 ? std::atoll(argv[2]) : 4096;
+  const std::int64_t n = argc > 4 ? std::atoll(argv[3]) : 4096;
+  const std::int64_t k = argc > 4 ? std::atoll(argv[4]) : 4096;
+  if (std::strcmp(kernlathe::version(), KERNLATHE_VERSION_STRING) != 0)
+    std::fprintf(stderr, "built against kernlathe %s, running with %s\n", KERNLATHE_VERSION_STRING, kernlathe::version());
+
+  try {
+    CHECK_CUDA(cudaFree(nullptr));  // the CUDA runtime's context: the runtime library launches into it
+    kernlathe::Runtime runtime(kernlathe::RuntimeOptions::from_export(export_dir));
+    const kernlathe::Kernel& gemm = runtime.kernel("gemm_bf16", {{"M", m}, {"N", n}, {"K", k}});
+    std::printf("gemm_bf16 %lldx%lldx%lld: %s\n  %s\n  binary: %s (NVRTC %.1f ms, set-up %.1f ms)\n",
+                static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                kernlathe::rung_name(gemm.selection().rung), gemm.selection().reason.c_str(),
+                kernlathe::binary_source_name(gemm.binary_source()), gemm.compile_ms(), gemm.load_ms());
+
+    std::mt19937 random(7);
+    std::uniform_real_distribution<float> uniform(-1, 1);
+    std::vector<__nv_bfloat16> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+    for (auto& value : a) value = __float2bfloat16(uniform(random));
+    for (auto& value : b) value = __float2bfloat16(uniform(random));
+    __nv_bfloat16 *device_a = nullptr, *device_b = nullptr, *device_c = nullptr, *device_reference = nullptr;
+    const std::size_t c_bytes = static_cast<std::size_t>(m * n) * sizeof(__nv_bfloat16);
+    CHECK_CUDA(cudaMalloc(&device_a, a.size() * sizeof a[0]));
+    CHECK_CUDA(cudaMalloc(&device_b, b.size() * sizeof b[0]));
+    CHECK_CUDA(cudaMalloc(&device_c, c_bytes));
+    CHECK_CUDA(cudaMalloc(&device_reference, c_bytes));
+    CHECK_CUDA(cudaMemcpy(device_a, a.data(), a.size() * sizeof a[0], cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(device_b, b.data(), b.size() * sizeof b[0], cudaMemcpyHostToDevice));
+
+    // m, n, k, alpha (1) and beta (0) take the kernel's defaults for this problem; the tensor maps are the runtime's.
+    kernlathe::BoundLaunch launch = gemm.bind(kernlathe::Arguments().set("a", device_a).set("b", device_b).set("c", device_c));
+    cudaStream_t stream = nullptr;
+    CHECK_CUDA(cudaStreamCreate(&stream));
+    launch.launch(stream);
+
+    // cuBLAS is column-major: row-major C = A B is column-major C^T = B^T A^T.
+    cublasHandle_t handle = nullptr;
+    CHECK_CUBLAS(cublasCreate(&handle));
+    CHECK_CUBLAS(cublasSetStream(handle, stream));
+    const float alpha = 1, beta = 0;
+    auto cublas_gemm = [&] {
+      CHECK_CUBLAS(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                                &alpha, device_b, CUDA_R_16BF, static_cast<int>(n), device_a, CUDA_R_16BF, static_cast<int>(k),
+                                &beta, device_reference, CUDA_R_16BF, static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    };
+    cublas_gemm();
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+
+    std::vector<__nv_bfloat16> c(static_cast<std::size_t>(m * n)), reference(c.size());
+    CHECK_CUDA(cudaMemcpy(c.data(), device_c, c_bytes, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(reference.data(), device_reference, c_bytes, cudaMemcpyDeviceToHost));
+    std::size_t wrong = 0;
+    for (std::size_t index = 0; index < c.size(); ++index) {
+      float got = __bfloat162float(c[index]), expected = __bfloat162float(reference[index]);
+      // The spec's tolerance: one bf16 ulp of the output, plus fp32 summation-order differences near zero.
+      if (!(std::fabs(got - expected) <= 2e-3f + 1.6e-2f * std::fabs(expected))) ++wrong;
+    }
+    std::printf("  %zu of %zu elements outside the tolerance of cuBLAS's result\n", wrong, c.size());
+
+    auto time_ms = [&](auto&& run) {
+      cudaEvent_t start, stop;
+      CHECK_CUDA(cudaEventCreate(&start));
+      CHECK_CUDA(cudaEventCreate(&stop));
+      for (int warm = 0; warm < 5; ++warm) run();
+      constexpr int repetitions = 20;
+      CHECK_CUDA(cudaEventRecord(start, stream));
+      for (int repetition = 0; repetition < repetitions; ++repetition) run();
+      CHECK_CUDA(cudaEventRecord(stop, stream));
+      CHECK_CUDA(cudaEventSynchronize(stop));
+      float elapsed = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&elapsed, start, stop));
+      return elapsed / repetitions;
+    };
+    double ours = time_ms([&] { launch.launch(stream); });
+    double theirs = time_ms(cublas_gemm);
+    double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    std::printf("  kernlathe %.3f ms (%.0f TFLOP/s), cuBLAS %.3f ms (%.0f TFLOP/s): %.1f%% of cuBLAS\n", ours,
+                flops / ours / 1e9, theirs, flops / theirs / 1e9, 100 * theirs / ours);
+    cublasDestroy(handle);
+    cudaFree(device_a), cudaFree(device_b), cudaFree(device_c), cudaFree(device_reference);
+    return wrong == 0 ? 0 : 1;
+  } catch (const kernlathe::RuntimeError& error) {
+    std::fprintf(stderr, "kernlathe: %s\n", error.what());
+    return 1;
+  }
+}

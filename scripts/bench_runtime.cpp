@@ -1,0 +1,279 @@
+// The runtime library's floors (issue: runtime library), measured in one run on the GPU it runs on:
+//   1. warm launch: host submission time of 100,000 launches through a BoundLaunch and through Kernel::launch
+//      (binds every time), against a raw cuLaunchKernel of the same function with the same parameters;
+//   2. cold start per kernel: from embedded cubins, from exported cubin files, from the disk cubin cache, and on a
+//      miss with NVRTC (its time reported separately); the CUDA context exists before each clock starts;
+//   3. each exported kernel launched through the runtime at its tuned problem, timed the way `tune` times (warm-up,
+//      CUDA events around batches of launches, median until the spread is under 2% or 1 s), against the time its
+//      database entry recorded.
+// Usage: bench_runtime EXPORT_DIR [KERNEL ...]   (EXPORT_DIR from `tune export`; default: every kernel in it)
+#include <cuda.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "kernlathe/embedded.h"
+#include "kernlathe/runtime.h"
+#include "tuner/driver/cuda_driver.h"
+#include "tuner/run/measurement.h"
+#include "tuner/runtime/kernel_plan.h"
+#include "tuner/runtime/source_bundle.h"
+
+using namespace kernlathe;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream input(path, std::ios::binary);
+  std::stringstream contents;
+  contents << input.rdbuf();
+  return contents.str();
+}
+
+// Buffers for every application argument of a kernel, filled with 0.5 (or 1 for integers).
+struct Buffers {
+  std::vector<CUdeviceptr> pointers;
+  Arguments arguments;
+  explicit Buffers(const Kernel& kernel) {
+    const gpu::CudaDriver& cuda = gpu::cuda_driver();
+    for (const auto& argument : kernel.application_arguments()) {
+      if (argument.description.kind != "buffer") continue;
+      std::size_t bytes = static_cast<std::size_t>(argument.count) * argument.element_bytes;
+      CUdeviceptr pointer = 0;
+      KERNLATHE_CUDA_CHECK(cuda.cuMemAlloc(&pointer, std::max<std::size_t>(bytes, 4)));
+      const std::string& dtype = argument.description.dtype;
+      if (dtype == "f32") KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32Async(pointer, 0x3f000000u, bytes / 4, nullptr));
+      else if (dtype == "bf16" || dtype == "f16") KERNLATHE_CUDA_CHECK(cuda.cuMemsetD8(pointer, dtype == "bf16" ? 0x3f : 0x38, bytes));
+      else KERNLATHE_CUDA_CHECK(cuda.cuMemsetD8(pointer, 0, bytes));
+      pointers.push_back(pointer);
+      arguments.set(argument.description.name, reinterpret_cast<const void*>(pointer));
+    }
+    KERNLATHE_CUDA_CHECK(cuda.cuCtxSynchronize());
+  }
+  ~Buffers() {
+    for (CUdeviceptr pointer : pointers) KERNLATHE_CUDA_CHECK_NOTHROW(gpu::cuda_driver().cuMemFree(pointer));
+  }
+};
+
+// Times launch() as the evaluation worker does: 20 ms warm-up, events around batches, stop at 2% spread or 1 s.
+TimeStatistics time_kernel(const std::function<void()>& launch, CUstream stream) {
+  const gpu::CudaDriver& cuda = gpu::cuda_driver();
+  CUevent start = nullptr, stop = nullptr;
+  KERNLATHE_CUDA_CHECK(cuda.cuEventCreate(&start, CU_EVENT_DEFAULT));
+  KERNLATHE_CUDA_CHECK(cuda.cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  auto timed = [&](int launches) {
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start, stream));
+    for (int index = 0; index < launches; ++index) launch();
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop, stream));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(stop));
+    float ms = 0;
+    KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&ms, start, stop));
+    return static_cast<double>(ms) / launches;
+  };
+  double fastest = timed(1);
+  for (auto warm = Clock::now(); ms_since(warm) < 20;) fastest = std::min(fastest, timed(1));
+  int batch = launches_per_sample(fastest * 1000, false);
+  MeasurementSettings settings;
+  std::vector<double> samples;
+  auto begin = Clock::now();
+  while (!measurement_complete(samples, ms_since(begin) / 1000, settings)) samples.push_back(timed(batch));
+  KERNLATHE_CUDA_CHECK(cuda.cuEventDestroy(start));
+  KERNLATHE_CUDA_CHECK(cuda.cuEventDestroy(stop));
+  return summarise(samples);
+}
+
+// Registers the exported cubins and database of a kernel as if compiled in by `tune export --embed` (the same
+// registry and lookup; only the file read happens before the clock).
+void register_as_embedded(const std::filesystem::path& export_dir, const std::string& kernel) {
+  static std::vector<std::unique_ptr<std::string>> storage;
+  static std::vector<std::unique_ptr<std::vector<EmbeddedCubin>>> cubin_lists;
+  static std::vector<std::unique_ptr<EmbeddedKernel>> kernels;
+  auto keep = [&](std::string text) { storage.push_back(std::make_unique<std::string>(std::move(text))); return storage.back().get(); };
+  auto cubins = std::make_unique<std::vector<EmbeddedCubin>>();
+  for (const auto& file : std::filesystem::directory_iterator(export_dir / "cubins")) {
+    if (file.path().extension() != ".cubin") continue;
+    const std::string* key = keep(file.path().stem().string());
+    const std::string* name = keep(read_file(std::filesystem::path(file.path()).replace_extension(".name")));
+    const std::string* bytes = keep(read_file(file.path()));
+    cubins->push_back({key->c_str(), name->c_str(), reinterpret_cast<const unsigned char*>(bytes->data()), bytes->size()});
+  }
+  const std::string* database = keep(read_file(export_dir / "database" / (kernel + ".json")));
+  const std::string* sources = keep(read_file(export_dir / "sources" / (kernel + ".source.json")));
+  kernels.push_back(std::make_unique<EmbeddedKernel>(EmbeddedKernel{keep(kernel)->c_str(), database->c_str(), sources->c_str(), cubins->data(), cubins->size()}));
+  cubin_lists.push_back(std::move(cubins));
+  register_embedded_kernel(*kernels.back());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_runtime EXPORT_DIR [KERNEL ...]\n");
+    return 2;
+  }
+  const std::filesystem::path export_dir = argv[1];
+  std::vector<std::string> kernels;
+  for (int index = 2; index < argc; ++index) kernels.emplace_back(argv[index]);
+  if (kernels.empty()) {
+    for (const auto& file : std::filesystem::directory_iterator(export_dir / "database")) kernels.push_back(file.path().stem().string());
+    std::sort(kernels.begin(), kernels.end());
+  }
+  try {
+    const gpu::CudaDriver& cuda = gpu::cuda_driver();
+    const std::filesystem::path disk_cache = std::filesystem::temp_directory_path() / fmt::format("bench-runtime-cache-{}", ::getpid());
+    std::filesystem::remove_all(disk_cache);
+
+    // A runtime that only creates the context (and warms the driver), so no cold start below pays for it.
+    Runtime warm_up(RuntimeOptions::from_export(export_dir));
+    DeviceIdentity device = warm_up.device();
+    std::printf("device: %s (%s), kernlathe %s\n\n", device.name.c_str(), device.arch().c_str(), version());
+
+    // ---- 2. cold start: NVRTC miss, then the disk cache it filled, then exported cubin files, then embedded.
+    struct Cold {
+      double nvrtc_total = 0, nvrtc_compile = 0, disk = 0, exported = 0, embedded = 0;
+    };
+    std::map<std::string, Cold> cold;
+    auto first_use = [&](const std::string& kernel, RuntimeOptions options, BinarySource expected, double* compile_ms) {
+      auto start = Clock::now();
+      Runtime runtime(std::move(options));
+      const Kernel& loaded = runtime.kernel(kernel);
+      double elapsed = ms_since(start);
+      if (loaded.binary_source() != expected)
+        std::fprintf(stderr, "  %s: expected the %s path, took %s\n", kernel.c_str(), binary_source_name(expected),
+                     binary_source_name(loaded.binary_source()));
+      if (compile_ms) *compile_ms = loaded.compile_ms();
+      return elapsed;
+    };
+    RuntimeOptions files = RuntimeOptions::from_export(export_dir);
+    files.cubins.clear();
+    for (const std::string& kernel : kernels) {
+      Cold& times = cold[kernel];
+      std::filesystem::remove_all(disk_cache);
+      RuntimeOptions miss = files;
+      miss.cubin_cache = disk_cache;
+      times.nvrtc_total = first_use(kernel, miss, BinarySource::nvrtc, &times.nvrtc_compile);
+      times.disk = first_use(kernel, miss, BinarySource::disk_cache, nullptr);
+      RuntimeOptions exported = files;
+      exported.cubins = export_dir / "cubins";
+      exported.cubin_cache = "-";
+      times.exported = first_use(kernel, exported, BinarySource::exported, nullptr);
+    }
+    for (const std::string& kernel : kernels) register_as_embedded(export_dir, kernel);
+    RuntimeOptions embedded_only;  // no files named: the registry alone
+    embedded_only.cubin_cache = "-";
+    for (const std::string& kernel : kernels) cold[kernel].embedded = first_use(kernel, embedded_only, BinarySource::embedded, nullptr);
+    std::printf("cold start, first kernel() of a new Runtime, ms (the CUDA context exists before each clock starts):\n");
+    std::printf("%-16s %9s %9s %11s %11s %12s\n", "kernel", "embedded", "exported", "disk cache", "NVRTC miss", "NVRTC alone");
+    for (const std::string& kernel : kernels) {
+      const Cold& times = cold[kernel];
+      std::printf("%-16s %9.2f %9.2f %11.2f %11.1f %12.1f\n", kernel.c_str(), times.embedded, times.exported, times.disk,
+                  times.nvrtc_total, times.nvrtc_compile);
+    }
+
+    // ---- 1. warm launch overhead: saxpy-like smallest kernel first in the list, 100 batches of 1,000 launches each way.
+    Runtime runtime(embedded_only);
+    const std::string launch_kernel = std::find(kernels.begin(), kernels.end(), "saxpy") != kernels.end() ? "saxpy" : kernels.front();
+    const Kernel& kernel = runtime.kernel(launch_kernel);
+    Buffers buffers(kernel);
+    BoundLaunch bound = kernel.bind(buffers.arguments);
+    // The raw path: the same cubin loaded by hand, the same parameters, one cuLaunchKernel per launch.
+    CUfunction raw_function = nullptr;
+    CUmodule raw_module = nullptr;
+    {
+      // The cubin the runtime took, found through the same plan: its embedded key names the exported file.
+      KernelPlan plan = plan_kernel(runtime.database(launch_kernel),
+                                    read_kernel_sources(export_dir / "sources", launch_kernel, ""), device, {});
+      std::string image = read_file(export_dir / "cubins" / (plan.embedded_key + ".cubin"));
+      std::string name = read_file(export_dir / "cubins" / (plan.embedded_key + ".name"));
+      KERNLATHE_CUDA_CHECK(cuda.cuModuleLoadData(&raw_module, image.data()));
+      KERNLATHE_CUDA_CHECK(cuda.cuModuleGetFunction(&raw_function, raw_module, name.c_str()));
+    }
+    const auto& shape = kernel.shape();
+    // The parameters the runtime binds (buffers and scalars of f32, i32 and i64), written out by hand.
+    const auto& application = kernel.application_arguments();
+    std::vector<std::vector<std::byte>> raw_storage;
+    std::vector<void*> raw_parameters;
+    std::size_t buffer_index = 0;
+    for (const auto& argument : application) {
+      std::vector<std::byte> bytes(8);
+      if (argument.description.kind == "buffer") {
+        std::memcpy(bytes.data(), &buffers.pointers[buffer_index++], sizeof(CUdeviceptr));
+      } else if (argument.description.dtype == "i64") {
+        std::int64_t value = std::get<std::int64_t>(argument.default_value);
+        std::memcpy(bytes.data(), &value, sizeof value);
+      } else if (argument.description.dtype == "i32") {
+        auto value = static_cast<std::int32_t>(std::get<std::int64_t>(argument.default_value));
+        std::memcpy(bytes.data(), &value, sizeof value);
+      } else {
+        float value = static_cast<float>(std::holds_alternative<double>(argument.default_value) ? std::get<double>(argument.default_value)
+                                                                                                 : static_cast<double>(std::get<std::int64_t>(argument.default_value)));
+        std::memcpy(bytes.data(), &value, sizeof value);
+      }
+      raw_storage.push_back(std::move(bytes));
+    }
+    for (auto& bytes : raw_storage) raw_parameters.push_back(bytes.data());
+    CUstream stream = nullptr;
+    KERNLATHE_CUDA_CHECK(cuda.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+    constexpr int batches = 100, per_batch = 1000;
+    std::vector<double> raw_us, bound_us, bind_us;
+    for (int round = 0; round < batches; ++round) {
+      // Interleaved, so both ways see the same clocks; each batch waits for the GPU before its clock starts.
+      KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream));
+      auto start = Clock::now();
+      for (int index = 0; index < per_batch; ++index)
+        KERNLATHE_CUDA_CHECK(cuda.cuLaunchKernel(raw_function, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
+                                                 shape.block[2], shape.dynamic_shared_bytes, stream, raw_parameters.data(), nullptr));
+      raw_us.push_back(ms_since(start) * 1000 / per_batch);
+      KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream));
+      start = Clock::now();
+      for (int index = 0; index < per_batch; ++index) bound.launch(stream);
+      bound_us.push_back(ms_since(start) * 1000 / per_batch);
+      KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream));
+      start = Clock::now();
+      for (int index = 0; index < per_batch / 10; ++index) kernel.launch(buffers.arguments, stream);
+      bind_us.push_back(ms_since(start) * 1000 / (per_batch / 10));
+    }
+    KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream));
+    TimeStatistics raw = summarise(raw_us), through_bound = summarise(bound_us), through_bind = summarise(bind_us);
+    std::printf("\nwarm launch, host submission per launch (%s, grid %u x block %u; median of %d batches of %d):\n",
+                launch_kernel.c_str(), shape.grid[0], shape.block[0], batches, per_batch);
+    std::printf("  raw cuLaunchKernel      %.3f us\n", raw.median_ms);
+    std::printf("  BoundLaunch::launch     %.3f us   (+%.3f us; floor +0.5)\n", through_bound.median_ms, through_bound.median_ms - raw.median_ms);
+    std::printf("  Kernel::launch (binds)  %.3f us   (+%.3f us)\n", through_bind.median_ms, through_bind.median_ms - raw.median_ms);
+    if (raw_module) cuda.cuModuleUnload(raw_module);
+
+    // ---- 3. time through the runtime against the recorded time of the entry it selected
+    std::printf("\nthrough the runtime vs the time `tune` recorded (same device, the entry's problem):\n");
+    std::printf("%-16s %-26s %11s %11s %8s\n", "kernel", "rung", "runtime ms", "recorded ms", "ratio");
+    for (const std::string& name : kernels) {
+      const Kernel& tuned = runtime.kernel(name);
+      if (!tuned.selection().entry) {
+        std::printf("%-16s %-26s (no entry: nothing recorded to compare with)\n", name.c_str(), rung_name(tuned.selection().rung));
+        continue;
+      }
+      Buffers inputs(tuned);
+      BoundLaunch launch = tuned.bind(inputs.arguments);
+      TimeStatistics time = time_kernel([&] { launch.launch(stream); }, stream);
+      double recorded = tuned.selection().entry->time.median_ms;
+      std::printf("%-16s %-26s %11.4f %11.4f %8.3f\n", name.c_str(), rung_name(tuned.selection().rung), time.median_ms, recorded,
+                  time.median_ms / recorded);
+    }
+    KERNLATHE_CUDA_CHECK(cuda.cuStreamDestroy(stream));
+    std::filesystem::remove_all(disk_cache);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "bench_runtime: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,137 @@
+// describe_kernel (spec -> database description) checked against what `tune` itself compiles and launches: the
+// runtime's plan for a configuration must give the same compile request (so the same cubin cache key) and the same
+// launch geometry as instantiate() and the spec's expressions.
+#include "tuner/cache/kernel_description.h"
+
+#include <gtest/gtest.h>
+
+#include "tuner/compile/instantiate.h"
+#include "tuner/runtime/kernel_plan.h"
+#include "tuner/spec/spec_loader.h"
+
+namespace kernlathe {
+namespace {
+
+const std::filesystem::path source_directory = KERNLATHE_SOURCE_DIR;
+
+DeviceIdentity identity_of(const DeviceProperties& properties) {
+  DeviceIdentity identity{properties.name, properties.arch_major, properties.arch_minor, {}};
+  for (auto& [name, value] : device_property_values(properties)) identity.properties.emplace_back(name, value);
+  return identity;
+}
+
+Constants constants_of(const KernelSpec& spec, const DeviceProperties& device) {
+  Constants constants = device_property_values(device);
+  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
+  return constants;
+}
+
+std::int64_t integer_in(const Expression& expression, const Bindings& bindings, std::int64_t if_empty) {
+  if (expression.empty()) return if_empty;
+  Expression bound = expression;
+  bound.bind(bindings.scope);
+  return bound.evaluate_integer(bindings.slots);
+}
+
+// For several configurations of a shipped spec, the runtime's plan (from the description alone) matches the tuner.
+void expect_plan_matches_tuner(const std::string& spec_name, int configurations) {
+  SCOPED_TRACE(spec_name);
+  KernelSpec spec = load_kernel_spec(source_directory / "kernels" / (spec_name + ".yaml"));
+  DeviceProperties device = device_profile("sm_90");
+  SpaceEnumerator space(spec.space, constants_of(spec, device));
+  KernelDatabase database;
+  database.kernel = spec.name;
+  database.description = describe_kernel(spec, space);
+  TemplateSource source = read_template_source(spec.template_file);
+  SelectOptions options;
+  const std::uint64_t step = std::max<std::uint64_t>(1, space.valid_count() / static_cast<std::uint64_t>(configurations));
+  for (std::uint64_t index = 0; index < space.valid_count(); index += step) {
+    Configuration configuration = space.at(index);
+    // One entry, for this device and problem: the plan takes it through the exact rung.
+    DatabaseEntry entry;
+    entry.device_name = device.name;
+    entry.arch = "sm_90";
+    for (const auto& [symbol, value] : spec.problem) entry.problem[symbol] = value;
+    entry.configuration = configuration_values(spec.space, configuration);
+    entry.spec_hash = database.description.spec_hash;
+    database.entries = {entry};
+
+    KernelPlan plan = plan_kernel(database, source, identity_of(device), {}, options);
+    ASSERT_EQ(plan.selection.rung, Rung::exact) << plan.selection.reason;
+    CompileRequest expected = instantiate(spec, space, configuration, "sm_90");
+    EXPECT_EQ(plan.request.source, expected.source) << to_string(spec.space, configuration);
+    EXPECT_EQ(plan.request.name_expression, expected.name_expression);
+    EXPECT_EQ(plan.request.options, expected.options);
+    EXPECT_EQ(plan.request.arch, expected.arch);
+    EXPECT_EQ(plan.request.headers, expected.headers);
+
+    Bindings bindings = space.bindings(configuration);
+    for (std::size_t axis = 0; axis < 3; ++axis) {
+      EXPECT_EQ(plan.grid[axis], integer_in(spec.launch.grid[axis], bindings, 1));
+      EXPECT_EQ(plan.block[axis], integer_in(spec.launch.block[axis], bindings, 1));
+    }
+    EXPECT_EQ(plan.dynamic_shared_bytes, integer_in(spec.launch.dynamic_shared_bytes, bindings, 0));
+    for (std::size_t index_argument = 0; index_argument < spec.arguments.size(); ++index_argument) {
+      const Argument& argument = spec.arguments[index_argument];
+      const ArgumentPlan& planned = plan.arguments[index_argument];
+      if (argument.is_buffer) {
+        EXPECT_EQ(planned.count, integer_in(argument.count, bindings, 0)) << argument.name;
+      }
+      if (argument.tensor_map) {
+        for (std::size_t axis = 0; axis < argument.tensor_map->box.size(); ++axis)
+          EXPECT_EQ(planned.box[axis], integer_in(argument.tensor_map->box[axis], bindings, 0)) << argument.name;
+      }
+    }
+  }
+}
+
+TEST(KernelDescription, RuntimePlanMatchesTheTunerOnShippedSpecs) {
+  for (const char* name : {"saxpy", "softmax", "layernorm", "transpose", "conv3x3", "reduce_sum", "gemm_bf16", "gemm_f32"})
+    expect_plan_matches_tuner(name, 12);
+}
+
+TEST(KernelDescription, DescribesTypesArgumentsAndTheDefault) {
+  KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "gemm_bf16.yaml");
+  SpaceEnumerator space(spec.space, constants_of(spec, device_profile("sm_90")));
+  KernelDescription description = describe_kernel(spec, space);
+  EXPECT_EQ(description.kernel, "gemm_bf16");
+  EXPECT_EQ(description.template_name, "gemm.cu");
+  EXPECT_TRUE(description.arch_specific);
+  EXPECT_EQ(description.spec_hash, kernel_hash(spec));
+  EXPECT_EQ(description.template_hash.size(), 16u);
+  ASSERT_EQ(description.arguments.size(), spec.arguments.size());
+  EXPECT_EQ(description.arguments[0].kind, "scalar");
+  EXPECT_EQ(description.arguments[0].value, "M");
+  EXPECT_EQ(description.arguments[5].kind, "buffer");
+  EXPECT_EQ(description.arguments[5].dtype, "bf16");
+  EXPECT_EQ(description.arguments[8].kind, "tensor_map");
+  EXPECT_EQ(description.arguments[8].buffer, "a");
+  std::optional<Configuration> fallback = configuration_from_values(spec.space, description.default_configuration);
+  ASSERT_TRUE(fallback);
+  EXPECT_TRUE(space.is_valid(*fallback)) << description.default_origin;
+  // Every parameter is typed as the space declares it.
+  for (std::size_t index = 0; index < spec.space.parameters.size(); ++index)
+    EXPECT_EQ(description.parameters[index].values, spec.space.parameters[index].values);
+}
+
+TEST(KernelDescription, HashCoversEveryIncludedHeader) {
+  TemplateSource source = read_template_source(source_directory / "templates" / "gemm.cu");
+  ASSERT_GE(source.headers.size(), 3u);  // gemm/common.cuh, simt.cuh, mma_sync.cuh, wgmma.cuh
+  std::string before = template_hash(source);
+  source.headers.back().second += "\n// an edit of an included header\n";
+  EXPECT_NE(template_hash(source), before);
+}
+
+TEST(KernelDescription, ConfigurationFromValuesRejectsUndeclaredValues) {
+  KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "saxpy.yaml");
+  ConfigurationValues values = configuration_values(spec.space, {});
+  EXPECT_EQ(configuration_from_values(spec.space, values), std::nullopt);  // nothing given
+  SpaceEnumerator space(spec.space, constants_of(spec, device_profile("sm_90")));
+  values = configuration_values(spec.space, space.at(0));
+  ASSERT_TRUE(configuration_from_values(spec.space, values));
+  values.begin()->second = std::int64_t{12345};  // not one of the declared values
+  EXPECT_EQ(configuration_from_values(spec.space, values), std::nullopt);
+}
+
+}  // namespace
+}  // namespace kernlathe

@@ -1,0 +1,265 @@
+// The runtime library on a real GPU: every shipped kernel, launched through kernlathe::Runtime with its stored
+// best configuration, verifies against the spec's reference (the reference configuration, also launched through the
+// runtime, or cuBLAS for GEMM); an arch missing from the database falls back to the default configuration and still
+// verifies; another device of the same arch finds the entry through the arch rung and says so.
+// Skips, saying why, where there is no driver or device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "gpu_test_support.h"
+#include "kernlathe/runtime.h"
+#include "tuner/cache/kernel_description.h"
+#include "tuner/driver/cuda_driver.h"
+#include "tuner/gpu/cublas.h"
+#include "tuner/gpu/device.h"
+#include "tuner/run/element_values.h"
+#include "tuner/spec/spec_loader.h"
+
+namespace kernlathe {
+namespace {
+
+const std::filesystem::path source_directory = from_environment("KERNLATHE_SOURCE_DIR", KERNLATHE_SOURCE_DIR);
+
+struct DeviceMemory {
+  CUdeviceptr pointer = 0;
+  std::size_t bytes = 0;
+  explicit DeviceMemory(std::size_t size) : bytes(size) { KERNLATHE_CUDA_CHECK(gpu::cuda_driver().cuMemAlloc(&pointer, std::max<std::size_t>(size, 1))); }
+  ~DeviceMemory() { KERNLATHE_CUDA_CHECK_NOTHROW(gpu::cuda_driver().cuMemFree(pointer)); }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  void upload(const std::vector<std::byte>& data) const { KERNLATHE_CUDA_CHECK(gpu::cuda_driver().cuMemcpyHtoD(pointer, data.data(), data.size())); }
+  std::vector<std::byte> download() const {
+    std::vector<std::byte> data(bytes);
+    KERNLATHE_CUDA_CHECK(gpu::cuda_driver().cuMemcpyDtoH(data.data(), pointer, bytes));
+    return data;
+  }
+};
+
+// A temporary directory holding one database file.
+struct TemporaryDatabase {
+  std::filesystem::path directory;
+  TemporaryDatabase(const KernelDatabase& database, const std::string& label) {
+    directory = std::filesystem::temp_directory_path() / fmt::format("kernlathe-runtime-test-{}-{}-{}", ::getpid(), database.kernel, label);
+    std::filesystem::create_directories(directory);
+    std::ofstream(directory / (database.kernel + ".json")) << database_json(database);
+  }
+  ~TemporaryDatabase() { std::filesystem::remove_all(directory); }
+};
+
+class RuntimeOnDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      properties_ = gpu::query_device(0);
+    } catch (const NoGpuError& error) {
+      GTEST_SKIP() << "no usable GPU: " << error.what();
+    }
+    cubin_cache_ = std::filesystem::temp_directory_path() / fmt::format("kernlathe-runtime-test-cubins-{}", ::getpid());
+  }
+  void TearDown() override { std::filesystem::remove_all(cubin_cache_); }
+
+  Constants constants(const KernelSpec& spec) const {
+    Constants values = device_property_values(properties_);
+    for (const auto& [symbol, value] : spec.problem) values.emplace_back(symbol, Value{value});
+    return values;
+  }
+
+  // The configuration stored in results/best for this arch and the spec's default problem when it is still a valid
+  // configuration of the space (entries may predate the current space), else one from the middle of the space.
+  Configuration stored_or_middle(const KernelSpec& spec, const SpaceEnumerator& space) const {
+    try {
+      KernelDatabase stored = read_database(source_directory / "results" / "best" / (spec.name + ".json"));
+      Problem problem(spec.problem.begin(), spec.problem.end());
+      for (const DatabaseEntry& entry : stored.entries) {
+        if (entry.arch != properties_.arch_name() || entry.problem != problem) continue;
+        if (auto configuration = configuration_from_values(spec.space, entry.configuration); configuration && space.is_valid(*configuration))
+          return *configuration;
+      }
+    } catch (const std::exception&) {
+    }
+    return space.at(space.valid_count() / 2);
+  }
+
+  KernelDatabase database_with(const KernelSpec& spec, const SpaceEnumerator& space, const Configuration& configuration,
+                               const std::string& device_name, const std::string& arch) const {
+    KernelDatabase database;
+    database.kernel = spec.name;
+    database.description = describe_kernel(spec, space);
+    DatabaseEntry entry;
+    entry.device_name = device_name;
+    entry.arch = arch;
+    entry.problem = Problem(spec.problem.begin(), spec.problem.end());
+    entry.configuration = configuration_values(spec.space, configuration);
+    entry.spec_hash = database.description.spec_hash;
+    entry.time = {1.0, 0, 1};
+    database.entries = {entry};
+    return database;
+  }
+
+  // Launches the kernel through a Runtime over database, on buffers filled as the spec says (outputs poisoned),
+  // and returns every buffer's contents afterwards, by argument index.
+  std::map<std::size_t, std::vector<std::byte>> run_through_runtime(const KernelSpec& spec, const KernelDatabase& database,
+                                                                   Selection* selection = nullptr) {
+    TemporaryDatabase files(database, std::to_string(counter_++));
+    RuntimeOptions options;
+    options.databases = {files.directory};
+    options.sources = spec.template_file.parent_path();
+    options.cubin_cache = cubin_cache_;
+    Runtime runtime(options);
+    const Kernel& kernel = runtime.kernel(spec.name);
+    if (selection) *selection = kernel.selection();
+    std::map<std::size_t, std::unique_ptr<DeviceMemory>> memory;
+    Arguments arguments;
+    Bindings bindings = SpaceEnumerator(spec.space, constants(spec)).bindings(*configuration_from_values(spec.space, kernel.selection().configuration));
+    for (std::size_t index = 0; index < spec.arguments.size(); ++index) {
+      const Argument& argument = spec.arguments[index];
+      if (!argument.is_buffer || argument.scratch) continue;
+      Expression count = argument.count;
+      count.bind(bindings.scope);
+      std::int64_t elements = count.evaluate_integer(bindings.slots);
+      auto buffer = std::make_unique<DeviceMemory>(static_cast<std::size_t>(elements) * dtype_size(argument.dtype));
+      if (argument.role == Role::out) {
+        std::vector<std::byte> poison(buffer->bytes, std::byte{poison_byte});
+        buffer->upload(poison);
+      } else {
+        buffer->upload(initial_contents(argument.dtype, elements, argument.init));
+      }
+      arguments.set(argument.name, reinterpret_cast<const void*>(buffer->pointer));
+      memory[index] = std::move(buffer);
+    }
+    kernel.launch(arguments);
+    KERNLATHE_CUDA_CHECK(gpu::cuda_driver().cuCtxSynchronize());
+    std::map<std::size_t, std::vector<std::byte>> results;
+    for (auto& [index, buffer] : memory) results[index] = buffer->download();
+    if (spec.verification.reference_is_baseline) results[1000] = cublas_reference(spec, bindings, memory);
+    return results;
+  }
+
+  // GEMM's reference: cuBLAS on the same inputs, into a separate C.
+  std::vector<std::byte> cublas_reference(const KernelSpec& spec, const Bindings& bindings,
+                                          const std::map<std::size_t, std::unique_ptr<DeviceMemory>>& memory) {
+    auto index_of = [&](const std::string& name) {
+      for (std::size_t index = 0; index < spec.arguments.size(); ++index)
+        if (spec.arguments[index].name == name) return index;
+      return std::size_t{0};
+    };
+    auto integer = [&](Expression expression) {
+      expression.bind(bindings.scope);
+      return expression.evaluate_integer(bindings.slots);
+    };
+    const Baseline& baseline = spec.baseline;
+    const DeviceMemory& c = *memory.at(index_of(baseline.c));
+    DeviceMemory reference(c.bytes);
+    gpu::GemmProblem problem;
+    problem.compute = baseline.compute;
+    problem.input = spec.arguments[index_of(baseline.a)].dtype;
+    problem.output = spec.arguments[index_of(baseline.c)].dtype;
+    problem.m = integer(baseline.m), problem.n = integer(baseline.n), problem.k = integer(baseline.k);
+    problem.alpha = 1, problem.beta = 0;
+    problem.a = memory.at(index_of(baseline.a))->pointer;
+    problem.b = memory.at(index_of(baseline.b))->pointer;
+    problem.c = reference.pointer;
+    gpu::Cublas cublas(nullptr);
+    cublas.gemm(problem);
+    KERNLATHE_CUDA_CHECK(gpu::cuda_driver().cuCtxSynchronize());
+    return reference.download();
+  }
+
+  // Every output of `got` within the spec's tolerance of `expected`; returns the largest relative error seen.
+  double expect_outputs_match(const KernelSpec& spec, const std::map<std::size_t, std::vector<std::byte>>& got,
+                              const std::map<std::size_t, std::vector<std::byte>>& expected) {
+    double worst = 0;
+    for (std::size_t index = 0; index < spec.arguments.size(); ++index) {
+      const Argument& argument = spec.arguments[index];
+      if (!argument.is_buffer || argument.scratch || argument.role == Role::in) continue;
+      const std::vector<std::byte>& mine = got.at(index);
+      const std::vector<std::byte>& theirs = spec.verification.reference_is_baseline ? expected.at(1000) : expected.at(index);
+      Tolerance tolerance = spec.verification.tolerance_for(argument.dtype);
+      const std::size_t size = dtype_size(argument.dtype);
+      std::size_t failures = 0;
+      for (std::size_t element = 0; element < mine.size() / size; ++element) {
+        double a = load_element(argument.dtype, mine.data() + element * size);
+        double b = load_element(argument.dtype, theirs.data() + element * size);
+        double error = std::abs(a - b);
+        if (!(error <= tolerance.absolute + tolerance.relative * std::abs(b))) {
+          if (failures++ < 3) ADD_FAILURE() << spec.name << " " << argument.name << "[" << element << "] = " << a << ", expected " << b;
+        }
+        if (std::abs(b) > 1e-3) worst = std::max(worst, error / std::abs(b));
+      }
+      EXPECT_EQ(failures, 0u) << spec.name << " " << argument.name;
+    }
+    return worst;
+  }
+
+  void verify_kernel(const std::string& name) {
+    SCOPED_TRACE(name);
+    KernelSpec spec = load_kernel_spec(source_directory / "kernels" / (name + ".yaml"));
+    SpaceEnumerator space(spec.space, constants(spec));
+    Configuration tuned = stored_or_middle(spec, space);
+    Selection selection;
+    auto got = run_through_runtime(spec, database_with(spec, space, tuned, properties_.name, properties_.arch_name()), &selection);
+    EXPECT_EQ(selection.rung, Rung::exact) << selection.reason;
+    std::map<std::size_t, std::vector<std::byte>> expected = got;
+    if (!spec.verification.reference_is_baseline) {
+      Configuration reference = space.default_configuration();
+      for (const auto& [parameter, value] : spec.verification.reference)
+        for (std::size_t index = 0; index < spec.space.parameters.size(); ++index)
+          if (spec.space.parameters[index].name == parameter) reference[index] = value;
+      expected = run_through_runtime(spec, database_with(spec, space, reference, properties_.name, properties_.arch_name()));
+    }
+    double worst = expect_outputs_match(spec, got, expected);
+    std::printf("[ runtime  ] %-16s %s verified, largest relative error %.2e\n", name.c_str(),
+                to_string(spec.space, tuned).c_str(), worst);
+  }
+
+  DeviceProperties properties_;
+  std::filesystem::path cubin_cache_;
+  int counter_ = 0;
+};
+
+TEST_F(RuntimeOnDevice, EveryShippedKernelVerifiesThroughTheRuntime) {
+  for (const char* name : {"saxpy", "vector_add", "reduce_sum", "reduce_sum_bf16", "softmax", "softmax_bf16", "layernorm",
+                           "layernorm_bf16", "transpose", "conv3x3", "gemm_f32", "gemm_tf32", "gemm_f16", "gemm_bf16"}) {
+    verify_kernel(name);
+  }
+}
+
+TEST_F(RuntimeOnDevice, ArchMissingFromTheDatabaseFallsBackToTheDefaultAndVerifies) {
+  KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "softmax.yaml");
+  SpaceEnumerator space(spec.space, constants(spec));
+  // Only an entry of another major arch: the ladder ends at the default configuration.
+  KernelDatabase database = database_with(spec, space, space.at(0), "NVIDIA A100-SXM4-80GB", "sm_80");
+  if (properties_.arch_major == 8) database.entries[0].arch = "sm_75";
+  Selection selection;
+  auto got = run_through_runtime(spec, database, &selection);
+  EXPECT_EQ(selection.rung, Rung::default_configuration) << selection.reason;
+  EXPECT_NE(selection.reason.find("default configuration"), std::string::npos) << selection.reason;
+  auto expected = run_through_runtime(spec, database_with(spec, space, space.at(0), properties_.name, properties_.arch_name()));
+  expect_outputs_match(spec, got, expected);
+  std::printf("[ runtime  ] fallback: %s\n", selection.reason.c_str());
+}
+
+TEST_F(RuntimeOnDevice, AnotherDeviceOfTheSameArchTakesTheEntryThroughTheArchRung) {
+  KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "saxpy.yaml");
+  SpaceEnumerator space(spec.space, constants(spec));
+  // The entry of the H200 the shipped records come from; on an H200 itself the rung is exact.
+  KernelDatabase database = database_with(spec, space, stored_or_middle(spec, space), "NVIDIA H200", properties_.arch_name());
+  Selection selection;
+  run_through_runtime(spec, database, &selection);
+  if (properties_.name == "NVIDIA H200") {
+    EXPECT_EQ(selection.rung, Rung::exact) << selection.reason;
+  } else {
+    EXPECT_EQ(selection.rung, Rung::same_arch_nearest_problem) << selection.reason;
+    EXPECT_NE(selection.reason.find("took the entry of NVIDIA H200"), std::string::npos) << selection.reason;
+  }
+  std::printf("[ runtime  ] on %s: %s (%s)\n", properties_.name.c_str(), rung_name(selection.rung), selection.reason.c_str());
+}
+
+}  // namespace
+}  // namespace kernlathe

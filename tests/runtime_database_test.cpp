@@ -1,0 +1,212 @@
+// The database of tuned configurations (kernlathe/database.h): reading and writing, staleness, and the fallback
+// ladder on a hand-written database with several devices, archs and problem sizes.
+#include "kernlathe/database.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace kernlathe {
+namespace {
+
+KernelDescription scale_description() {
+  KernelDescription description;
+  description.kernel = "scale";
+  description.template_name = "scale.cu";
+  description.template_hash = "0123456789abcdef";
+  description.spec_hash = "current";
+  description.entry_point = "scale";
+  description.problem = {{"N", 1024}};
+  description.parameters = {{"BLOCK", "integer", {std::int64_t{64}, std::int64_t{128}, std::int64_t{256}}}};
+  description.derived = {{"ITEMS", "N // BLOCK"}};
+  description.constraints = {"N % BLOCK == 0", "BLOCK <= max_threads_per_block"};
+  description.grid = {"ITEMS", "1", "1"};
+  description.block = {"BLOCK", "1", "1"};
+  description.arguments = {{"data", "buffer", "f32", "inout", "N", "", false, "", {}, {}, ""}};
+  description.default_configuration = {{"BLOCK", std::int64_t{64}}};
+  description.default_origin = "space defaults";
+  return description;
+}
+
+DatabaseEntry tuned(const std::string& device, const std::string& arch, std::int64_t n, std::int64_t block,
+                    const std::string& spec_hash = "current") {
+  DatabaseEntry entry;
+  entry.device_name = device;
+  entry.arch = arch;
+  entry.problem = {{"N", n}};
+  entry.configuration = {{"BLOCK", block}};
+  entry.time = {0.1, 0.01, 20};
+  entry.spec_hash = spec_hash;
+  entry.date = "2026-11-23T00:00:00Z";
+  return entry;
+}
+
+KernelDatabase scale_database() {
+  KernelDatabase database;
+  database.kernel = "scale";
+  database.description = scale_description();
+  database.entries = {
+      tuned("NVIDIA H200", "sm_90", 1024, 256),
+      tuned("NVIDIA H200", "sm_90", 65536, 128),
+      tuned("NVIDIA A100-SXM4-80GB", "sm_80", 1024, 64),
+      tuned("NVIDIA H200", "sm_90", 4096, 64, "an older spec"),
+  };
+  return database;
+}
+
+DeviceIdentity device(const std::string& name, int major, int minor) {
+  return {name, major, minor, {{"max_threads_per_block", std::int64_t{1024}}}};
+}
+
+std::int64_t block_of(const Selection& selection) { return std::get<std::int64_t>(selection.configuration.at("BLOCK")); }
+
+TEST(DatabaseLadder, ExactDeviceAndProblem) {
+  Selection selection = select(scale_database(), device("NVIDIA H200", 9, 0), {{"N", 1024}});
+  EXPECT_EQ(selection.rung, Rung::exact);
+  EXPECT_EQ(block_of(selection), 256);
+  ASSERT_TRUE(selection.entry);
+  EXPECT_EQ(selection.entry->device_name, "NVIDIA H200");
+  EXPECT_NE(selection.reason.find("tuned on this device"), std::string::npos) << selection.reason;
+}
+
+TEST(DatabaseLadder, OtherDeviceOfTheSameArchTakesTheEntryThroughTheArchRung) {
+  Selection selection = select(scale_database(), device("NVIDIA H100 80GB HBM3", 9, 0), {{"N", 1024}});
+  EXPECT_EQ(selection.rung, Rung::same_arch_nearest_problem);
+  EXPECT_EQ(block_of(selection), 256);
+  EXPECT_EQ(selection.problem_distance, 0);
+  EXPECT_NE(selection.reason.find("NVIDIA H200"), std::string::npos) << selection.reason;
+}
+
+TEST(DatabaseLadder, NearestProblemInLogSpacePassingOverStaleEntries) {
+  // N=2048: 1 from N=1024 (log2 2), 5 from N=65536; the stale N=4096 entry would be 1 too, but is passed over.
+  Selection selection = select(scale_database(), device("NVIDIA H200", 9, 0), {{"N", 2048}});
+  EXPECT_EQ(selection.rung, Rung::same_arch_nearest_problem);
+  EXPECT_EQ(block_of(selection), 256);
+  EXPECT_DOUBLE_EQ(selection.problem_distance, 1.0);
+  EXPECT_NE(selection.reason.find("1 stale entry passed over"), std::string::npos) << selection.reason;
+}
+
+TEST(DatabaseLadder, FarProblemIsTheAnyProblemRung) {
+  // N=2^20: 4 from N=65536 (beyond the default limit of 2), 10 from N=1024.
+  Selection selection = select(scale_database(), device("NVIDIA H200", 9, 0), {{"N", 1 << 20}});
+  EXPECT_EQ(selection.rung, Rung::same_arch_any_problem);
+  EXPECT_EQ(block_of(selection), 128);
+  EXPECT_DOUBLE_EQ(selection.problem_distance, 4.0);
+  SelectOptions wider;
+  wider.nearest_problem_distance = 4.0;
+  EXPECT_EQ(select(scale_database(), device("NVIDIA H200", 9, 0), {{"N", 1 << 20}}, wider).rung,
+            Rung::same_arch_nearest_problem);
+}
+
+TEST(DatabaseLadder, ConfigurationBreakingAConstraintAtTheRequestedProblemIsPassedOver) {
+  // N=1152 is a multiple of 128 and 64 but not of 256: the nearest entry (BLOCK=256, N=1024) cannot run it.
+  Selection selection = select(scale_database(), device("NVIDIA H200", 9, 0), {{"N", 1152}});
+  EXPECT_EQ(block_of(selection), 128);
+  EXPECT_EQ(selection.entry->problem.at("N"), 65536);
+  EXPECT_NE(selection.reason.find("breaks the constraint N % BLOCK == 0"), std::string::npos) << selection.reason;
+}
+
+TEST(DatabaseLadder, SameMajorArchThenTheDefault) {
+  Selection ampere = select(scale_database(), device("NVIDIA A10", 8, 6), {{"N", 1024}});
+  EXPECT_EQ(ampere.rung, Rung::same_major_arch);
+  EXPECT_EQ(block_of(ampere), 64);
+  EXPECT_NE(ampere.reason.find("sm_80"), std::string::npos) << ampere.reason;
+
+  Selection turing = select(scale_database(), device("NVIDIA T4", 7, 5), {{"N", 1024}});
+  EXPECT_EQ(turing.rung, Rung::default_configuration);
+  EXPECT_FALSE(turing.entry);
+  EXPECT_EQ(block_of(turing), 64);
+  EXPECT_NE(turing.reason.find("default configuration (space defaults)"), std::string::npos) << turing.reason;
+}
+
+TEST(DatabaseLadder, StaleEntriesAreUsedOnlyWhenAskedFor) {
+  SelectOptions options;
+  options.use_stale_entries = true;
+  Selection selection = select(scale_database(), device("NVIDIA H200", 9, 0), {{"N", 4096}}, options);
+  EXPECT_EQ(selection.rung, Rung::exact);
+  EXPECT_EQ(block_of(selection), 64);
+  EXPECT_EQ(select(scale_database(), device("NVIDIA H200", 9, 0), {{"N", 4096}}).rung, Rung::same_arch_nearest_problem);
+}
+
+TEST(DatabaseLadder, MissingDevicePropertyMakesTheCandidateUnusableNotAnException) {
+  DeviceIdentity bare{"NVIDIA H200", 9, 0, {}};
+  Selection selection = select(scale_database(), bare, {{"N", 1024}});
+  EXPECT_EQ(selection.rung, Rung::default_configuration);
+  EXPECT_NE(selection.reason.find("cannot be checked here"), std::string::npos) << selection.reason;
+  EXPECT_NE(selection.reason.find("max_threads_per_block"), std::string::npos) << selection.reason;
+}
+
+TEST(DatabaseFile, RoundTripsEveryField) {
+  KernelDatabase database = scale_database();
+  database.description.loader = {{"workers", "WORKERS"}};
+  database.description.arguments.push_back({"map", "tensor_map", "f32", "", "", "", false, "data", {"N"}, {"BLOCK"}, "128"});
+  database.description.arguments.push_back({"counters", "buffer", "i32", "in", "2", "", true, "", {}, {}, ""});
+  KernelDatabase read = parse_database(database_json(database));
+  EXPECT_EQ(read.kernel, "scale");
+  EXPECT_EQ(read.description.derived[0].expression, "N // BLOCK");
+  EXPECT_EQ(read.description.constraints, database.description.constraints);
+  EXPECT_EQ(read.description.arguments.size(), 3u);
+  EXPECT_EQ(read.description.arguments[1].box, std::vector<std::string>{"BLOCK"});
+  EXPECT_TRUE(read.description.arguments[2].scratch);
+  EXPECT_EQ(read.description.loader.at("workers"), "WORKERS");
+  ASSERT_EQ(read.entries.size(), 4u);
+  for (const DatabaseEntry& entry : database.entries) {
+    EXPECT_NE(std::find(read.entries.begin(), read.entries.end(), entry), read.entries.end()) << entry.device_name;
+  }
+  EXPECT_EQ(database_json(read), database_json(database));  // stable text
+}
+
+TEST(DatabaseFile, CorruptNewerAndMalformedFilesAreClearErrors) {
+  try {
+    parse_database("{\"format\": 2, \"kernel\": ", "results/best/scale.json");
+    FAIL() << "expected DatabaseError";
+  } catch (const DatabaseError& error) {
+    EXPECT_NE(std::string(error.what()).find("results/best/scale.json: not valid JSON (at byte"), std::string::npos)
+        << error.what();
+  }
+  try {
+    parse_database(R"({"format": 3, "kernel": "scale", "entries": []})", "db.json");
+    FAIL() << "expected DatabaseError";
+  } catch (const DatabaseError& error) {
+    EXPECT_NE(std::string(error.what()).find("format 3, this build of kernlathe reads formats 1 to 2"), std::string::npos);
+  }
+  EXPECT_THROW(parse_database(R"({"format": 2, "kernel": "scale", "entries": []})", "no description"), DatabaseError);
+  EXPECT_THROW(read_database("/nonexistent/kernlathe/scale.json"), DatabaseError);
+  EXPECT_THROW(parse_problem_text("N=12x"), DatabaseError);
+  EXPECT_THROW(parse_problem_text("=5"), DatabaseError);
+  EXPECT_EQ(parse_problem_text("M=2,N=3"), (Problem{{"M", 2}, {"N", 3}}));
+}
+
+TEST(DatabaseFile, FormatOneEntriesAreReadAndMarkedStale) {
+  KernelDatabase old = parse_database(R"({"format": 1, "kernel": "saxpy", "entries": [
+      {"arch": "sm_90", "problem": "N=67108864", "configuration": {"BLOCK": "256", "GRID_STRIDE": "false", "PATH": "wgmma"},
+       "time_ms": 0.188, "device_name": "NVIDIA H200", "date": "2026-11-22T04:00:12Z", "spec_hash": "6f19"}]})",
+                                      "saxpy.json");
+  ASSERT_EQ(old.entries.size(), 1u);
+  const DatabaseEntry& entry = old.entries[0];
+  EXPECT_EQ(entry.configuration.at("BLOCK"), Value{std::int64_t{256}});
+  EXPECT_EQ(entry.configuration.at("GRID_STRIDE"), Value{false});
+  EXPECT_EQ(entry.configuration.at("PATH"), Value{std::string("wgmma")});
+  EXPECT_EQ(entry.problem.at("N"), 67108864);
+  EXPECT_DOUBLE_EQ(entry.time.median_ms, 0.188);
+  EXPECT_NE(stale_reason(old, entry).find("format 1"), std::string::npos);
+  // With no description there is nothing current: the ladder ends at the (empty) default, never an exception.
+  Selection selection = select(old, device("NVIDIA H200", 9, 0), {{"N", 67108864}});
+  EXPECT_EQ(selection.rung, Rung::default_configuration);
+}
+
+TEST(DatabaseFile, StaleReasonNamesBothHashes) {
+  KernelDatabase database = scale_database();
+  EXPECT_EQ(stale_reason(database, database.entries[0]), "");
+  EXPECT_EQ(stale_reason(database, database.entries[3]), "measured against spec hash an older spec, the kernel is now current");
+}
+
+TEST(DatabaseFile, ProblemTextFollowsTheDescriptionsSymbolOrder) {
+  KernelDescription description = scale_description();
+  description.problem = {{"M", 1}, {"N", 2}, {"K", 3}};
+  EXPECT_EQ(problem_text(description, {{"K", 8}, {"M", 2}, {"N", 4}, {"EXTRA", 1}}), "M=2,N=4,K=8,EXTRA=1");
+  EXPECT_EQ(complete_problem(description, {{"N", 9}}), (Problem{{"M", 1}, {"N", 9}, {"K", 3}}));
+}
+
+}  // namespace
+}  // namespace kernlathe

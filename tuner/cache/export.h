@@ -1,0 +1,43 @@
+#pragma once
+// `tune export`: what an application ships to launch tuned kernels through the runtime library.
+//
+//   <out>/database/<kernel>.json        the kernel's database: its description and current entries (stale ones left out)
+//   <out>/sources/<kernel>.source.json  the template and every file it includes, for NVRTC on archs not exported
+//   <out>/cubins/<key>.cubin, .name     cubins for the exported archs, named by embedded_key() of their request
+//   <out>/kernlathe_embedded.cpp        with embed: all of the above as data, registered at start-up
+//                                       (kernlathe/embedded.h); compile it into the executable
+//
+// Cubins are built for what the runtime will ask on each exported arch: every current entry of that arch (as its
+// own device would select it), and for archs without entries, the configuration the ladder gives a device of that
+// arch at each stored problem and at the default problem. Device properties come from the built-in profile of the
+// arch; a device whose properties change a derived value compiles at first use instead (the runtime says so).
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kernlathe {
+
+struct ExportOptions {
+  std::vector<std::string> kernels;          // names (results/best/<name>.json) with their specs under kernels/
+  std::vector<std::string> archs{"sm_90"};   // real archs to build cubins for
+  std::filesystem::path best_directory = "results/best";
+  std::filesystem::path out;
+  std::filesystem::path cubin_cache;         // NVRTC's disk cache while exporting; empty: none
+  bool embed = false;
+  bool include_stale = false;
+};
+
+struct ExportedKernel {
+  std::string kernel;
+  int entries = 0;        // current entries exported
+  int stale_dropped = 0;  // stale entries left out
+  int cubins = 0;
+  std::vector<std::string> notes;  // one line each: what was dropped or could not be built, and why
+};
+
+// Throws InputError for an unknown kernel, a kernel without stored entries or a database without a description,
+// and TunerError when an exported configuration does not compile.
+std::vector<ExportedKernel> export_kernels(const ExportOptions& options);
+
+}  // namespace kernlathe

@@ -1,0 +1,451 @@
+#include "kernlathe/database.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tuner/expr/expression.h"
+
+namespace kernlathe {
+
+namespace {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------- JSON <-> values
+
+json value_to_json(const Value& value) {
+  return std::visit([](const auto& held) { return json(held); }, value);
+}
+
+Value value_from_json(const json& value, const std::string& what) {
+  if (value.is_boolean()) return value.get<bool>();
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  if (value.is_number_float()) return value.get<double>();
+  if (value.is_string()) return value.get<std::string>();
+  throw DatabaseError(fmt::format("{}: {} is neither a number, a boolean nor a string", what, value.dump()));
+}
+
+json configuration_to_json(const ConfigurationValues& configuration) {
+  json object = json::object();
+  for (const auto& [name, value] : configuration) object[name] = value_to_json(value);
+  return object;
+}
+
+ConfigurationValues configuration_from_json(const json& object, const std::string& what) {
+  ConfigurationValues configuration;
+  for (const auto& [name, value] : object.items()) configuration[name] = value_from_json(value, what + "." + name);
+  return configuration;
+}
+
+// Format 1 stored every value as text: "256", "true", "two_pass".
+Value value_from_text(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  try {
+    std::size_t used = 0;
+    long long integer = std::stoll(text, &used);
+    if (used == text.size()) return static_cast<std::int64_t>(integer);
+    double real = std::stod(text, &used);
+    if (used == text.size()) return real;
+  } catch (const std::exception&) {
+  }
+  return text;
+}
+
+json description_to_json(const KernelDescription& description) {
+  json parameters = json::array();
+  for (const auto& parameter : description.parameters) {
+    json values = json::array();
+    for (const auto& value : parameter.values) values.push_back(value_to_json(value));
+    parameters.push_back({{"name", parameter.name}, {"type", parameter.type}, {"values", values}});
+  }
+  json derived = json::array();
+  for (const auto& value : description.derived) derived.push_back({{"name", value.name}, {"expression", value.expression}});
+  json problem = json::array();
+  for (const auto& [name, value] : description.problem) problem.push_back({{"name", name}, {"default", value}});
+  json arguments = json::array();
+  for (const auto& argument : description.arguments) {
+    json object{{"name", argument.name}, {"kind", argument.kind}, {"dtype", argument.dtype}};
+    if (argument.kind == "buffer") {
+      object["role"] = argument.role;
+      object["count"] = argument.count;
+      if (argument.scratch) object["scratch"] = true;
+    } else if (argument.kind == "scalar") {
+      object["value"] = argument.value;
+    } else {
+      object["buffer"] = argument.buffer;
+      object["dims"] = argument.dims;
+      object["box"] = argument.box;
+      object["swizzle"] = argument.swizzle;
+    }
+    arguments.push_back(object);
+  }
+  return json{{"kernel", description.kernel},
+              {"template", description.template_name},
+              {"template_hash", description.template_hash},
+              {"spec_hash", description.spec_hash},
+              {"entry_point", description.entry_point},
+              {"template_arguments", description.template_arguments},
+              {"compile_options", description.compile_options},
+              {"arch_specific", description.arch_specific},
+              {"problem", problem},
+              {"parameters", parameters},
+              {"derived", derived},
+              {"constraints", description.constraints},
+              {"launch", {{"grid", description.grid}, {"block", description.block}, {"shared_memory", description.shared_memory}}},
+              {"arguments", arguments},
+              {"default_configuration", configuration_to_json(description.default_configuration)},
+              {"default_origin", description.default_origin},
+              {"loader", description.loader}};
+}
+
+KernelDescription description_from_json(const json& object) {
+  KernelDescription description;
+  description.kernel = object.at("kernel").get<std::string>();
+  description.template_name = object.at("template").get<std::string>();
+  description.template_hash = object.at("template_hash").get<std::string>();
+  description.spec_hash = object.at("spec_hash").get<std::string>();
+  description.entry_point = object.at("entry_point").get<std::string>();
+  description.template_arguments = object.value("template_arguments", std::vector<std::string>{});
+  description.compile_options = object.value("compile_options", std::vector<std::string>{});
+  description.arch_specific = object.value("arch_specific", false);
+  for (const auto& symbol : object.at("problem"))
+    description.problem.emplace_back(symbol.at("name").get<std::string>(), symbol.at("default").get<std::int64_t>());
+  for (const auto& parameter : object.at("parameters")) {
+    ParameterDescription described{parameter.at("name").get<std::string>(), parameter.at("type").get<std::string>(), {}};
+    for (const auto& value : parameter.at("values")) described.values.push_back(value_from_json(value, "parameter " + described.name));
+    description.parameters.push_back(std::move(described));
+  }
+  for (const auto& value : object.value("derived", json::array()))
+    description.derived.push_back({value.at("name").get<std::string>(), value.at("expression").get<std::string>()});
+  description.constraints = object.value("constraints", std::vector<std::string>{});
+  const json& launch = object.at("launch");
+  description.grid = launch.at("grid").get<std::array<std::string, 3>>();
+  description.block = launch.at("block").get<std::array<std::string, 3>>();
+  description.shared_memory = launch.value("shared_memory", "0");
+  for (const auto& argument : object.at("arguments")) {
+    ArgumentDescription described;
+    described.name = argument.at("name").get<std::string>();
+    described.kind = argument.at("kind").get<std::string>();
+    described.dtype = argument.value("dtype", "");
+    described.role = argument.value("role", "");
+    described.count = argument.value("count", "");
+    described.value = argument.value("value", "");
+    described.scratch = argument.value("scratch", false);
+    described.buffer = argument.value("buffer", "");
+    described.dims = argument.value("dims", std::vector<std::string>{});
+    described.box = argument.value("box", std::vector<std::string>{});
+    described.swizzle = argument.value("swizzle", "0");
+    if (described.kind != "buffer" && described.kind != "scalar" && described.kind != "tensor_map")
+      throw DatabaseError(fmt::format("argument '{}' has kind '{}' (buffer, scalar or tensor_map)", described.name, described.kind));
+    description.arguments.push_back(std::move(described));
+  }
+  description.default_configuration =
+      configuration_from_json(object.at("default_configuration"), "default_configuration");
+  description.default_origin = object.value("default_origin", "");
+  description.loader = object.value("loader", std::map<std::string, std::string>{});
+  return description;
+}
+
+json entry_to_json(const KernelDescription& description, const DatabaseEntry& entry) {
+  return json{{"device_name", entry.device_name},
+              {"arch", entry.arch},
+              {"driver", entry.driver},
+              {"problem", problem_text(description, entry.problem)},
+              {"configuration", configuration_to_json(entry.configuration)},
+              {"time", {{"median_ms", entry.time.median_ms}, {"spread", entry.time.spread}, {"samples", entry.time.samples}}},
+              {"gflops", entry.gflops},
+              {"gbps", entry.gbps},
+              {"date", entry.date},
+              {"spec_hash", entry.spec_hash},
+              {"tool_version", entry.tool_version}};
+}
+
+DatabaseEntry entry_from_json(const json& object, int format) {
+  DatabaseEntry entry;
+  entry.device_name = object.value("device_name", "");
+  entry.arch = object.at("arch").get<std::string>();
+  entry.problem = parse_problem_text(object.at("problem").get<std::string>());
+  entry.date = object.value("date", "");
+  entry.spec_hash = object.value("spec_hash", "");
+  entry.gflops = object.value("gflops", 0.0);
+  entry.gbps = object.value("gbps", 0.0);
+  if (format == 1) {
+    for (const auto& [name, text] : object.at("configuration").items()) entry.configuration[name] = value_from_text(text.get<std::string>());
+    entry.time.median_ms = object.at("time_ms").get<double>();
+    entry.tool_version = "format 1";
+    return entry;
+  }
+  entry.driver = object.value("driver", "");
+  entry.configuration = configuration_from_json(object.at("configuration"), "configuration");
+  const json& time = object.at("time");
+  entry.time.median_ms = time.at("median_ms").get<double>();
+  entry.time.spread = time.value("spread", 0.0);
+  entry.time.samples = time.value("samples", 0);
+  entry.tool_version = object.value("tool_version", "");
+  return entry;
+}
+
+// ---------------------------------------------------------------- expressions at selection time
+
+struct CandidateCheck {
+  bool usable = true;
+  std::string why;
+};
+
+// Binds names of device properties, problem symbols, parameters and derived values (in that order) and checks every
+// constraint of the description against one configuration.
+CandidateCheck check_constraints(const KernelDescription& description, const DeviceIdentity& device,
+                                 const Problem& problem, const ConfigurationValues& configuration) {
+  try {
+    expr::Scope scope;
+    std::vector<Value> slots;
+    auto add = [&](const std::string& name, const Value& value) {
+      int slot = scope.add(name);
+      if (static_cast<std::size_t>(slot) >= slots.size()) slots.resize(static_cast<std::size_t>(slot) + 1);
+      slots[static_cast<std::size_t>(slot)] = value;
+    };
+    for (const auto& [name, value] : device.properties) add(name, value);
+    for (const auto& [name, value] : problem) add(name, value);
+    for (const auto& parameter : description.parameters) {
+      auto found = configuration.find(parameter.name);
+      if (found == configuration.end()) return {false, fmt::format("it has no value for parameter {}", parameter.name)};
+      add(parameter.name, found->second);
+    }
+    for (const auto& derived : description.derived) {
+      expr::Expression expression = expr::Expression::parse(derived.expression);
+      expression.bind(scope);
+      Value value = expression.evaluate(slots);
+      add(derived.name, value);
+    }
+    for (const auto& text : description.constraints) {
+      expr::Expression constraint = expr::Expression::parse(text);
+      constraint.bind(scope);
+      if (!constraint.evaluate_bool(slots)) return {false, fmt::format("it breaks the constraint {}", text)};
+    }
+  } catch (const std::exception& error) {
+    return {false, fmt::format("its constraints cannot be checked here ({})", error.what())};
+  }
+  return {};
+}
+
+// Sum over symbols of |log2(requested / tuned)|; infinity when a symbol differs and either value is not positive.
+double problem_distance(const Problem& requested, const Problem& tuned) {
+  double distance = 0;
+  for (const auto& [name, value] : requested) {
+    auto found = tuned.find(name);
+    if (found == tuned.end()) return std::numeric_limits<double>::infinity();
+    if (found->second == value) continue;
+    if (value <= 0 || found->second <= 0) return std::numeric_limits<double>::infinity();
+    distance += std::abs(std::log2(static_cast<double>(value) / static_cast<double>(found->second)));
+  }
+  return distance;
+}
+
+std::string arch_major_of(const std::string& arch) {
+  // "sm_90" -> "9", "sm_100" -> "10", "sm_86" -> "8"
+  if (arch.rfind("sm_", 0) != 0 || arch.size() < 5) return "";
+  std::string digits = arch.substr(3);
+  while (!digits.empty() && !std::isdigit(static_cast<unsigned char>(digits.back()))) digits.pop_back();
+  return digits.size() >= 2 ? digits.substr(0, digits.size() - 1) : "";
+}
+
+}  // namespace
+
+const char* rung_name(Rung rung) {
+  switch (rung) {
+    case Rung::exact: return "exact";
+    case Rung::same_arch_nearest_problem: return "same arch, nearest problem";
+    case Rung::same_arch_any_problem: return "same arch, any problem";
+    case Rung::same_major_arch: return "same major arch";
+    case Rung::default_configuration: return "default configuration";
+  }
+  return "?";
+}
+
+std::string problem_text(const KernelDescription& description, const Problem& problem) {
+  std::string text;
+  auto append = [&](const std::string& name, std::int64_t value) {
+    if (!text.empty()) text += ",";
+    text += fmt::format("{}={}", name, value);
+  };
+  for (const auto& [name, unused] : description.problem) {
+    if (auto found = problem.find(name); found != problem.end()) append(name, found->second);
+  }
+  for (const auto& [name, value] : problem) {
+    bool declared = std::any_of(description.problem.begin(), description.problem.end(),
+                                [&](const auto& symbol) { return symbol.first == name; });
+    if (!declared) append(name, value);
+  }
+  return text;
+}
+
+Problem parse_problem_text(const std::string& text) {
+  Problem problem;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ',')) {
+    auto equals = part.find('=');
+    if (equals == std::string::npos || equals == 0) throw DatabaseError(fmt::format("problem '{}': '{}' is not NAME=VALUE", text, part));
+    std::string value_text = part.substr(equals + 1);
+    std::size_t used = 0;
+    std::int64_t value = 0;
+    try {
+      value = std::stoll(value_text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value_text.size()) throw DatabaseError(fmt::format("problem '{}': '{}' is not an integer", text, value_text));
+    problem[part.substr(0, equals)] = value;
+  }
+  return problem;
+}
+
+KernelDatabase parse_database(const std::string& json_text, const std::string& origin) {
+  json document;
+  try {
+    document = json::parse(json_text);
+  } catch (const json::parse_error& error) {
+    throw DatabaseError(fmt::format("{}: not valid JSON (at byte {}): {}", origin, error.byte, error.what()));
+  }
+  try {
+    int format = document.value("format", 1);
+    if (format > database_format || format < 1) {
+      throw DatabaseError(fmt::format("{}: format {}, this build of kernlathe reads formats 1 to {}", origin, format,
+                                      database_format));
+    }
+    KernelDatabase database;
+    database.kernel = document.at("kernel").get<std::string>();
+    if (format >= 2) database.description = description_from_json(document.at("description"));
+    for (const auto& entry : document.at("entries")) database.entries.push_back(entry_from_json(entry, format));
+    return database;
+  } catch (const DatabaseError& error) {
+    throw DatabaseError(fmt::format("{}: {}", origin, error.what()));
+  } catch (const json::exception& error) {
+    throw DatabaseError(fmt::format("{}: {}", origin, error.what()));
+  }
+}
+
+KernelDatabase read_database(const std::filesystem::path& file) {
+  std::ifstream input(file, std::ios::binary);
+  if (!input) throw DatabaseError(fmt::format("{}: cannot be read", file.string()));
+  std::stringstream contents;
+  contents << input.rdbuf();
+  return parse_database(contents.str(), file.string());
+}
+
+std::string database_json(const KernelDatabase& database) {
+  std::vector<DatabaseEntry> entries = database.entries;
+  std::stable_sort(entries.begin(), entries.end(), [&](const DatabaseEntry& a, const DatabaseEntry& b) {
+    return std::tie(a.arch, a.device_name) < std::tie(b.arch, b.device_name) ||
+           (std::tie(a.arch, a.device_name) == std::tie(b.arch, b.device_name) && a.problem < b.problem);
+  });
+  json list = json::array();
+  for (const auto& entry : entries) list.push_back(entry_to_json(database.description, entry));
+  json document{{"format", database_format},
+                {"kernel", database.kernel},
+                {"description", description_to_json(database.description)},
+                {"entries", list}};
+  return document.dump(2) + "\n";
+}
+
+std::string stale_reason(const KernelDatabase& database, const DatabaseEntry& entry) {
+  if (entry.tool_version == "format 1")
+    return "stored in format 1, before the hash covered the files the template includes";
+  if (database.description.spec_hash.empty()) return "the database has no kernel description";
+  if (entry.spec_hash != database.description.spec_hash)
+    return fmt::format("measured against spec hash {}, the kernel is now {}", entry.spec_hash, database.description.spec_hash);
+  return "";
+}
+
+Problem complete_problem(const KernelDescription& description, const Problem& requested) {
+  Problem problem = requested;
+  for (const auto& [name, value] : description.problem) problem.try_emplace(name, value);
+  return problem;
+}
+
+Selection select(const KernelDatabase& database, const DeviceIdentity& device, const Problem& requested,
+                 const SelectOptions& options) {
+  const KernelDescription& description = database.description;
+  const Problem problem = complete_problem(description, requested);
+  const std::string arch = device.arch();
+  const std::string major = arch_major_of(arch);
+  const std::string wanted = problem_text(description, problem);
+
+  int stale = 0, unusable = 0;
+  std::string first_unusable;
+  struct Candidate {
+    const DatabaseEntry* entry;
+    double distance;
+    bool same_arch;
+    bool same_name;
+  };
+  std::vector<Candidate> candidates;
+  for (const DatabaseEntry& entry : database.entries) {
+    bool same_arch = entry.arch == arch;
+    if (!same_arch && (major.empty() || arch_major_of(entry.arch) != major)) continue;
+    if (!options.use_stale_entries && !stale_reason(database, entry).empty()) {
+      ++stale;
+      continue;
+    }
+    double distance = problem_distance(problem, complete_problem(description, entry.problem));
+    if (std::isinf(distance)) continue;
+    CandidateCheck check = check_constraints(description, device, problem, entry.configuration);
+    if (!check.usable) {
+      if (unusable++ == 0) first_unusable = fmt::format("the entry of {} for {}: {}", entry.device_name,
+                                                        problem_text(description, entry.problem), check.why);
+      continue;
+    }
+    candidates.push_back({&entry, distance, same_arch, entry.device_name == device.name});
+  }
+  // Same arch before other archs; then the nearest problem; at equal distance the same device name; then the faster.
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.same_arch != b.same_arch) return a.same_arch;
+    if (a.distance != b.distance) return a.distance < b.distance;
+    if (a.same_name != b.same_name) return a.same_name;
+    return a.entry->time.median_ms < b.entry->time.median_ms;
+  });
+
+  std::string passed_over;
+  if (stale > 0) passed_over += fmt::format("; {} stale entr{} passed over", stale, stale == 1 ? "y" : "ies");
+  if (unusable > 0) passed_over += fmt::format("; {} entr{} unusable here, e.g. {}", unusable, unusable == 1 ? "y" : "ies", first_unusable);
+
+  Selection selection;
+  if (!candidates.empty()) {
+    const Candidate& best = candidates.front();
+    const DatabaseEntry& entry = *best.entry;
+    selection.entry = entry;
+    selection.configuration = entry.configuration;
+    selection.problem_distance = best.distance;
+    std::string tuned = problem_text(description, entry.problem);
+    if (best.same_arch && best.same_name && best.distance == 0) {
+      selection.rung = Rung::exact;
+      selection.reason = fmt::format("tuned on this device ({}, {}) for this problem ({})", entry.device_name, entry.arch, tuned);
+    } else if (best.same_arch) {
+      selection.rung = best.distance <= options.nearest_problem_distance ? Rung::same_arch_nearest_problem
+                                                                         : Rung::same_arch_any_problem;
+      selection.reason = fmt::format("{} has no entry for {}; took the entry of {} ({}) for {}, problem distance {:.2f}",
+                                     device.name, wanted, entry.device_name, entry.arch, tuned, best.distance);
+    } else {
+      selection.rung = Rung::same_major_arch;
+      selection.reason = fmt::format("no entry for {}; took the entry of {} ({}) for {}, problem distance {:.2f}", arch,
+                                     entry.device_name, entry.arch, tuned, best.distance);
+    }
+    selection.reason += passed_over;
+    return selection;
+  }
+  selection.rung = Rung::default_configuration;
+  selection.configuration = description.default_configuration;
+  selection.reason = fmt::format("no usable entry for {} ({}) at {}; took the default configuration ({}){}", device.name,
+                                 arch, wanted, description.default_origin.empty() ? "of the spec" : description.default_origin,
+                                 passed_over);
+  return selection;
+}
+
+}  // namespace kernlathe

@@ -1,0 +1,53 @@
+#pragma once
+// Everything about launching a tuned kernel that needs no GPU: the selection (the ladder of kernlathe/database.h),
+// the values every expression of the kernel takes for the requested problem on this device, the compile request,
+// the launch geometry and what each argument is. The Runtime (kernlathe/runtime.h) turns a plan into a loaded
+// module and launches; tests check plans on any machine.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernlathe/database.h"
+#include "tuner/nvrtc/compile_request.h"
+
+namespace kernlathe {
+
+struct ArgumentPlan {
+  ArgumentDescription description;
+  std::size_t element_bytes = 0;  // buffers and tensor maps: bytes per element of the (described) buffer
+  std::int64_t count = 0;         // buffers: elements at the requested problem
+  Value default_value;            // scalars: the kernel's default at the requested problem
+  // tensor maps: shape (innermost first) and box in elements, swizzle span in bytes, the buffer's index
+  std::vector<std::int64_t> dims;
+  std::vector<std::int64_t> box;
+  std::int64_t swizzle_bytes = 0;
+  int buffer_index = -1;
+};
+
+struct KernelPlan {
+  Selection selection;
+  Problem problem;  // the requested problem, completed with the kernel's defaults
+  CompileRequest request;
+  std::string embedded_key;  // embedded_key(request)
+  std::array<std::int64_t, 3> grid{1, 1, 1};
+  std::array<std::int64_t, 3> block{1, 1, 1};
+  std::int64_t dynamic_shared_bytes = 0;
+  std::vector<ArgumentPlan> arguments;  // in the kernel's parameter order
+};
+
+// Selects a configuration and evaluates the kernel's expressions for it. Throws RuntimeError (kernlathe/runtime.h)
+// naming the kernel when an expression cannot be evaluated, an argument is malformed, or the sources do not match
+// the database (template hash).
+KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& source, const DeviceIdentity& device,
+                       const Problem& requested, const SelectOptions& options = {});
+
+// A key for embedded cubins that needs no NVRTC: a hash of the source, the headers, the entry point, the arch and
+// the options other than include paths (which differ between machines).
+std::string embedded_key(const CompileRequest& request);
+
+// Bytes per element of a dtype name ("f32" -> 4); 0 for an unknown name.
+std::size_t dtype_bytes(const std::string& dtype);
+
+}  // namespace kernlathe

@@ -1,0 +1,477 @@
+#include "kernlathe/runtime.h"
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "kernlathe/embedded.h"
+#include "tuner/driver/cuda_driver.h"
+#include "tuner/driver/tensor_map.h"
+#include "tuner/runtime/kernel_plan.h"
+#include "tuner/runtime/program_cache.h"
+#include "tuner/runtime/source_bundle.h"
+
+namespace kernlathe {
+
+namespace {
+
+// Kernel parameters of any kind, a 128-byte CUtensorMap the largest, aligned as a CUtensorMap must be.
+struct alignas(64) ParameterSlot {
+  std::byte bytes[128];
+};
+
+void check(CUresult result, const char* call, const std::string& context) {
+  if (result != CUDA_SUCCESS) throw RuntimeError(fmt::format("{}: {} failed: {}", context, call, gpu::cuda_error_name(result)));
+}
+#define KERNLATHE_RUNTIME_CHECK(call, context) check((call), #call, (context))
+
+const gpu::CudaDriver& driver() {
+  try {
+    return gpu::cuda_driver();
+  } catch (const std::exception& error) {
+    throw RuntimeError(error.what());
+  }
+}
+
+std::filesystem::path default_cubin_cache() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "kernlathe" / "cubins";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "kernlathe" / "cubins";
+  return {};
+}
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Writes a scalar of the argument's dtype; f16 and bf16 scalars are not supported by the runtime.
+void store_scalar(const ArgumentDescription& argument, const Value& value, std::byte* destination, const std::string& kernel) {
+  double number = 0;
+  std::int64_t integer = 0;
+  if (const auto* held = std::get_if<std::int64_t>(&value)) number = static_cast<double>(*held), integer = *held;
+  else if (const auto* real = std::get_if<double>(&value)) number = *real, integer = static_cast<std::int64_t>(*real);
+  else if (const auto* flag = std::get_if<bool>(&value)) number = *flag ? 1 : 0, integer = *flag ? 1 : 0;
+  else throw RuntimeError(fmt::format("{}: scalar argument {} has the text value '{}'", kernel, argument.name, std::get<std::string>(value)));
+  auto store = [&](auto converted) { std::memcpy(destination, &converted, sizeof converted); };
+  const std::string& dtype = argument.dtype;
+  if (dtype == "f32") store(static_cast<float>(number));
+  else if (dtype == "f64") store(number);
+  else if (dtype == "i32") store(static_cast<std::int32_t>(integer));
+  else if (dtype == "u32") store(static_cast<std::uint32_t>(integer));
+  else if (dtype == "i64") store(integer);
+  else if (dtype == "i8") store(static_cast<std::int8_t>(integer));
+  else if (dtype == "u8") store(static_cast<std::uint8_t>(integer));
+  else throw RuntimeError(fmt::format("{}: scalar argument {} of type {} is not supported by the runtime", kernel, argument.name, dtype));
+}
+
+}  // namespace
+
+const char* version() { return KERNLATHE_VERSION_STRING; }
+
+const char* binary_source_name(BinarySource source) {
+  switch (source) {
+    case BinarySource::embedded: return "embedded";
+    case BinarySource::exported: return "exported";
+    case BinarySource::disk_cache: return "disk cache";
+    case BinarySource::nvrtc: return "NVRTC";
+  }
+  return "?";
+}
+
+RuntimeOptions RuntimeOptions::from_export(const std::filesystem::path& directory) {
+  RuntimeOptions options;
+  options.databases = {directory / "database"};
+  options.sources = directory / "sources";
+  options.cubins = directory / "cubins";
+  return options;
+}
+
+// ---------------------------------------------------------------- Arguments
+
+Arguments& Arguments::set(const std::string& name, const void* device_pointer) {
+  items_.push_back({name, true, device_pointer, {}});
+  return *this;
+}
+Arguments& Arguments::set(const std::string& name, double scalar) {
+  items_.push_back({name, false, nullptr, Value{scalar}});
+  return *this;
+}
+Arguments& Arguments::set(const std::string& name, std::int64_t scalar) {
+  items_.push_back({name, false, nullptr, Value{scalar}});
+  return *this;
+}
+
+// ---------------------------------------------------------------- BoundLaunch
+
+struct BoundLaunch::State {
+  CUfunction function = nullptr;
+  LaunchShape shape;
+  std::vector<ParameterSlot> slots;
+  std::vector<void*> parameters;
+  std::string kernel;
+};
+
+BoundLaunch::BoundLaunch() = default;
+BoundLaunch::~BoundLaunch() = default;
+BoundLaunch::BoundLaunch(BoundLaunch&&) noexcept = default;
+BoundLaunch& BoundLaunch::operator=(BoundLaunch&&) noexcept = default;
+
+void BoundLaunch::launch(CUstream_st* stream) const {
+  if (!state_) throw RuntimeError("launch of an empty BoundLaunch");
+  const State& state = *state_;
+  CUresult result = gpu::cuda_driver().cuLaunchKernel(
+      state.function, state.shape.grid[0], state.shape.grid[1], state.shape.grid[2], state.shape.block[0],
+      state.shape.block[1], state.shape.block[2], state.shape.dynamic_shared_bytes, stream,
+      const_cast<void**>(state.parameters.data()), nullptr);
+  if (result != CUDA_SUCCESS) throw RuntimeError(fmt::format("{}: cuLaunchKernel failed: {}", state.kernel, gpu::cuda_error_name(result)));
+}
+
+// ---------------------------------------------------------------- Kernel
+
+struct Kernel::State {
+  std::string name;
+  KernelPlan plan;
+  LaunchShape shape;
+  BinarySource source = BinarySource::nvrtc;
+  double compile_ms = 0;
+  double load_ms = 0;
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+  std::vector<CUdeviceptr> scratch;  // per argument; 0 for arguments that are not scratch
+  std::vector<Kernel::ApplicationArgument> application_arguments;
+
+  ~State() {
+    const gpu::CudaDriver& cuda = gpu::cuda_driver();
+    for (CUdeviceptr pointer : scratch) {
+      if (pointer != 0) KERNLATHE_CUDA_CHECK_NOTHROW(cuda.cuMemFree(pointer));
+    }
+    if (module != nullptr) KERNLATHE_CUDA_CHECK_NOTHROW(cuda.cuModuleUnload(module));
+  }
+};
+
+Kernel::Kernel(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Kernel::~Kernel() = default;
+const std::string& Kernel::name() const { return state_->name; }
+const Problem& Kernel::problem() const { return state_->plan.problem; }
+const Selection& Kernel::selection() const { return state_->plan.selection; }
+const LaunchShape& Kernel::shape() const { return state_->shape; }
+BinarySource Kernel::binary_source() const { return state_->source; }
+double Kernel::compile_ms() const { return state_->compile_ms; }
+double Kernel::load_ms() const { return state_->load_ms; }
+const std::vector<Kernel::ApplicationArgument>& Kernel::application_arguments() const { return state_->application_arguments; }
+
+BoundLaunch Kernel::bind(const Arguments& arguments) const {
+  const State& kernel = *state_;
+  const auto& planned = kernel.plan.arguments;
+  // Which item sets which argument; an unknown or repeated name is the application's mistake.
+  std::vector<const Arguments::Item*> given(planned.size(), nullptr);
+  for (const Arguments::Item& item : arguments.items()) {
+    std::size_t index = 0;
+    while (index < planned.size() && planned[index].description.name != item.name) ++index;
+    if (index == planned.size() || planned[index].description.kind == "tensor_map" || planned[index].description.scratch) {
+      throw RuntimeError(fmt::format("{}: '{}' is not an argument the application sets (it sets {})", kernel.name,
+                                     item.name, [&] {
+                                       std::string names;
+                                       for (const auto& argument : kernel.application_arguments)
+                                         names += (names.empty() ? "" : ", ") + argument.description.name;
+                                       return names;
+                                     }()));
+    }
+    if (given[index] != nullptr) throw RuntimeError(fmt::format("{}: argument '{}' is set twice", kernel.name, item.name));
+    if ((planned[index].description.kind == "buffer") != item.is_pointer) {
+      throw RuntimeError(fmt::format("{}: argument '{}' is a {}, it was given a {}", kernel.name, item.name,
+                                     planned[index].description.kind, item.is_pointer ? "pointer" : "number"));
+    }
+    given[index] = &item;
+  }
+
+  BoundLaunch bound;
+  bound.state_ = std::make_unique<BoundLaunch::State>();
+  BoundLaunch::State& state = *bound.state_;
+  state.function = kernel.function;
+  state.shape = kernel.shape;
+  state.kernel = kernel.name;
+  state.slots.resize(planned.size());
+  std::vector<CUdeviceptr> buffer_addresses(planned.size(), 0);
+  for (std::size_t index = 0; index < planned.size(); ++index) {
+    const ArgumentDescription& argument = planned[index].description;
+    if (argument.kind != "buffer") continue;
+    if (argument.scratch) {
+      buffer_addresses[index] = kernel.scratch[index];
+    } else {
+      if (given[index] == nullptr) throw RuntimeError(fmt::format("{}: buffer argument '{}' was not set", kernel.name, argument.name));
+      buffer_addresses[index] = reinterpret_cast<CUdeviceptr>(given[index]->pointer);
+    }
+  }
+  for (std::size_t index = 0; index < planned.size(); ++index) {
+    const ArgumentPlan& argument = planned[index];
+    std::byte* storage = state.slots[index].bytes;
+    std::memset(storage, 0, sizeof state.slots[index].bytes);
+    if (argument.description.kind == "buffer") {
+      std::memcpy(storage, &buffer_addresses[index], sizeof(CUdeviceptr));
+    } else if (argument.description.kind == "scalar") {
+      store_scalar(argument.description, given[index] ? given[index]->scalar : argument.default_value, storage, kernel.name);
+    } else {
+      const auto& buffer = planned[static_cast<std::size_t>(argument.buffer_index)];
+      gpu::TensorMapShape shape{buffer.description.dtype, argument.dims, argument.box, argument.swizzle_bytes};
+      std::string why = gpu::encode_tensor_map(*reinterpret_cast<CUtensorMap*>(storage), shape,
+                                               buffer_addresses[static_cast<std::size_t>(argument.buffer_index)]);
+      if (!why.empty()) throw RuntimeError(fmt::format("{}: tensor map '{}' cannot be encoded: {}", kernel.name, argument.description.name, why));
+    }
+    state.parameters.push_back(storage);
+  }
+  return bound;
+}
+
+// ---------------------------------------------------------------- Runtime
+
+struct Runtime::State {
+  RuntimeOptions options;
+  std::map<std::string, KernelDatabase> databases;
+  std::map<std::string, TemplateSource> embedded_sources;
+  std::vector<std::string> warnings;
+  std::unique_ptr<ProgramCache> programs;
+
+  std::mutex mutex;
+  std::optional<DeviceIdentity> identity;
+  CUdevice device = 0;
+  CUcontext primary_context = nullptr;
+  std::map<std::string, std::shared_future<std::shared_ptr<Kernel>>> kernels;
+
+  void add_database(KernelDatabase database) {
+    auto [found, inserted] = databases.try_emplace(database.kernel, database);
+    if (inserted) return;
+    // A kernel known twice (embedded and a file, or two files): one description, the entries of both. Entries
+    // measured against another description are stale and pass over in selection.
+    for (DatabaseEntry& entry : database.entries) found->second.entries.push_back(std::move(entry));
+  }
+
+  void load_file(const std::filesystem::path& file) {
+    try {
+      add_database(read_database(file));
+    } catch (const std::exception& error) {
+      warnings.push_back(error.what());
+    }
+  }
+
+  // The current context of the calling thread, or the device's primary context made current.
+  void make_context_current() {
+    const gpu::CudaDriver& cuda = driver();
+    CUcontext current = nullptr;
+    KERNLATHE_RUNTIME_CHECK(cuda.cuCtxGetCurrent(&current), "kernlathe runtime");
+    if (current != nullptr) return;
+    if (primary_context == nullptr) {
+      KERNLATHE_RUNTIME_CHECK(cuda.cuDevicePrimaryCtxRetain(&primary_context, device), "kernlathe runtime");
+    }
+    KERNLATHE_RUNTIME_CHECK(cuda.cuCtxSetCurrent(primary_context), "kernlathe runtime");
+  }
+
+  const DeviceIdentity& device_identity() {
+    if (identity) return *identity;
+    const gpu::CudaDriver& cuda = driver();
+    int count = 0;
+    KERNLATHE_RUNTIME_CHECK(cuda.cuDeviceGetCount(&count), "kernlathe runtime");
+    if (options.device < 0 || options.device >= count)
+      throw RuntimeError(fmt::format("kernlathe runtime: device {} does not exist ({} devices)", options.device, count));
+    KERNLATHE_RUNTIME_CHECK(cuda.cuDeviceGet(&device, options.device), "kernlathe runtime");
+    char name[256] = {};
+    KERNLATHE_RUNTIME_CHECK(cuda.cuDeviceGetName(name, sizeof name, device), "kernlathe runtime");
+    auto attribute = [&](CUdevice_attribute which) {
+      int value = 0;
+      KERNLATHE_RUNTIME_CHECK(cuda.cuDeviceGetAttribute(&value, which, device), "kernlathe runtime");
+      return std::int64_t{value};
+    };
+    DeviceIdentity found;
+    found.name = name;
+    found.arch_major = static_cast<int>(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR));
+    found.arch_minor = static_cast<int>(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+    // The names and meanings `tune` gives expressions (tuner/spec/model.h, device_property_values).
+    found.properties = {
+        {"max_threads_per_block", attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)},
+        {"max_shared_memory_per_block", attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)},
+        {"max_shared_memory_per_sm", attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)},
+        {"max_registers_per_block", attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)},
+        {"max_registers_per_sm", attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)},
+        {"max_threads_per_sm", attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)},
+        {"max_blocks_per_sm", attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)},
+        {"sm_count", attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)},
+        {"warp_size", attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE)},
+        {"arch_major", std::int64_t{found.arch_major}},
+        {"arch_minor", std::int64_t{found.arch_minor}},
+        {"arch", std::int64_t{10 * found.arch_major + found.arch_minor}},
+    };
+    identity = std::move(found);
+    return *identity;
+  }
+
+  // The device's identity (queried once) with a context current in the calling thread.
+  DeviceIdentity prepare_thread() {
+    std::lock_guard lock(mutex);
+    DeviceIdentity found = device_identity();
+    make_context_current();
+    return found;
+  }
+
+  const KernelDatabase& database_of(const std::string& name) const {
+    auto found = databases.find(name);
+    if (found != databases.end()) return found->second;
+    std::string known;
+    for (const auto& [kernel, unused] : databases) known += (known.empty() ? "" : ", ") + kernel;
+    std::string message = fmt::format("kernlathe runtime: no database knows the kernel '{}' (known: {})", name,
+                                      known.empty() ? "none" : known);
+    for (const std::string& warning : warnings) message += "\n  not read: " + warning;
+    throw RuntimeError(message);
+  }
+
+  TemplateSource sources_of(const KernelDatabase& database) const {
+    if (auto found = embedded_sources.find(database.kernel); found != embedded_sources.end()) return found->second;
+    if (options.sources.empty()) {
+      throw RuntimeError(fmt::format("{}: its sources are not embedded and RuntimeOptions::sources names no directory",
+                                     database.kernel));
+    }
+    return read_kernel_sources(options.sources, database.kernel, database.description.template_name);
+  }
+
+  std::shared_ptr<Kernel> build(const std::string& name, const Problem& problem) {
+    auto start = std::chrono::steady_clock::now();
+    const KernelDatabase& database = database_of(name);
+    const DeviceIdentity device_found = prepare_thread();
+    auto state = std::make_unique<Kernel::State>();
+    state->name = name;
+    state->plan = plan_kernel(database, sources_of(database), device_found, problem, options.select);
+    const KernelPlan& plan = state->plan;
+
+    std::shared_ptr<const ProgramBinary> program = programs->get(plan.request, plan.embedded_key);
+    state->source = program->source;
+    state->compile_ms = program->compile_ms;
+
+    const gpu::CudaDriver& cuda = driver();
+    KERNLATHE_RUNTIME_CHECK(cuda.cuModuleLoadData(&state->module, program->image.data()), name);
+    KERNLATHE_RUNTIME_CHECK(cuda.cuModuleGetFunction(&state->function, state->module, program->lowered_name.c_str()), name);
+    int static_shared = 0;
+    KERNLATHE_RUNTIME_CHECK(cuda.cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, state->function), name);
+    // Above 48 KiB in all (static included) a kernel must opt in to its dynamic shared memory, or it fails to launch.
+    constexpr std::int64_t default_shared_limit = 48 * 1024;
+    if (static_shared + plan.dynamic_shared_bytes > default_shared_limit) {
+      KERNLATHE_RUNTIME_CHECK(cuda.cuFuncSetAttribute(state->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                      static_cast<int>(plan.dynamic_shared_bytes)), name);
+    }
+    for (int axis = 0; axis < 3; ++axis) {
+      state->shape.grid[static_cast<std::size_t>(axis)] = static_cast<std::uint32_t>(plan.grid[static_cast<std::size_t>(axis)]);
+      state->shape.block[static_cast<std::size_t>(axis)] = static_cast<std::uint32_t>(plan.block[static_cast<std::size_t>(axis)]);
+    }
+    state->shape.dynamic_shared_bytes = static_cast<std::uint32_t>(plan.dynamic_shared_bytes);
+
+    state->scratch.assign(plan.arguments.size(), 0);
+    for (std::size_t index = 0; index < plan.arguments.size(); ++index) {
+      const ArgumentPlan& argument = plan.arguments[index];
+      if (argument.description.kind == "tensor_map") continue;
+      if (!argument.description.scratch) {
+        state->application_arguments.push_back({argument.description, argument.count, argument.element_bytes, argument.default_value});
+        continue;
+      }
+      std::size_t bytes = static_cast<std::size_t>(argument.count) * argument.element_bytes;
+      KERNLATHE_RUNTIME_CHECK(cuda.cuMemAlloc(&state->scratch[index], std::max<std::size_t>(bytes, 1)), name);
+      KERNLATHE_RUNTIME_CHECK(cuda.cuMemsetD8(state->scratch[index], 0, bytes), name);
+    }
+    state->load_ms = milliseconds_since(start) - state->compile_ms;
+    return std::shared_ptr<Kernel>(new Kernel(std::move(state)));
+  }
+};
+
+Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
+  State& state = *state_;
+  state.options = std::move(options);
+  for (const EmbeddedKernel* kernel : embedded_kernels()) {
+    try {
+      state.add_database(parse_database(kernel->database_json, fmt::format("embedded database of {}", kernel->name)));
+      state.embedded_sources.emplace(kernel->name, parse_source_bundle(kernel->source_json, fmt::format("embedded sources of {}", kernel->name)));
+    } catch (const std::exception& error) {
+      state.warnings.push_back(error.what());
+    }
+  }
+  for (const std::filesystem::path& path : state.options.databases) {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+      std::vector<std::filesystem::path> files;
+      for (const auto& item : std::filesystem::directory_iterator(path, error)) {
+        std::string file_name = item.path().filename().string();
+        if (item.path().extension() == ".json" && file_name.find(".source.json") == std::string::npos) files.push_back(item.path());
+      }
+      std::sort(files.begin(), files.end());
+      for (const auto& file : files) state.load_file(file);
+    } else if (std::filesystem::exists(path, error)) {
+      state.load_file(path);
+    } else {
+      state.warnings.push_back(fmt::format("{}: no such file or directory", path.string()));
+    }
+  }
+  std::filesystem::path cache = state.options.cubin_cache;
+  if (cache.empty()) cache = default_cubin_cache();
+  if (cache == "-") cache.clear();
+  state.programs = std::make_unique<ProgramCache>(cache, state.options.cubins);
+}
+
+Runtime::~Runtime() {
+  if (!state_) return;
+  state_->kernels.clear();  // modules and scratch buffers go before the context is released
+  if (state_->primary_context != nullptr) KERNLATHE_CUDA_CHECK_NOTHROW(gpu::cuda_driver().cuDevicePrimaryCtxRelease(state_->device));
+}
+
+const Kernel& Runtime::kernel(const std::string& name, const Problem& problem) {
+  State& state = *state_;
+  std::string key = name + "|";
+  for (const auto& [symbol, value] : problem) key += fmt::format("{}={},", symbol, value);
+  std::shared_future<std::shared_ptr<Kernel>> future;
+  std::promise<std::shared_ptr<Kernel>> promise;
+  bool builder = false;
+  {
+    std::lock_guard lock(state.mutex);
+    auto found = state.kernels.find(key);
+    if (found != state.kernels.end()) {
+      future = found->second;
+    } else {
+      future = promise.get_future().share();
+      state.kernels.emplace(key, future);
+      builder = true;
+    }
+  }
+  if (builder) {
+    try {
+      // Other threads asking for the same kernel wait on the future; other kernels build at the same time.
+      promise.set_value(state.build(name, problem));
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      std::lock_guard lock(state.mutex);
+      state.kernels.erase(key);
+    }
+  }
+  const Kernel& kernel = *future.get();
+  if (!builder) state.prepare_thread();  // launches from this thread need the context current too
+  return kernel;
+}
+
+Selection Runtime::select(const std::string& name, const Problem& problem) {
+  const KernelDatabase& database = state_->database_of(name);
+  return kernlathe::select(database, device(), problem, state_->options.select);
+}
+
+DeviceIdentity Runtime::device() {
+  std::lock_guard lock(state_->mutex);
+  return state_->device_identity();
+}
+
+std::vector<std::string> Runtime::kernels() const {
+  std::vector<std::string> names;
+  for (const auto& [name, unused] : state_->databases) names.push_back(name);
+  return names;
+}
+
+const KernelDatabase& Runtime::database(const std::string& name) const { return state_->database_of(name); }
+const std::vector<std::string>& Runtime::warnings() const { return state_->warnings; }
+
+}  // namespace kernlathe

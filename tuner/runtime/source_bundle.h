@@ -1,0 +1,26 @@
+#pragma once
+// A kernel's template and every project file it includes, as one JSON document (<kernel>.source.json): what
+// `tune export` ships beside the database so that an application can compile the kernel for an arch that was not
+// exported, and what `--embed` compiles into the application.
+//   {"format": 1, "kernel": "gemm_bf16", "template": "gemm.cu", "template_hash": "...", "text": "...",
+//    "headers": [{"name": "gemm/common.cuh", "text": "..."}, ...]}
+
+#include <filesystem>
+#include <string>
+
+#include "tuner/nvrtc/compile_request.h"
+
+namespace kernlathe {
+
+std::string source_bundle_json(const std::string& kernel, const TemplateSource& source);
+
+// Throws RuntimeError (kernlathe/runtime.h) naming origin when the text is not a bundle, or when its recorded
+// template hash does not match its contents.
+TemplateSource parse_source_bundle(const std::string& json_text, const std::string& origin);
+
+// The sources of a kernel from a directory: <directory>/<kernel>.source.json when it exists, otherwise the template
+// file <directory>/<template_name> with the files it includes. Throws RuntimeError when neither exists.
+TemplateSource read_kernel_sources(const std::filesystem::path& directory, const std::string& kernel,
+                                   const std::string& template_name);
+
+}  // namespace kernlathe
