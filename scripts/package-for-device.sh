@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
 rm -rf .device/bin && mkdir -p .device/bin
-for binary in tune test_gpu_device bench_compile; do
+for binary in tune test_gpu_device bench_compile bench_runtime examples/kernlathe_gemm_example examples/kernlathe_softmax_example; do
   if [[ -x "$build/$binary" ]]; then
-    strip -o ".device/bin/$binary" "$build/$binary"
+    strip -o ".device/bin/$(basename "$binary")" "$build/$binary"
   fi
 done
 du -sh .device/bin

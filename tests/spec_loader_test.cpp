@@ -281,6 +281,25 @@ TEST_F(SpecLoaderTest, InitialisationsAndLoaderSettings) {
   EXPECT_TRUE(spec.problem.empty());
 }
 
+TEST_F(SpecLoaderTest, ScratchBuffersAreZeroInitialisedInputs) {
+  auto spec_with = [&](const std::string& argument) {
+    return parse_kernel_spec("name: t\ntemplate: kernel.cu\nentry: k\nspace: {parameters: [{name: B, values: [1]}]}\n"
+                             "arguments:\n  - " + argument + "\nlaunch: {grid: [1], block: [B]}\n",
+                             spec_file());
+  };
+  EXPECT_TRUE(spec_with("{name: c, type: i32, count: 2, init: {constant: 0}, role: in, scratch: true}").arguments[0].scratch);
+  EXPECT_FALSE(spec_with("{name: c, type: i32, count: 2, init: {constant: 0}, role: in}").arguments[0].scratch);
+  std::string message = input_error_of([&] { spec_with("{name: c, type: i32, count: 2, scratch: true}"); });
+  EXPECT_NE(message.find("spec.yaml:6:"), std::string::npos) << message;
+  EXPECT_NE(message.find("a scratch buffer needs init: {constant: 0}"), std::string::npos) << message;
+  message = input_error_of([&] { spec_with("{name: c, type: i32, count: 2, init: {constant: 1}, scratch: true}"); });
+  EXPECT_NE(message.find("a scratch buffer needs init: {constant: 0}"), std::string::npos) << message;
+  message = input_error_of([&] { spec_with("{name: c, type: i32, value: 2, scratch: true}"); });
+  EXPECT_NE(message.find("scratch applies to buffers only"), std::string::npos) << message;
+  message = input_error_of([&] { spec_with("{name: c, type: i32, count: 2, init: {constant: 0}, scratch: maybe}"); });
+  EXPECT_NE(message.find("must be true or false"), std::string::npos) << message;
+}
+
 // ---------------------------------------------------------------- bad input
 
 TEST_F(SpecLoaderTest, MalformedYamlNamesLineAndColumn) {

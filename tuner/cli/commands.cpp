@@ -396,6 +396,7 @@ struct RunCommand {
       output["baseline_library"] = report.baseline_library;
     }
     output["stop_reason"] = report.stop_reason;
+    output["best_cache_updated"] = report.best_cache_updated;
     output["records"] = report.records.string();
     if (report.default_evaluation) output["default_time_ms"] = report.default_evaluation->time.median_ms;
     output["median_time_ms"] = report.median_time_ms;

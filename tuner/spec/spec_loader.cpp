@@ -801,7 +801,7 @@ Argument read_tensor_map_argument(const Document& document, Fields& fields, Argu
 Argument read_argument(const Document& document, const YAML::Node& node, std::size_t index,
                        const std::vector<Argument>& earlier) {
   Fields fields(document, node, "an argument");
-  fields.allow_only({"name", "type", "count", "init", "role", "value", "buffer", "dims", "box", "swizzle"});
+  fields.allow_only({"name", "type", "count", "init", "role", "value", "buffer", "dims", "box", "swizzle", "scratch"});
   Argument argument;
   argument.where = document.where(node);
   YAML::Node name_node = fields.require("name");
@@ -833,7 +833,7 @@ Argument read_argument(const Document& document, const YAML::Node& node, std::si
   }
   argument.is_buffer = count != nullptr;
   if (!argument.is_buffer) {
-    for (const char* key : {"init", "role"}) {
+    for (const char* key : {"init", "role", "scratch"}) {
       if (const Fields::Entry* entry = fields.find_entry(key)) {
         document.fail(entry->key_node, fmt::format("{} is a scalar (it has value:); {} applies to buffers only", what,
                                                    key));
@@ -849,6 +849,15 @@ Argument read_argument(const Document& document, const YAML::Node& node, std::si
     if (auto role = fields.find("role")) {
       std::string text = read_choice(document, *role, what + " role", {"in", "out", "inout"});
       argument.role = text == "in" ? Role::in : text == "out" ? Role::out : Role::inout;
+    }
+    if (const Fields::Entry* scratch = fields.find_entry("scratch")) {
+      argument.scratch = read_bool(document, scratch->value, what + " scratch");
+      // The runtime allocates a scratch buffer zeroed, once, and relies on the kernel leaving it zero.
+      bool zeroed = fields.find("init") && argument.init.kind == Initialisation::Kind::constant && argument.init.value == 0;
+      if (argument.scratch && (!zeroed || argument.role == Role::out)) {
+        document.fail(scratch->key_node, fmt::format("{}: a scratch buffer needs init: {{constant: 0}} and role in or "
+                                                     "inout (the kernel must leave it zero after every launch)", what));
+      }
     }
   } else {
     argument.value = read_expression(document, value->value, what + " value");

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The runtime library on a GPU, in one go (issue: runtime library). For each kernel: a short `tune run` that stores
+# the best configuration in results/best (measuring the stored configuration first, so a stale entry is re-measured
+# rather than replaced by a worse one); `tune export` of those kernels; bench_runtime (warm launch overhead, cold
+# start from embedded / exported / disk cache / NVRTC, time through the runtime against the recorded time); the
+# runtime's GPU tests; and the two examples against the export.
+# Usage (on a GPU host, from anywhere): scripts/runtime_bench.sh BIN_DIR LOG_DIR [SECONDS_PER_KERNEL]
+# RUNTIME_KERNELS (space-separated) replaces the default list of kernels.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin="${1:-build}"
+logs="${2:-runtime-logs}"
+seconds="${3:-25}"
+mkdir -p "$logs"
+export KERNLATHE_SOURCE_DIR="$PWD"
+export TUNE_BINARY="$PWD/$bin/tune"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export XDG_CACHE_HOME="${XDG_CACHE_HOME:-$(mktemp -d)}"
+summary="$logs/summary.txt"
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+kernels=(${RUNTIME_KERNELS:-saxpy softmax layernorm transpose conv3x3 reduce_sum gemm_bf16})
+
+note "date $(date -u +%FT%TZ) commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a "$summary"
+
+for kernel in "${kernels[@]}"; do
+  if [[ "${SKIP_TUNING:-0}" != 1 ]]; then
+    "$bin/tune" run "$kernel" --time "${seconds}s" --budget 200 --out "$logs/runs/$kernel" --json \
+      >"$logs/tune-$kernel.json" 2>"$logs/tune-$kernel.err"
+    note "tune run $kernel: exit $? $(python3 -c "
+import json; r = json.load(open('$logs/tune-$kernel.json')); b = r['best'][0]
+print('evaluated', r.get('evaluated'), 'best %.4f ms' % b['median_ms'], 'stored' if r.get('best_cache_updated') else 'kept stored entry')" 2>/dev/null)"
+  fi
+done
+
+rm -rf "$logs/export"
+"$bin/tune" export "${kernels[@]}" --arch sm_90 -o "$logs/export" --embed >"$logs/export.log" 2>&1
+note "tune export: exit $? ($(tail -n 1 "$logs/export.log"))"
+"$bin/bench_runtime" "$logs/export" "${kernels[@]}" >"$logs/bench_runtime.txt" 2>&1
+note "bench_runtime: exit $?"
+cat "$logs/bench_runtime.txt" | tee -a "$summary"
+
+"$bin/test_gpu_device" --gtest_filter='RuntimeOnDevice.*' >"$logs/runtime_gpu_tests.log" 2>&1
+note "runtime GPU tests: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$logs/runtime_gpu_tests.log" | tr '\n' ' '))"
+grep '^\[ runtime' "$logs/runtime_gpu_tests.log" | tee -a "$summary"
+
+for example in gemm softmax; do
+  if [[ -x "$bin/kernlathe_${example}_example" ]]; then
+    "$bin/kernlathe_${example}_example" "$logs/export" >"$logs/example-$example.log" 2>&1
+    note "example $example: exit $?"
+    cat "$logs/example-$example.log" | tee -a "$summary"
+  fi
+done
