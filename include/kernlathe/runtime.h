@@ -11,8 +11,9 @@
 // returned Kernel lives as long as the Runtime. Launches are asynchronous on the given stream (CUstream or
 // cudaStream_t; nullptr is the legacy default stream).
 //
-// The runtime works in the calling thread's current CUDA context, or retains the device's primary context (the
-// one the CUDA runtime API uses) when none is current. The driver is loaded at run time: a program linked to
+// The runtime works in the device's primary context (the one the CUDA runtime API uses): it retains it while the
+// Runtime lives and makes it current in each thread that calls kernel(). A thread that only launches needs that
+// context current (any CUDA runtime call on the device makes it so, or one call of kernel() from that thread). The driver is loaded at run time: a program linked to
 // kernlathe starts on machines without an NVIDIA driver and gets a kernlathe::RuntimeError when it asks for a
 // kernel there. This header includes no CUDA header.
 

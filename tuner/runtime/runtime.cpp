@@ -258,16 +258,17 @@ struct Runtime::State {
     }
   }
 
-  // The current context of the calling thread, or the device's primary context made current.
+  // The device's primary context (the one the CUDA runtime API uses), retained for the Runtime's lifetime and made
+  // current in the calling thread. Checking the current context is not enough: a context another Runtime released
+  // can still be current in this thread, destroyed.
   void make_context_current() {
     const gpu::CudaDriver& cuda = driver();
-    CUcontext current = nullptr;
-    KERNLATHE_RUNTIME_CHECK(cuda.cuCtxGetCurrent(&current), "kernlathe runtime");
-    if (current != nullptr) return;
     if (primary_context == nullptr) {
       KERNLATHE_RUNTIME_CHECK(cuda.cuDevicePrimaryCtxRetain(&primary_context, device), "kernlathe runtime");
     }
-    KERNLATHE_RUNTIME_CHECK(cuda.cuCtxSetCurrent(primary_context), "kernlathe runtime");
+    CUcontext current = nullptr;
+    KERNLATHE_RUNTIME_CHECK(cuda.cuCtxGetCurrent(&current), "kernlathe runtime");
+    if (current != primary_context) KERNLATHE_RUNTIME_CHECK(cuda.cuCtxSetCurrent(primary_context), "kernlathe runtime");
   }
 
   const DeviceIdentity& device_identity() {
