@@ -61,8 +61,16 @@ class RuntimeOnDevice : public ::testing::Test {
       GTEST_SKIP() << "no usable GPU: " << error.what();
     }
     cubin_cache_ = std::filesystem::temp_directory_path() / fmt::format("kernlathe-runtime-test-cubins-{}", ::getpid());
+    // As an application that uses the CUDA runtime holds the primary context, the test holds it across Runtimes.
+    const gpu::CudaDriver& cuda = gpu::cuda_driver();
+    KERNLATHE_CUDA_CHECK(cuda.cuDeviceGet(&device_, 0));
+    KERNLATHE_CUDA_CHECK(cuda.cuDevicePrimaryCtxRetain(&context_, device_));
+    KERNLATHE_CUDA_CHECK(cuda.cuCtxSetCurrent(context_));
   }
-  void TearDown() override { std::filesystem::remove_all(cubin_cache_); }
+  void TearDown() override {
+    std::filesystem::remove_all(cubin_cache_);
+    if (context_ != nullptr) KERNLATHE_CUDA_CHECK_NOTHROW(gpu::cuda_driver().cuDevicePrimaryCtxRelease(device_));
+  }
 
   Constants constants(const KernelSpec& spec) const {
     Constants values = device_property_values(properties_);
@@ -219,6 +227,8 @@ class RuntimeOnDevice : public ::testing::Test {
   }
 
   DeviceProperties properties_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
   std::filesystem::path cubin_cache_;
   int counter_ = 0;
 };
@@ -259,6 +269,37 @@ TEST_F(RuntimeOnDevice, AnotherDeviceOfTheSameArchTakesTheEntryThroughTheArchRun
     EXPECT_NE(selection.reason.find("took the entry of NVIDIA H200"), std::string::npos) << selection.reason;
   }
   std::printf("[ runtime  ] on %s: %s (%s)\n", properties_.name.c_str(), rung_name(selection.rung), selection.reason.c_str());
+}
+
+TEST(RuntimeWithoutContext, ASecondRuntimeAfterTheFirstReleasedTheContextStillLaunches) {
+  try {
+    gpu::query_device(0);
+  } catch (const NoGpuError& error) {
+    GTEST_SKIP() << "no usable GPU: " << error.what();
+  }
+  // No context held outside the Runtimes: the first releases the primary context to zero, the second retains it anew.
+  KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "saxpy.yaml");
+  for (int round = 0; round < 2; ++round) {
+    RuntimeOptions options;
+    options.databases = {source_directory / "results" / "best" / "saxpy.json"};
+    options.sources = spec.template_file.parent_path();
+    options.cubin_cache = "-";
+    Runtime runtime(options);
+    const Kernel& kernel = runtime.kernel("saxpy", {{"N", 1 << 20}});
+    CUdeviceptr x = 0, y = 0;
+    const gpu::CudaDriver& cuda = gpu::cuda_driver();
+    KERNLATHE_CUDA_CHECK(cuda.cuMemAlloc(&x, (1 << 20) * sizeof(float)));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemAlloc(&y, (1 << 20) * sizeof(float)));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32(x, 0x3f800000u, 1 << 20));  // 1.0f
+    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32(y, 0x40000000u, 1 << 20));  // 2.0f
+    kernel.launch(Arguments().set("x", reinterpret_cast<const void*>(x)).set("y", reinterpret_cast<const void*>(y)));
+    KERNLATHE_CUDA_CHECK(cuda.cuCtxSynchronize());
+    float last = 0;
+    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoH(&last, y + ((1 << 20) - 1) * sizeof(float), sizeof last));
+    EXPECT_FLOAT_EQ(last, 2.5f * 1.0f + 2.0f) << "round " << round;  // y = a * x + y with the spec's a = 2.5
+    KERNLATHE_CUDA_CHECK(cuda.cuMemFree(x));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemFree(y));
+  }
 }
 
 }  // namespace

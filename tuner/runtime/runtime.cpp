@@ -259,16 +259,15 @@ struct Runtime::State {
   }
 
   // The device's primary context (the one the CUDA runtime API uses), retained for the Runtime's lifetime and made
-  // current in the calling thread. Checking the current context is not enough: a context another Runtime released
-  // can still be current in this thread, destroyed.
+  // current in the calling thread.
   void make_context_current() {
     const gpu::CudaDriver& cuda = driver();
     if (primary_context == nullptr) {
       KERNLATHE_RUNTIME_CHECK(cuda.cuDevicePrimaryCtxRetain(&primary_context, device), "kernlathe runtime");
     }
-    CUcontext current = nullptr;
-    KERNLATHE_RUNTIME_CHECK(cuda.cuCtxGetCurrent(&current), "kernlathe runtime");
-    if (current != primary_context) KERNLATHE_RUNTIME_CHECK(cuda.cuCtxSetCurrent(primary_context), "kernlathe runtime");
+    // Set even when it looks current already: a primary context released to zero by an earlier Runtime and retained
+    // again keeps its handle, while the thread's binding to it went stale (CUDA_ERROR_CONTEXT_IS_DESTROYED, H200).
+    KERNLATHE_RUNTIME_CHECK(cuda.cuCtxSetCurrent(primary_context), "kernlathe runtime");
   }
 
   const DeviceIdentity& device_identity() {
