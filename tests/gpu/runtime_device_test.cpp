@@ -290,8 +290,8 @@ TEST(RuntimeWithoutContext, ASecondRuntimeAfterTheFirstReleasedTheContextStillLa
     const gpu::CudaDriver& cuda = gpu::cuda_driver();
     KERNLATHE_CUDA_CHECK(cuda.cuMemAlloc(&x, (1 << 20) * sizeof(float)));
     KERNLATHE_CUDA_CHECK(cuda.cuMemAlloc(&y, (1 << 20) * sizeof(float)));
-    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32(x, 0x3f800000u, 1 << 20));  // 1.0f
-    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32(y, 0x40000000u, 1 << 20));  // 2.0f
+    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32Async(x, 0x3f800000u, 1 << 20, nullptr));  // 1.0f
+    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32Async(y, 0x40000000u, 1 << 20, nullptr));  // 2.0f
     kernel.launch(Arguments().set("x", reinterpret_cast<const void*>(x)).set("y", reinterpret_cast<const void*>(y)));
     KERNLATHE_CUDA_CHECK(cuda.cuCtxSynchronize());
     float last = 0;
