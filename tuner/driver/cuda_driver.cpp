@@ -1,5 +1,7 @@
 #include "tuner/driver/cuda_driver.h"
 
+#include <string_view>
+
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -36,8 +38,12 @@ CudaDriver load_driver() {
 
   CudaDriver driver;
   auto resolve = [&](const char* symbol, void** target) {
+    // cuda.h 13 declares cuCtxSynchronize(void) and, beside it, cuCtxSynchronize_v2(CUcontext) without a macro; asked
+    // at version 13000 the driver hands out the _v2 entry point, which then reads a garbage context argument
+    // (CUDA_ERROR_CONTEXT_IS_DESTROYED on the H200). Ask for the version whose prototype cuda.h gives that name.
+    const int version = std::string_view(symbol) == "cuCtxSynchronize" ? 12000 : CUDA_VERSION;
     CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    CUresult result = get_proc_address(symbol, target, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found);
+    CUresult result = get_proc_address(symbol, target, version, CU_GET_PROC_ADDRESS_DEFAULT, &found);
     if (result != CUDA_SUCCESS || *target == nullptr || found != CU_GET_PROC_ADDRESS_SUCCESS) {
       throw NoGpuError(fmt::format("NVIDIA driver too old: {} not available for CUDA {}.{} (compiled against)",
                                    symbol, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10));
