@@ -3,11 +3,14 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -19,11 +22,11 @@ struct CommandResult {
   std::string err;
 };
 
-// Runs `tune` with arguments in the repository root; captures stdout and stderr separately.
-CommandResult run_tune(const std::string& arguments) {
+// Runs `tune` with arguments in the repository root, after shell_prefix; captures stdout and stderr separately.
+CommandResult run_tune_in_shell(const std::string& shell_prefix, const std::string& arguments) {
   const fs::path err_file = fs::temp_directory_path() / ("tune_cli_test_err_" + std::to_string(::getpid()));
-  const std::string command = std::string("cd '") + KERNLATHE_SOURCE_DIR + "' && '" + TUNE_BINARY + "' " + arguments +
-                              " 2>'" + err_file.string() + "'";
+  const std::string command = std::string("cd '") + KERNLATHE_SOURCE_DIR + "' && " + shell_prefix + "'" + TUNE_BINARY +
+                              "' " + arguments + " 2>'" + err_file.string() + "'";
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
   std::array<char, 4096> buffer{};
@@ -35,6 +38,25 @@ CommandResult run_tune(const std::string& arguments) {
   result.err.assign(std::istreambuf_iterator<char>(err), {});
   fs::remove(err_file);
   return result;
+}
+
+CommandResult run_tune(const std::string& arguments) { return run_tune_in_shell("", arguments); }
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream stream(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(stream), {});
 }
 
 fs::path write_temp(const std::string& name, const std::string& text) {
@@ -217,6 +239,102 @@ TEST(Cli, CompileCheckReportsAFailureWithItsLog) {
   EXPECT_EQ(output["failed"], 2);  // FAULT=4, for both block sizes
   ASSERT_FALSE(output["failures"].empty());
   EXPECT_NE(output["failures"][0]["log"].get<std::string>().find("planted compile failure"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- issue items 3 and 4: records and resume
+
+// Replays the shipped saxpy record (840 configurations) into a fresh record directory.
+struct ReplayRun {
+  fs::path out = fs::temp_directory_path() / ("tune_cli_test_resume_" + std::to_string(::getpid()));
+  fs::path csv = out / "evaluations.csv";
+
+  ReplayRun() { fs::remove_all(out); }
+  ~ReplayRun() { fs::remove_all(out); }
+
+  CommandResult run(const std::string& options) const {
+    return run_tune("run saxpy --replay results/runs/saxpy/sm_90/N=67108864/evaluations.csv --arch sm_90 --out '" +
+                    out.string() + "' --strategy random " + options);
+  }
+};
+
+TEST(Cli, RunResumeRanksEveryRecordAndWithNothingLeftReportsTheRecordedBest) {
+  ReplayRun replay;
+  CommandResult complete = replay.run("--json");
+  ASSERT_EQ(complete.exit_code, 0) << complete.err;
+  const nlohmann::json full = nlohmann::json::parse(complete.out);
+  ASSERT_EQ(full["evaluated"], 840);
+  fs::remove_all(replay.out);
+
+  CommandResult first = replay.run("--budget 300 --json");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  CommandResult rest = replay.run("--resume --budget 100 --json");
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  nlohmann::json resumed = nlohmann::json::parse(rest.out);
+  EXPECT_EQ(resumed["evaluated"], 100);
+  EXPECT_EQ(resumed["skipped_by_resume"], 300);
+  EXPECT_EQ(resumed["other_hash_rows"], 0);
+  CommandResult last = replay.run("--resume --json");
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  nlohmann::json finished = nlohmann::json::parse(last.out);
+  EXPECT_EQ(finished["evaluated"], 440);
+  EXPECT_EQ(finished["best"][0], full["best"][0]);
+
+  // Nothing left to measure: the recorded best, exit 0.
+  CommandResult nothing = replay.run("--resume --json");
+  ASSERT_EQ(nothing.exit_code, 0) << nothing.err;
+  nlohmann::json report = nlohmann::json::parse(nothing.out);
+  EXPECT_EQ(report["evaluated"], 0);
+  EXPECT_EQ(report["skipped_by_resume"], 840);
+  EXPECT_EQ(report["best"][0], full["best"][0]);
+  EXPECT_EQ(report["median_time_ms"], full["median_time_ms"]);
+  CommandResult table = replay.run("--resume");
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("evaluated 0 of 840 valid configurations"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("resumed: 840 configurations recorded before"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("no configuration passed verification"), std::string::npos) << table.out;
+}
+
+TEST(Cli, RunSetsATornLastRowAsideAndResumes) {
+  ReplayRun replay;
+  ASSERT_EQ(replay.run("--budget 100").exit_code, 0);
+  std::string text = read_text(replay.csv);
+  const std::string second_row = lines_of(text)[2];
+  const std::string torn = second_row.substr(0, second_row.size() / 2);  // a kill in the middle of a row
+  std::ofstream(replay.csv, std::ios::binary | std::ios::app) << torn;
+
+  CommandResult resumed = replay.run("--resume --budget 10 --json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("was torn"), std::string::npos) << resumed.err;
+  const nlohmann::json report = nlohmann::json::parse(resumed.out);
+  EXPECT_EQ(report["skipped_by_resume"], 100);
+  const fs::path side = report["torn_row_file"].get<std::string>();
+  EXPECT_EQ(side.parent_path(), replay.out);
+  EXPECT_TRUE(side.filename().string().starts_with("evaluations.csv.torn-")) << side;
+  EXPECT_EQ(read_text(side), torn);
+  const std::string after = read_text(replay.csv);
+  EXPECT_EQ(after.substr(0, text.size()), text);  // every complete row kept, in place
+  EXPECT_EQ(lines_of(after).size(), 111u);
+}
+
+TEST(Cli, RunRefusesARecordWithAStrayQuoteNamingItsLineAndLeavesItAlone) {
+  ReplayRun replay;
+  ASSERT_EQ(replay.run("--budget 50").exit_code, 0);
+  std::vector<std::string> lines = lines_of(read_text(replay.csv));
+  ASSERT_EQ(lines.size(), 51u);
+  lines[19] = "\"" + lines[19];  // line 20: a quote at the start of a row
+  std::string corrupted;
+  for (const std::string& line : lines) corrupted += line + "\n";
+  std::ofstream(replay.csv, std::ios::binary | std::ios::trunc) << corrupted;
+
+  for (const char* options : {"--resume --budget 10", "--budget 10"}) {
+    CommandResult result = replay.run(options);
+    EXPECT_EQ(result.exit_code, 2) << options << ": " << result.err;
+    EXPECT_NE(result.err.find("evaluations.csv:20: a double quote opens field 1 ('hash')"), std::string::npos)
+        << options << ": " << result.err;
+    EXPECT_EQ(read_text(replay.csv), corrupted) << options;
+  }
+  for (const auto& entry : fs::directory_iterator(replay.out))
+    EXPECT_FALSE(entry.path().filename().string().starts_with("evaluations.csv.torn-")) << entry.path();
 }
 
 }  // namespace

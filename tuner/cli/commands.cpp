@@ -284,6 +284,10 @@ struct RunCommand {
       throw InputError("--arch applies to --replay only: `tune run` measures on the real GPU");
 
     TuneReport report = tune(options);
+    if (!report.torn_row_file.empty())
+      fmt::print(stderr,
+                 "tune: note: the last row of {} was torn (a run killed while writing it); it was moved to {}\n",
+                 report.records.string(), report.torn_row_file.string());
     if (common.json) {
       print_json(report);
     } else {
@@ -301,8 +305,14 @@ struct RunCommand {
     fmt::print("evaluated {} of {} valid configurations in {:.1f} s ({:.1f}/s; {}); stopped: {}\n", report.evaluated,
                report.valid_configurations, report.seconds, report.evaluations_per_second, fmt::join(counts, ", "),
                report.stop_reason);
-    if (report.skipped_by_resume) fmt::print("resumed: {} configurations already recorded were not measured again\n",
-                                             report.skipped_by_resume);
+    if (report.skipped_by_resume)
+      fmt::print("resumed: {} configurations recorded before under this spec hash were not measured again; they are "
+                 "ranked with this run's\n",
+                 report.skipped_by_resume);
+    if (report.other_hash_rows)
+      fmt::print("resumed: {} recorded rows of another spec hash (another version of the spec, space, template, "
+                 "problem or arch) were ignored\n",
+                 report.other_hash_rows);
     if (report.copy_bandwidth_gbps > 0)
       fmt::print("device copy bandwidth {}: {:.0f} GB/s\n",
                  report.replay ? "recorded with these measurements" : "measured in this run", report.copy_bandwidth_gbps);
@@ -384,6 +394,8 @@ struct RunCommand {
     output["valid"] = report.valid_configurations;
     output["evaluated"] = report.evaluated;
     output["skipped_by_resume"] = report.skipped_by_resume;
+    output["other_hash_rows"] = report.other_hash_rows;
+    if (!report.torn_row_file.empty()) output["torn_row_file"] = report.torn_row_file.string();
     output["statuses"] = report.status_counts;
     output["seconds"] = report.seconds;
     output["evaluations_per_second"] = report.evaluations_per_second;
@@ -499,7 +511,9 @@ int run_cli(int argc, char** argv) {
   run->add_option("--budget", run_command.budget, "stop after N evaluations");
   run->add_option("--time", run_command.time_budget, "stop after a duration: 90s, 5m, 1h");
   run->add_option("--out", run_command.out, "record directory (default results/runs/<kernel>/<arch>/<problem>)");
-  run->add_flag("--resume", run_command.resume, "skip configurations already recorded for the same spec hash");
+  run->add_flag("--resume", run_command.resume,
+                "go on from the record: configurations recorded under the same spec hash are not measured again "
+                "and are ranked with this run's");
   run->add_flag("--cold", run_command.cold, "flush the L2 cache before every timed sample");
   run->add_option("--seed", run_command.seed, "seed of the search strategy");
   run->add_option("--jobs", run_command.jobs, "compile processes (default: one per core)");
