@@ -42,6 +42,11 @@ CommandResult run_tune_in_shell(const std::string& shell_prefix, const std::stri
 
 CommandResult run_tune(const std::string& arguments) { return run_tune_in_shell("", arguments); }
 
+// The same under a limit on the process's data segment (heap and anonymous mappings), in KiB.
+CommandResult run_tune_with_data_limit(const std::string& arguments, long kibibytes) {
+  return run_tune_in_shell("ulimit -d " + std::to_string(kibibytes) + " && ", arguments);
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::size_t start = 0;
@@ -103,12 +108,18 @@ TEST(Cli, SpaceListAndSample) {
   CommandResult listed = run_tune("space saxpy --arch sm_90 --list 3");
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_NE(listed.out.find("BLOCK="), std::string::npos);
+  EXPECT_EQ(lines_of(listed.out).back(), "BLOCK=64 VEC=1 ITEMS=1 GRID_STRIDE=true BLOCKS_PER_SM=2");
+  // --json with --list or --sample: JSON lines, the summary first, then one configuration a line.
   CommandResult sampled = run_tune("space saxpy --arch sm_90 --sample 4 --seed 9 --json");
   ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
-  nlohmann::json output = nlohmann::json::parse(sampled.out);
-  EXPECT_EQ(output["configurations"].size(), 4u);
+  std::vector<std::string> lines = lines_of(sampled.out);
+  ASSERT_EQ(lines.size(), 5u) << sampled.out;
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["valid"].get<std::uint64_t>(), 840u);
+  for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(nlohmann::json::parse(lines[i]).size(), 5u) << lines[i];
   CommandResult again = run_tune("space saxpy --arch sm_90 --sample 4 --seed 9 --json");
-  EXPECT_EQ(nlohmann::json::parse(again.out)["configurations"], output["configurations"]);
+  std::vector<std::string> again_lines = lines_of(again.out);
+  EXPECT_EQ(std::vector<std::string>(again_lines.begin() + 1, again_lines.end()),
+            std::vector<std::string>(lines.begin() + 1, lines.end()));
 }
 
 TEST(Cli, SpaceWithoutGpuOrArchExitsThree) {
@@ -239,6 +250,110 @@ TEST(Cli, CompileCheckReportsAFailureWithItsLog) {
   EXPECT_EQ(output["failed"], 2);  // FAULT=4, for both block sizes
   ASSERT_FALSE(output["failures"].empty());
   EXPECT_NE(output["failures"][0]["log"].get<std::string>().find("planted compile failure"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- issue item 6: limits
+
+// A spec over an inline space; the template only has to exist.
+fs::path write_space_spec(const std::string& name, const std::string& space_lines) {
+  return write_temp(name + ".yaml", std::string("name: ") + name + "\ntemplate: " + KERNLATHE_SOURCE_DIR +
+                                        "/templates/saxpy.cu\nentry: saxpy\nspace:\n" + space_lines +
+                                        "arguments: []\nlaunch: {grid: [1], block: [32]}\n");
+}
+
+TEST(Cli, SpaceTooLargeToEnumerateIsBadInputNamingTheGroup) {
+  const fs::path spec = write_space_spec("coupled_millions",
+                                         "  parameters:\n"
+                                         "    - {name: FREE, values: [1, 2]}\n"
+                                         "    - {name: A, range: {from: 0, to: 999999}}\n"
+                                         "    - {name: B, range: {from: 0, to: 999999}}\n"
+                                         "  constraints:\n"
+                                         "    - A <= B\n");
+  const auto started = std::chrono::steady_clock::now();
+  CommandResult result = run_tune("space " + spec.string() + " --arch sm_90");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("coupled_millions.yaml:7:"), std::string::npos) << result.err;  // where A is declared
+  EXPECT_NE(result.err.find("too large to enumerate: the parameters A, B are tied together by the constraints "
+                            "'A <= B'"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("67108864 prefix-tree nodes"), std::string::npos) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+  EXPECT_LT(seconds, 30.0);
+}
+
+TEST(Cli, SpaceSampleBeyondTheBoundIsBadInputAndPrintsNothing) {
+  // 1000^4 = 10^12 valid configurations that cost nothing to count: no constraint ties the parameters.
+  const fs::path spec = write_space_spec("trillion",
+                                         "  parameters:\n"
+                                         "    - {name: P, range: {from: 0, to: 999}}\n"
+                                         "    - {name: Q, range: {from: 0, to: 999}}\n"
+                                         "    - {name: R, range: {from: 0, to: 999}}\n"
+                                         "    - {name: S, range: {from: 0, to: 999}}\n");
+  for (const char* count : {"600000000000", "1048577"}) {
+    CommandResult result = run_tune("space " + spec.string() + " --arch sm_90 --sample " + count);
+    EXPECT_EQ(result.exit_code, 2) << count << ": " << result.err;
+    EXPECT_NE(result.err.find(std::string("--sample ") + count + ": at most 1048576 configurations"), std::string::npos)
+        << result.err;
+    EXPECT_TRUE(result.out.empty()) << result.out.substr(0, 200);
+  }
+  CommandResult exponent = run_tune("space " + spec.string() + " --arch sm_90 --sample 6e11");
+  EXPECT_EQ(exponent.exit_code, 2) << exponent.err;
+  EXPECT_NE(exponent.err.find("--sample"), std::string::npos) << exponent.err;
+
+  CommandResult sampled = run_tune("space " + spec.string() + " --arch sm_90 --sample 1000 --seed 3 --json");
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
+  std::vector<std::string> lines = lines_of(sampled.out);
+  ASSERT_EQ(lines.size(), 1001u);
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["valid"].get<std::uint64_t>(), 1000000000000u);
+  std::set<std::string> distinct(lines.begin() + 1, lines.end());
+  EXPECT_EQ(distinct.size(), 1000u);
+}
+
+// A million configurations listed as JSON lines under a 96 MiB data limit: materialised first (a configuration
+// vector, then a JSON array) they need several times that.
+TEST(Cli, SpaceListStreamsConfigurationsOneByOne) {
+  const fs::path spec = write_space_spec("million",
+                                         "  parameters:\n"
+                                         "    - {name: P0, range: {from: 0, to: 9}}\n"
+                                         "    - {name: P1, range: {from: 0, to: 9}}\n"
+                                         "    - {name: P2, range: {from: 0, to: 9}}\n"
+                                         "    - {name: P3, range: {from: 0, to: 9}}\n"
+                                         "    - {name: P4, range: {from: 0, to: 9}}\n"
+                                         "    - {name: P5, range: {from: 0, to: 9}}\n");
+  const fs::path listing = fs::temp_directory_path() / "tune_cli_test" / "million.jsonl";
+  CommandResult result = run_tune_with_data_limit(
+      "space " + spec.string() + " --arch sm_90 --list 2000000 --json > '" + listing.string() + "'", 96 * 1024);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::ifstream stream(listing);
+  std::string line;
+  std::string first;
+  std::string last;
+  std::size_t count = 0;
+  while (std::getline(stream, line)) {
+    if (count == 0) first = line;
+    last = line;
+    ++count;
+  }
+  EXPECT_EQ(count, 1000001u);
+  EXPECT_EQ(nlohmann::json::parse(first)["valid"].get<std::uint64_t>(), 1000000u);
+  EXPECT_EQ(last, R"({"P0":9,"P1":9,"P2":9,"P3":9,"P4":9,"P5":9})");
+  fs::remove(listing);
+}
+
+// What no limit catches still ends in a message and exit code 1, not SIGABRT: here a space within the limits
+// (about 30 million valid pairs) enumerated under a 64 MiB data limit.
+TEST(Cli, OutOfMemoryIsExitOneWithAMessage) {
+  const fs::path spec = write_space_spec("memory_hungry",
+                                         "  parameters:\n"
+                                         "    - {name: A, range: {from: 0, to: 29}}\n"
+                                         "    - {name: B, range: {from: 0, to: 999999}}\n"
+                                         "  constraints:\n"
+                                         "    - A <= B\n");
+  CommandResult result = run_tune_with_data_limit("space " + spec.string() + " --arch sm_90", 64 * 1024);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("tune: error: out of memory"), std::string::npos) << result.err;
 }
 
 // ---------------------------------------------------------------- issue items 3 and 4: records and resume

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -91,10 +92,18 @@ struct SpaceCommand {
     SpaceEnumerator space(spec.space, run_constants(spec, device));
     const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
 
-    std::vector<Configuration> shown;
-    if (list > 0)
-      for (std::uint64_t i = 0; i < std::min(list, space.valid_count()); ++i) shown.push_back(space.at(i));
-    if (sample > 0) shown = space.sample(sample, seed);
+    // Checked before anything is printed: a sample is drawn without repeats, so its indices are held in memory.
+    if (std::min(sample, space.valid_count()) > max_sample_size)
+      throw InputError(fmt::format("--sample {}: at most {} configurations can be drawn at once ({} are valid); "
+                                   "--list N prints any number, one by one",
+                                   sample, max_sample_size, space.valid_count()));
+    // Configurations are printed one by one as they are decoded, never collected: --list 17000000 on a space of 17
+    // million needs no more memory than --list 1 (issue 6).
+    const auto for_each_shown = [&](const std::function<void(const Configuration&)>& print) {
+      if (list > 0)
+        for (std::uint64_t i = 0; i < std::min(list, space.valid_count()); ++i) print(space.at(i));
+      if (sample > 0) space.for_each_sample(sample, seed, print);
+    };
 
     if (common.json) {
       Json output;
@@ -115,13 +124,15 @@ struct SpaceCommand {
                               {"default", value_to_json(parameter.default_value)}});
       }
       output["parameters"] = parameters;
-      if (!shown.empty()) {
-        Json configurations = Json::array();
-        for (const Configuration& configuration : shown)
-          configurations.push_back(configuration_to_json(spec.space, configuration));
-        output["configurations"] = configurations;
+      if (list == 0 && sample == 0) {
+        fmt::print("{}\n", output.dump(2));
+        return exit_ok;
       }
-      fmt::print("{}\n", output.dump(2));
+      // JSON lines: the summary on the first line, then one object per configuration.
+      fmt::print("{}\n", output.dump());
+      for_each_shown([&](const Configuration& configuration) {
+        fmt::print("{}\n", configuration_to_json(spec.space, configuration).dump());
+      });
       return exit_ok;
     }
     fmt::print("kernel        {}\n", spec.name);
@@ -138,7 +149,8 @@ struct SpaceCommand {
       fmt::print("  {:<16} {:<5} [{}] default {}\n", parameter.name, parameter_type_name(parameter.type),
                  fmt::join(values, ", "), expr::to_string(parameter.default_value));
     }
-    for (const Configuration& configuration : shown) fmt::print("{}\n", to_string(spec.space, configuration));
+    for_each_shown(
+        [&](const Configuration& configuration) { fmt::print("{}\n", to_string(spec.space, configuration)); });
     return exit_ok;
   }
 };
@@ -484,8 +496,11 @@ int run_cli(int argc, char** argv) {
   SpaceCommand space_command;
   CLI::App* space = app.add_subcommand("space", "count and list a spec's valid configurations");
   space_command.common.add_to(*space, true);
-  space->add_option("--list", space_command.list, "print the first N valid configurations");
-  auto* sample_option = space->add_option("--sample", space_command.sample, "print N random valid configurations");
+  space->add_option("--list", space_command.list,
+                    "print the first N valid configurations, one by one (with --json: JSON lines, the summary first)");
+  auto* sample_option = space->add_option(
+      "--sample", space_command.sample,
+      fmt::format("print N random valid configurations, N <= {} (with --json: JSON lines)", max_sample_size));
   space->add_option("--seed", space_command.seed, "seed for --sample")->needs(sample_option);
 
   ValidateCommand validate_command;
