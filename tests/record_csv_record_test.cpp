@@ -419,7 +419,7 @@ TEST_F(RecordTest, HostileFieldTextRoundTrips) {
       Evaluation evaluation = failed_evaluation();
       evaluation.configuration[2] = Value{hostile[i]};
       evaluation.message = hostile[(i + 5) % hostile.size()] + hostile[i];
-      writer.append(evaluation, "hash," + hostile[i]);
+      writer.append(evaluation, hostile[i]);  // an empty first field too (found by fuzz/record_reader_fuzz.cpp)
       written.push_back(evaluation);
     }
   }
@@ -428,7 +428,7 @@ TEST_F(RecordTest, HostileFieldTextRoundTrips) {
   std::vector<RecordedEvaluation> records = read_records(csv_, space);
   ASSERT_EQ(records.size(), hostile.size());
   for (std::size_t i = 0; i < hostile.size(); ++i) {
-    EXPECT_EQ(records[i].hash, "hash," + hostile[i]) << i;
+    EXPECT_EQ(records[i].hash, hostile[i]) << i;
     expect_same(written[i], records[i].evaluation);
   }
   // A writer opening the file again finds nothing torn and nothing wrong.

@@ -36,21 +36,34 @@ bool needs_quoting(std::string_view field) {
   return field.find_first_of(",\"") != std::string_view::npos;
 }
 
-void append_field(std::string& row, std::string_view field) {
-  if (!row.empty()) row += ',';
-  std::string escaped;
-  escape_into(escaped, field);
-  if (!needs_quoting(escaped)) {
-    row += escaped;
-    return;
+// Adds one field to a row (or a header) under construction; the first field gets no separator, whatever its text.
+class RowText {
+ public:
+  void add(std::string_view field) {
+    if (fields_++ > 0) text_ += ',';
+    std::string escaped;
+    escape_into(escaped, field);
+    if (!needs_quoting(escaped)) {
+      text_ += escaped;
+      return;
+    }
+    text_ += '"';
+    for (char c : escaped) {
+      if (c == '"') text_ += '"';
+      text_ += c;
+    }
+    text_ += '"';
   }
-  row += '"';
-  for (char c : escaped) {
-    if (c == '"') row += '"';
-    row += c;
+  // The row with its newline.
+  std::string finish() && {
+    text_ += '\n';
+    return std::move(text_);
   }
-  row += '"';
-}
+
+ private:
+  std::string text_;
+  std::size_t fields_ = 0;
+};
 
 std::string format_number(double value) { return fmt::format("{}", value); }
 
@@ -553,10 +566,9 @@ RecordWriter::RecordWriter(std::filesystem::path csv, const Space& space, const 
   }
   resumed_ = has_header;
   if (!has_header) {
-    std::string header;
-    for (const std::string& column : record_columns(space)) append_field(header, column);
-    header += '\n';
-    write_all(descriptor_, header, path_);
+    RowText header;
+    for (const std::string& column : record_columns(space)) header.add(column);
+    write_all(descriptor_, std::move(header).finish(), path_);
   }
   append_run_metadata(path_, space, metadata);
 }
@@ -570,39 +582,38 @@ void RecordWriter::append(const Evaluation& evaluation, const std::string& hash)
     throw TunerError(fmt::format("{}: a configuration of {} values cannot be recorded in a space of {} parameters",
                                  path_.string(), evaluation.configuration.size(), parameter_count_));
   }
-  std::string row;
-  append_field(row, hash);
-  for (const Value& value : evaluation.configuration) append_field(row, expr::to_string(value));
-  append_field(row, status_name(evaluation.status));
-  append_field(row, evaluation.message);
-  append_field(row, format_number(evaluation.time.median_ms));
-  append_field(row, format_number(evaluation.time.min_ms));
-  append_field(row, format_number(evaluation.time.max_ms));
-  append_field(row, format_number(evaluation.time.relative_spread));
-  append_field(row, std::to_string(evaluation.time.samples));
-  append_field(row, format_number(evaluation.compile_ms));
-  append_field(row, evaluation.cubin_cached ? "true" : "false");
-  append_field(row, std::to_string(evaluation.registers));
-  append_field(row, std::to_string(evaluation.static_shared_bytes));
-  append_field(row, std::to_string(evaluation.dynamic_shared_bytes));
-  append_field(row, std::to_string(evaluation.threads_per_block));
-  append_field(row, format_number(evaluation.occupancy));
-  append_field(row, std::to_string(evaluation.sm_clock_mhz));
-  append_field(row, std::to_string(evaluation.throttle_reasons));
-  append_field(row, format_number(evaluation.max_error));
-  append_field(row, format_number(evaluation.timestamp));
+  RowText row;
+  row.add(hash);
+  for (const Value& value : evaluation.configuration) row.add(expr::to_string(value));
+  row.add(status_name(evaluation.status));
+  row.add(evaluation.message);
+  row.add(format_number(evaluation.time.median_ms));
+  row.add(format_number(evaluation.time.min_ms));
+  row.add(format_number(evaluation.time.max_ms));
+  row.add(format_number(evaluation.time.relative_spread));
+  row.add(std::to_string(evaluation.time.samples));
+  row.add(format_number(evaluation.compile_ms));
+  row.add(evaluation.cubin_cached ? "true" : "false");
+  row.add(std::to_string(evaluation.registers));
+  row.add(std::to_string(evaluation.static_shared_bytes));
+  row.add(std::to_string(evaluation.dynamic_shared_bytes));
+  row.add(std::to_string(evaluation.threads_per_block));
+  row.add(format_number(evaluation.occupancy));
+  row.add(std::to_string(evaluation.sm_clock_mhz));
+  row.add(std::to_string(evaluation.throttle_reasons));
+  row.add(format_number(evaluation.max_error));
+  row.add(format_number(evaluation.timestamp));
   if (streamed_) {
     const StreamStages& stream = evaluation.stream;
     for (double field : {stream.end_to_end_ms, stream.host_read_ms, stream.copy_in_ms, stream.kernel_ms,
                          stream.copy_out_ms, stream.gpu_idle_ms, stream.items_per_second, stream.bytes_per_second,
                          stream.input_gbps}) {
-      append_field(row, format_number(field));
+      row.add(format_number(field));
     }
   }
-  row += '\n';
   // One write() per row: with O_APPEND a row lands whole or, if the process dies mid-call, as a torn last line
   // that readers skip and the next writer sets aside.
-  write_all(descriptor_, row, path_);
+  write_all(descriptor_, std::move(row).finish(), path_);
   if (sync_every_row_) ::fsync(descriptor_);
 }
 
