@@ -3,11 +3,14 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -19,11 +22,11 @@ struct CommandResult {
   std::string err;
 };
 
-// Runs `tune` with arguments in the repository root; captures stdout and stderr separately.
-CommandResult run_tune(const std::string& arguments) {
+// Runs `tune` with arguments in the repository root, after shell_prefix; captures stdout and stderr separately.
+CommandResult run_tune_in_shell(const std::string& shell_prefix, const std::string& arguments) {
   const fs::path err_file = fs::temp_directory_path() / ("tune_cli_test_err_" + std::to_string(::getpid()));
-  const std::string command = std::string("cd '") + KERNLATHE_SOURCE_DIR + "' && '" + TUNE_BINARY + "' " + arguments +
-                              " 2>'" + err_file.string() + "'";
+  const std::string command = std::string("cd '") + KERNLATHE_SOURCE_DIR + "' && " + shell_prefix + "'" + TUNE_BINARY +
+                              "' " + arguments + " 2>'" + err_file.string() + "'";
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
   std::array<char, 4096> buffer{};
@@ -35,6 +38,30 @@ CommandResult run_tune(const std::string& arguments) {
   result.err.assign(std::istreambuf_iterator<char>(err), {});
   fs::remove(err_file);
   return result;
+}
+
+CommandResult run_tune(const std::string& arguments) { return run_tune_in_shell("", arguments); }
+
+// The same under a limit on the process's data segment (heap and anonymous mappings), in KiB.
+CommandResult run_tune_with_data_limit(const std::string& arguments, long kibibytes) {
+  return run_tune_in_shell("ulimit -d " + std::to_string(kibibytes) + " && ", arguments);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream stream(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(stream), {});
 }
 
 fs::path write_temp(const std::string& name, const std::string& text) {
@@ -81,12 +108,18 @@ TEST(Cli, SpaceListAndSample) {
   CommandResult listed = run_tune("space saxpy --arch sm_90 --list 3");
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_NE(listed.out.find("BLOCK="), std::string::npos);
+  EXPECT_EQ(lines_of(listed.out).back(), "BLOCK=64 VEC=1 ITEMS=1 GRID_STRIDE=true BLOCKS_PER_SM=2");
+  // --json with --list or --sample: JSON lines, the summary first, then one configuration a line.
   CommandResult sampled = run_tune("space saxpy --arch sm_90 --sample 4 --seed 9 --json");
   ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
-  nlohmann::json output = nlohmann::json::parse(sampled.out);
-  EXPECT_EQ(output["configurations"].size(), 4u);
+  std::vector<std::string> lines = lines_of(sampled.out);
+  ASSERT_EQ(lines.size(), 5u) << sampled.out;
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["valid"].get<std::uint64_t>(), 840u);
+  for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_EQ(nlohmann::json::parse(lines[i]).size(), 5u) << lines[i];
   CommandResult again = run_tune("space saxpy --arch sm_90 --sample 4 --seed 9 --json");
-  EXPECT_EQ(nlohmann::json::parse(again.out)["configurations"], output["configurations"]);
+  std::vector<std::string> again_lines = lines_of(again.out);
+  EXPECT_EQ(std::vector<std::string>(again_lines.begin() + 1, again_lines.end()),
+            std::vector<std::string>(lines.begin() + 1, lines.end()));
 }
 
 TEST(Cli, SpaceWithoutGpuOrArchExitsThree) {
@@ -217,6 +250,206 @@ TEST(Cli, CompileCheckReportsAFailureWithItsLog) {
   EXPECT_EQ(output["failed"], 2);  // FAULT=4, for both block sizes
   ASSERT_FALSE(output["failures"].empty());
   EXPECT_NE(output["failures"][0]["log"].get<std::string>().find("planted compile failure"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- issue item 6: limits
+
+// A spec over an inline space; the template only has to exist.
+fs::path write_space_spec(const std::string& name, const std::string& space_lines) {
+  return write_temp(name + ".yaml", std::string("name: ") + name + "\ntemplate: " + KERNLATHE_SOURCE_DIR +
+                                        "/templates/saxpy.cu\nentry: saxpy\nspace:\n" + space_lines +
+                                        "arguments: []\nlaunch: {grid: [1], block: [32]}\n");
+}
+
+TEST(Cli, SpaceTooLargeToEnumerateIsBadInputNamingTheGroup) {
+  const fs::path spec = write_space_spec("coupled_millions",
+                                         "  parameters:\n"
+                                         "    - {name: FREE, values: [1, 2]}\n"
+                                         "    - {name: A, range: {from: 0, to: 999999}}\n"
+                                         "    - {name: B, range: {from: 0, to: 999999}}\n"
+                                         "  constraints:\n"
+                                         "    - A <= B\n");
+  const auto started = std::chrono::steady_clock::now();
+  CommandResult result = run_tune("space " + spec.string() + " --arch sm_90");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("coupled_millions.yaml:7:"), std::string::npos) << result.err;  // where A is declared
+  EXPECT_NE(result.err.find("too large to enumerate: the parameters A, B are tied together by the constraints "
+                            "'A <= B'"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("67108864 prefix-tree nodes"), std::string::npos) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+  EXPECT_LT(seconds, 30.0);
+}
+
+TEST(Cli, SpaceSampleBeyondTheBoundIsBadInputAndPrintsNothing) {
+  // 1000^4 = 10^12 valid configurations that cost nothing to count: no constraint ties the parameters.
+  const fs::path spec = write_space_spec("trillion",
+                                         "  parameters:\n"
+                                         "    - {name: P, range: {from: 0, to: 999}}\n"
+                                         "    - {name: Q, range: {from: 0, to: 999}}\n"
+                                         "    - {name: R, range: {from: 0, to: 999}}\n"
+                                         "    - {name: S, range: {from: 0, to: 999}}\n");
+  for (const char* count : {"600000000000", "1048577"}) {
+    CommandResult result = run_tune("space " + spec.string() + " --arch sm_90 --sample " + count);
+    EXPECT_EQ(result.exit_code, 2) << count << ": " << result.err;
+    EXPECT_NE(result.err.find(std::string("--sample ") + count + ": at most 1048576 configurations"), std::string::npos)
+        << result.err;
+    EXPECT_TRUE(result.out.empty()) << result.out.substr(0, 200);
+  }
+  CommandResult exponent = run_tune("space " + spec.string() + " --arch sm_90 --sample 6e11");
+  EXPECT_EQ(exponent.exit_code, 2) << exponent.err;
+  EXPECT_NE(exponent.err.find("--sample"), std::string::npos) << exponent.err;
+
+  CommandResult sampled = run_tune("space " + spec.string() + " --arch sm_90 --sample 1000 --seed 3 --json");
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
+  std::vector<std::string> lines = lines_of(sampled.out);
+  ASSERT_EQ(lines.size(), 1001u);
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["valid"].get<std::uint64_t>(), 1000000000000u);
+  std::set<std::string> distinct(lines.begin() + 1, lines.end());
+  EXPECT_EQ(distinct.size(), 1000u);
+}
+
+// A million configurations listed as JSON lines under a 96 MiB data limit: materialised first (a configuration
+// vector, then a JSON array) they need several times that.
+TEST(Cli, SpaceListStreamsConfigurationsOneByOne) {
+  const fs::path spec = write_space_spec("million",
+                                         "  parameters:\n"
+                                         "    - {name: P0, range: {from: 0, to: 9}}\n"
+                                         "    - {name: P1, range: {from: 0, to: 9}}\n"
+                                         "    - {name: P2, range: {from: 0, to: 9}}\n"
+                                         "    - {name: P3, range: {from: 0, to: 9}}\n"
+                                         "    - {name: P4, range: {from: 0, to: 9}}\n"
+                                         "    - {name: P5, range: {from: 0, to: 9}}\n");
+  const fs::path listing = fs::temp_directory_path() / "tune_cli_test" / "million.jsonl";
+  CommandResult result = run_tune_with_data_limit(
+      "space " + spec.string() + " --arch sm_90 --list 2000000 --json > '" + listing.string() + "'", 96 * 1024);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::ifstream stream(listing);
+  std::string line;
+  std::string first;
+  std::string last;
+  std::size_t count = 0;
+  while (std::getline(stream, line)) {
+    if (count == 0) first = line;
+    last = line;
+    ++count;
+  }
+  EXPECT_EQ(count, 1000001u);
+  EXPECT_EQ(nlohmann::json::parse(first)["valid"].get<std::uint64_t>(), 1000000u);
+  EXPECT_EQ(last, R"({"P0":9,"P1":9,"P2":9,"P3":9,"P4":9,"P5":9})");
+  fs::remove(listing);
+}
+
+// What no limit catches still ends in a message and exit code 1, not SIGABRT: here a space within the limits
+// (about 30 million valid pairs) enumerated under a 64 MiB data limit.
+TEST(Cli, OutOfMemoryIsExitOneWithAMessage) {
+  const fs::path spec = write_space_spec("memory_hungry",
+                                         "  parameters:\n"
+                                         "    - {name: A, range: {from: 0, to: 29}}\n"
+                                         "    - {name: B, range: {from: 0, to: 999999}}\n"
+                                         "  constraints:\n"
+                                         "    - A <= B\n");
+  CommandResult result = run_tune_with_data_limit("space " + spec.string() + " --arch sm_90", 64 * 1024);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("tune: error: out of memory"), std::string::npos) << result.err;
+}
+
+// ---------------------------------------------------------------- issue items 3 and 4: records and resume
+
+// Replays the shipped saxpy record (840 configurations) into a fresh record directory.
+struct ReplayRun {
+  fs::path out = fs::temp_directory_path() / ("tune_cli_test_resume_" + std::to_string(::getpid()));
+  fs::path csv = out / "evaluations.csv";
+
+  ReplayRun() { fs::remove_all(out); }
+  ~ReplayRun() { fs::remove_all(out); }
+
+  CommandResult run(const std::string& options) const {
+    return run_tune("run saxpy --replay results/runs/saxpy/sm_90/N=67108864/evaluations.csv --arch sm_90 --out '" +
+                    out.string() + "' --strategy random " + options);
+  }
+};
+
+TEST(Cli, RunResumeRanksEveryRecordAndWithNothingLeftReportsTheRecordedBest) {
+  ReplayRun replay;
+  CommandResult complete = replay.run("--json");
+  ASSERT_EQ(complete.exit_code, 0) << complete.err;
+  const nlohmann::json full = nlohmann::json::parse(complete.out);
+  ASSERT_EQ(full["evaluated"], 840);
+  fs::remove_all(replay.out);
+
+  CommandResult first = replay.run("--budget 300 --json");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  CommandResult rest = replay.run("--resume --budget 100 --json");
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  nlohmann::json resumed = nlohmann::json::parse(rest.out);
+  EXPECT_EQ(resumed["evaluated"], 100);
+  EXPECT_EQ(resumed["skipped_by_resume"], 300);
+  EXPECT_EQ(resumed["other_hash_rows"], 0);
+  CommandResult last = replay.run("--resume --json");
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  nlohmann::json finished = nlohmann::json::parse(last.out);
+  EXPECT_EQ(finished["evaluated"], 440);
+  EXPECT_EQ(finished["best"][0], full["best"][0]);
+
+  // Nothing left to measure: the recorded best, exit 0.
+  CommandResult nothing = replay.run("--resume --json");
+  ASSERT_EQ(nothing.exit_code, 0) << nothing.err;
+  nlohmann::json report = nlohmann::json::parse(nothing.out);
+  EXPECT_EQ(report["evaluated"], 0);
+  EXPECT_EQ(report["skipped_by_resume"], 840);
+  EXPECT_EQ(report["best"][0], full["best"][0]);
+  EXPECT_EQ(report["median_time_ms"], full["median_time_ms"]);
+  CommandResult table = replay.run("--resume");
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("evaluated 0 of 840 valid configurations"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("resumed: 840 configurations recorded before"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("no configuration passed verification"), std::string::npos) << table.out;
+}
+
+TEST(Cli, RunSetsATornLastRowAsideAndResumes) {
+  ReplayRun replay;
+  ASSERT_EQ(replay.run("--budget 100").exit_code, 0);
+  std::string text = read_text(replay.csv);
+  const std::string second_row = lines_of(text)[2];
+  const std::string torn = second_row.substr(0, second_row.size() / 2);  // a kill in the middle of a row
+  std::ofstream(replay.csv, std::ios::binary | std::ios::app) << torn;
+
+  CommandResult resumed = replay.run("--resume --budget 10 --json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("was torn"), std::string::npos) << resumed.err;
+  const nlohmann::json report = nlohmann::json::parse(resumed.out);
+  EXPECT_EQ(report["skipped_by_resume"], 100);
+  const fs::path side = report["torn_row_file"].get<std::string>();
+  EXPECT_EQ(side.parent_path(), replay.out);
+  EXPECT_TRUE(side.filename().string().starts_with("evaluations.csv.torn-")) << side;
+  EXPECT_EQ(read_text(side), torn);
+  const std::string after = read_text(replay.csv);
+  EXPECT_EQ(after.substr(0, text.size()), text);  // every complete row kept, in place
+  EXPECT_EQ(lines_of(after).size(), 111u);
+}
+
+TEST(Cli, RunRefusesARecordWithAStrayQuoteNamingItsLineAndLeavesItAlone) {
+  ReplayRun replay;
+  ASSERT_EQ(replay.run("--budget 50").exit_code, 0);
+  std::vector<std::string> lines = lines_of(read_text(replay.csv));
+  ASSERT_EQ(lines.size(), 51u);
+  lines[19] = "\"" + lines[19];  // line 20: a quote at the start of a row
+  std::string corrupted;
+  for (const std::string& line : lines) corrupted += line + "\n";
+  std::ofstream(replay.csv, std::ios::binary | std::ios::trunc) << corrupted;
+
+  for (const char* options : {"--resume --budget 10", "--budget 10"}) {
+    CommandResult result = replay.run(options);
+    EXPECT_EQ(result.exit_code, 2) << options << ": " << result.err;
+    EXPECT_NE(result.err.find("evaluations.csv:20: a double quote opens field 1 ('hash')"), std::string::npos)
+        << options << ": " << result.err;
+    EXPECT_EQ(read_text(replay.csv), corrupted) << options;
+  }
+  for (const auto& entry : fs::directory_iterator(replay.out))
+    EXPECT_FALSE(entry.path().filename().string().starts_with("evaluations.csv.torn-")) << entry.path();
 }
 
 }  // namespace

@@ -117,6 +117,41 @@ TEST(Strategy, RandomIsDeterministicPerSeedAndIndependentOfBatchSize) {
   EXPECT_EQ(first.size(), other_seed.size());
 }
 
+// A resumed run tells the recorded results before asking; the index orders pass over them (issue item 4).
+TEST(Strategy, IndexOrdersDoNotProposeWhatTheyWereToldBeforeAsking) {
+  Space space = constrained_space();
+  SpaceEnumerator enumerator(space, {});
+  for (const char* name : {"exhaustive", "random"}) {
+    std::unique_ptr<Strategy> strategy = make_strategy(name, enumerator, 3);
+    std::set<std::uint64_t> told;
+    for (std::uint64_t index = 0; index < 34; index += 3) {
+      Evaluation recorded;
+      recorded.configuration = enumerator.at(index);
+      strategy->tell(recorded);
+      told.insert(index);
+    }
+    ASSERT_EQ(told.size(), 12u);
+    std::vector<Configuration> proposed = drain(*strategy, 5);
+    EXPECT_EQ(proposed.size(), 22u) << name;
+    std::set<std::uint64_t> indices;
+    for (const Configuration& configuration : proposed) {
+      std::uint64_t index = *enumerator.index_of(configuration);
+      EXPECT_FALSE(told.contains(index)) << name << ": proposed recorded index " << index;
+      indices.insert(index);
+    }
+    EXPECT_EQ(indices.size(), 22u) << name;
+  }
+  // Exhaustive keeps its order over what is left: 1, 2, 4, 5, 7, ...
+  std::unique_ptr<Strategy> exhaustive = make_strategy("exhaustive", enumerator, 1);
+  for (std::uint64_t index : {0u, 3u}) {
+    Evaluation recorded;
+    recorded.configuration = enumerator.at(index);
+    exhaustive->tell(recorded);
+  }
+  std::vector<Configuration> first = exhaustive->ask(3);
+  EXPECT_EQ(first, (std::vector<Configuration>{enumerator.at(1), enumerator.at(2), enumerator.at(4)}));
+}
+
 TEST(IndexPermutation, IsABijectionForAwkwardSizes) {
   for (std::uint64_t size : {1ULL, 2ULL, 3ULL, 5ULL, 17ULL, 64ULL, 1000ULL, 4097ULL}) {
     IndexPermutation permutation(size, 99);

@@ -146,6 +146,95 @@ TEST(TuningSession, BudgetThenResumeMeasuresEachConfigurationOnce) {
   EXPECT_EQ(keys.size(), 90u);
 }
 
+Configuration configuration_of(std::int64_t a, std::int64_t b, std::int64_t c) {
+  return Configuration{Value{a}, Value{b}, Value{c}};
+}
+
+// Issue item 4: a resumed run ranked only what it measured itself. The first run measures the optimum (3, 2, 1)
+// at 1.0 ms; the resumed one measures 10 slower configurations and must still report the recorded optimum.
+TEST(TuningSession, ResumeRanksEveryRecordedEvaluationOfTheSameSpecHash) {
+  const fs::path dir = fresh_directory("resume_rank");
+  const fs::path spec = write_spec(dir, 6, 5, 3);
+  const fs::path recording = write_recording(spec, dir);
+  TuneOptions first = replay_options(spec, recording, dir / "out");
+  first.stop.max_evaluations = 60;  // the default (index 18), then indices 0-59 in order: 52 is (3, 2, 1)
+  TuneReport partial = tune(first);
+  ASSERT_EQ(partial.evaluated, 60u);
+  ASSERT_FALSE(partial.best.empty());
+  EXPECT_EQ(partial.best.front().evaluation.configuration, configuration_of(3, 2, 1));
+
+  TuneOptions second = first;
+  second.resume = true;
+  second.stop.max_evaluations = 10;  // indices 60-69: A = 4, at best 1.1 ms
+  TuneReport resumed = tune(second);
+  EXPECT_EQ(resumed.evaluated, 10u);
+  EXPECT_EQ(resumed.skipped_by_resume, 60u);
+  EXPECT_EQ(resumed.other_hash_rows, 0u);
+  ASSERT_FALSE(resumed.best.empty());
+  EXPECT_EQ(resumed.best.front().evaluation.configuration, configuration_of(3, 2, 1));
+  EXPECT_DOUBLE_EQ(resumed.best.front().evaluation.time.median_ms, 1.0);
+  // The recorded default (1, 1, 0) at 1.6 ms still anchors the speed-up.
+  ASSERT_TRUE(resumed.default_evaluation.has_value());
+  EXPECT_DOUBLE_EQ(resumed.default_evaluation->time.median_ms, 1.6);
+  EXPECT_NEAR(resumed.best.front().speedup_over_default, 1.6, 1e-9);
+  // Ranked over the 58 verified of the 70 recorded (B == 4 fails): 5 best, the second is 1.1 ms.
+  ASSERT_EQ(resumed.best.size(), 5u);
+  EXPECT_DOUBLE_EQ(resumed.best[1].evaluation.time.median_ms, 1.1);
+  EXPECT_EQ(resumed.status_counts["ok"], 10u);  // this run's own: indices 60-69, B from 0 to 3
+}
+
+TEST(TuningSession, ResumeWithNothingLeftReportsTheRecordedBest) {
+  const fs::path dir = fresh_directory("resume_nothing_left");
+  const fs::path spec = write_spec(dir, 6, 5, 3);
+  const fs::path recording = write_recording(spec, dir);
+  TuneOptions options = replay_options(spec, recording, dir / "out");
+  options.strategy = "surrogate";
+  TuneReport complete = tune(options);
+  ASSERT_EQ(complete.evaluated, 90u);
+
+  options.resume = true;
+  TuneReport resumed = tune(options);
+  EXPECT_EQ(resumed.evaluated, 0u);
+  EXPECT_EQ(resumed.skipped_by_resume, 90u);
+  EXPECT_EQ(resumed.stop_reason, "space exhausted");
+  ASSERT_FALSE(resumed.best.empty());
+  EXPECT_EQ(resumed.best.front().evaluation.configuration, configuration_of(3, 2, 1));
+  EXPECT_DOUBLE_EQ(resumed.best.front().evaluation.time.median_ms, 1.0);
+  EXPECT_DOUBLE_EQ(resumed.median_time_ms, complete.median_time_ms);
+  KernelSpec loaded = load_kernel_spec(spec);
+  EXPECT_EQ(read_records(resumed.records, loaded.space).size(), 90u);
+}
+
+// Rows of another spec hash measured another version of the kernel: neither skipped nor ranked, but counted.
+TEST(TuningSession, ResumeIgnoresRowsOfAnotherSpecHashAndCountsThem) {
+  const fs::path dir = fresh_directory("resume_other_hash");
+  const fs::path spec = write_spec(dir, 6, 5, 3);
+  const fs::path recording = write_recording(spec, dir);
+  TuneOptions options = replay_options(spec, recording, dir / "out");
+  options.stop.max_evaluations = 30;
+  TuneReport partial = tune(options);
+  ASSERT_EQ(partial.evaluated, 30u);
+  {
+    KernelSpec loaded = load_kernel_spec(spec);
+    RecordWriter writer(partial.records, loaded.space, RunMetadata{});
+    for (const Configuration& configuration : {configuration_of(3, 2, 1), configuration_of(0, 0, 0)}) {
+      Evaluation old_version;
+      old_version.configuration = configuration;
+      old_version.time.median_ms = 0.5;  // faster than anything of this version
+      writer.append(old_version, "0123456789abcdef");
+    }
+  }
+  options.resume = true;
+  options.stop.max_evaluations.reset();
+  TuneReport resumed = tune(options);
+  EXPECT_EQ(resumed.other_hash_rows, 2u);
+  EXPECT_EQ(resumed.skipped_by_resume, 30u);
+  EXPECT_EQ(resumed.evaluated, 60u);  // (3, 2, 1) measured again under this hash; (0, 0, 0) was in the first 30
+  ASSERT_FALSE(resumed.best.empty());
+  EXPECT_EQ(resumed.best.front().evaluation.configuration, configuration_of(3, 2, 1));
+  EXPECT_DOUBLE_EQ(resumed.best.front().evaluation.time.median_ms, 1.0);
+}
+
 TEST(TuningSession, UnknownStrategyIsBadInput) {
   const fs::path dir = fresh_directory("strategy");
   const fs::path spec = write_spec(dir, 2, 2, 2);

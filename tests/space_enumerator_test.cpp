@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
 
 #include "tuner/space/space.h"
+#include "tuner/spec/spec_loader.h"
 
 namespace kernlathe {
 namespace {
@@ -541,6 +543,103 @@ TEST(SpaceEnumerator, MovedEnumeratorKeepsWorking) {
   SpaceEnumerator moved = std::move(original);
   EXPECT_EQ(moved.valid_count(), 50u);
   EXPECT_EQ(moved.space().name, "fifty");
+}
+
+// ---------------------------------------------------------------- limits (issue item 6)
+
+std::vector<std::int64_t> zero_to(std::int64_t last) {
+  std::vector<std::int64_t> values;
+  for (std::int64_t value = 0; value <= last; ++value) values.push_back(value);
+  return values;
+}
+
+std::string input_error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "no InputError";
+}
+
+TEST(SpaceEnumerator, AGroupBeyondTheNodeLimitIsAnInputErrorNamingItsParametersAndConstraints) {
+  Space space;
+  space.name = "coupled";
+  space.parameters = {boolean_parameter("FREE"), integer_parameter("A", zero_to(999)),
+                      integer_parameter("B", zero_to(999))};
+  space.parameters[1].where = {"coupled.yaml", 4, 7};
+  space.constraints = {constraint("A <= B")};
+  EnumerationLimits limits;
+  limits.max_tree_nodes = 10000;
+  std::string message = input_error_of([&] { SpaceEnumerator(space, {}, limits); });
+  EXPECT_THAT(message, HasSubstr("coupled.yaml:4:7: space 'coupled' is too large to enumerate: the parameters A, B "
+                                 "are tied together by the constraints 'A <= B' and their valid combinations need "
+                                 "more than 10000 prefix-tree nodes"));
+  // The same space fits a budget of its 500,500 leaves and 1000 inner nodes.
+  limits.max_tree_nodes = 501500;
+  SpaceEnumerator fits(space, {}, limits);
+  EXPECT_EQ(fits.valid_count(), 2u * 500500u);
+  limits.max_tree_nodes = 501499;
+  EXPECT_THAT(input_error_of([&] { SpaceEnumerator(space, {}, limits); }), HasSubstr("501499 prefix-tree nodes"));
+}
+
+TEST(SpaceEnumerator, AWalkThatPrunesLateStopsAtTheCandidateLimit) {
+  Space space;
+  space.name = "diagonal";
+  space.parameters = {integer_parameter("A", zero_to(999)), integer_parameter("B", zero_to(999)),
+                      integer_parameter("C", {1, 2, 3})};
+  // Only 3000 valid configurations, but every one of the 10^6 (A, B) pairs is tried: a million candidates.
+  space.constraints = {constraint("A == B + C - C"), constraint("C >= 1")};
+  EnumerationLimits limits;
+  limits.max_candidates = 100000;
+  std::string message = input_error_of([&] { SpaceEnumerator(space, {}, limits); });
+  EXPECT_THAT(message, HasSubstr("the parameters A, B, C are tied together by the constraints 'A == B + C - C', "
+                                 "'C >= 1' and walking them tries more than 100000 candidate values (the "
+                                 "enumeration limit) of 3e+06 combinations"));
+  limits.max_candidates = 5000000;
+  EXPECT_EQ(SpaceEnumerator(space, {}, limits).valid_count(), 3000u);
+}
+
+TEST(SpaceEnumerator, TheNodeLimitCountsEveryGroup) {
+  Space space;
+  space.name = "two_groups";
+  space.parameters = {integer_parameter("A", zero_to(99)), integer_parameter("B", zero_to(99)),
+                      integer_parameter("C", zero_to(99)), integer_parameter("D", zero_to(99))};
+  space.constraints = {constraint("A <= B"), constraint("C <= D")};
+  EnumerationLimits limits;
+  limits.max_tree_nodes = 2 * (5050 + 100);  // each group: 5050 leaves under 100 inner nodes
+  EXPECT_EQ(SpaceEnumerator(space, {}, limits).valid_count(), 5050u * 5050u);
+  limits.max_tree_nodes -= 1;
+  EXPECT_THAT(input_error_of([&] { SpaceEnumerator(space, {}, limits); }),
+              HasSubstr("the parameters C, D are tied together by the constraints 'C <= D'"));
+}
+
+// spaces/bench_large.yaml (17 million valid configurations, the largest space the project measures) fits the
+// default limits.
+TEST(SpaceEnumerator, TheDefaultLimitsHoldTheLargeBenchmarkSpace) {
+  Space space = load_space(std::string(KERNLATHE_SOURCE_DIR) + "/spaces/bench_large.yaml");
+  Constants constants = device_property_values(device_profile("sm_90"));
+  for (const char* symbol : {"M", "N", "K"}) constants.emplace_back(symbol, Value{std::int64_t{4096}});
+  SpaceEnumerator enumerator(space, constants);
+  EXPECT_EQ(enumerator.valid_count(), 17227164u);
+}
+
+TEST(SpaceEnumerator, ASampleBeyondTheBoundIsAnInputErrorAndDrawsAreStreamed) {
+  Space space;
+  space.name = "trillion";
+  for (const char* name : {"P", "Q", "R", "S"}) space.parameters.push_back(integer_parameter(name, zero_to(999)));
+  SpaceEnumerator enumerator(space, {});
+  ASSERT_EQ(enumerator.valid_count(), 1000000000000u);
+  EXPECT_THAT(input_error_of([&] { enumerator.sample(600000000000u, 1); }),
+              HasSubstr("cannot sample 600000000000 of the 1000000000000 valid configurations of space 'trillion': "
+                        "at most 1048576 are drawn at once"));
+  EXPECT_THAT(input_error_of([&] { enumerator.sample(max_sample_size + 1, 1); }), HasSubstr("at most 1048576"));
+  std::vector<Configuration> streamed;
+  enumerator.for_each_sample(100, 9, [&](const Configuration& configuration) { streamed.push_back(configuration); });
+  EXPECT_EQ(streamed, enumerator.sample(100, 9));
+  EXPECT_EQ(streamed.size(), 100u);
+  // A small space asked for more than the bound hands out all of it.
+  EXPECT_EQ(SpaceEnumerator(fifty_space(), {}).sample(600000000000u, 1).size(), 50u);
 }
 
 }  // namespace

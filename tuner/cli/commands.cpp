@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -93,10 +94,18 @@ struct SpaceCommand {
     SpaceEnumerator space(spec.space, run_constants(spec, device));
     const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
 
-    std::vector<Configuration> shown;
-    if (list > 0)
-      for (std::uint64_t i = 0; i < std::min(list, space.valid_count()); ++i) shown.push_back(space.at(i));
-    if (sample > 0) shown = space.sample(sample, seed);
+    // Checked before anything is printed: a sample is drawn without repeats, so its indices are held in memory.
+    if (std::min(sample, space.valid_count()) > max_sample_size)
+      throw InputError(fmt::format("--sample {}: at most {} configurations can be drawn at once ({} are valid); "
+                                   "--list N prints any number, one by one",
+                                   sample, max_sample_size, space.valid_count()));
+    // Configurations are printed one by one as they are decoded, never collected: --list 17000000 on a space of 17
+    // million needs no more memory than --list 1 (issue 6).
+    const auto for_each_shown = [&](const std::function<void(const Configuration&)>& print) {
+      if (list > 0)
+        for (std::uint64_t i = 0; i < std::min(list, space.valid_count()); ++i) print(space.at(i));
+      if (sample > 0) space.for_each_sample(sample, seed, print);
+    };
 
     if (common.json) {
       Json output;
@@ -117,13 +126,15 @@ struct SpaceCommand {
                               {"default", value_to_json(parameter.default_value)}});
       }
       output["parameters"] = parameters;
-      if (!shown.empty()) {
-        Json configurations = Json::array();
-        for (const Configuration& configuration : shown)
-          configurations.push_back(configuration_to_json(spec.space, configuration));
-        output["configurations"] = configurations;
+      if (list == 0 && sample == 0) {
+        fmt::print("{}\n", output.dump(2));
+        return exit_ok;
       }
-      fmt::print("{}\n", output.dump(2));
+      // JSON lines: the summary on the first line, then one object per configuration.
+      fmt::print("{}\n", output.dump());
+      for_each_shown([&](const Configuration& configuration) {
+        fmt::print("{}\n", configuration_to_json(spec.space, configuration).dump());
+      });
       return exit_ok;
     }
     fmt::print("kernel        {}\n", spec.name);
@@ -140,7 +151,8 @@ struct SpaceCommand {
       fmt::print("  {:<16} {:<5} [{}] default {}\n", parameter.name, parameter_type_name(parameter.type),
                  fmt::join(values, ", "), expr::to_string(parameter.default_value));
     }
-    for (const Configuration& configuration : shown) fmt::print("{}\n", to_string(spec.space, configuration));
+    for_each_shown(
+        [&](const Configuration& configuration) { fmt::print("{}\n", to_string(spec.space, configuration)); });
     return exit_ok;
   }
 };
@@ -286,6 +298,10 @@ struct RunCommand {
       throw InputError("--arch applies to --replay only: `tune run` measures on the real GPU");
 
     TuneReport report = tune(options);
+    if (!report.torn_row_file.empty())
+      fmt::print(stderr,
+                 "tune: note: the last row of {} was torn (a run killed while writing it); it was moved to {}\n",
+                 report.records.string(), report.torn_row_file.string());
     if (common.json) {
       print_json(report);
     } else {
@@ -303,8 +319,14 @@ struct RunCommand {
     fmt::print("evaluated {} of {} valid configurations in {:.1f} s ({:.1f}/s; {}); stopped: {}\n", report.evaluated,
                report.valid_configurations, report.seconds, report.evaluations_per_second, fmt::join(counts, ", "),
                report.stop_reason);
-    if (report.skipped_by_resume) fmt::print("resumed: {} configurations already recorded were not measured again\n",
-                                             report.skipped_by_resume);
+    if (report.skipped_by_resume)
+      fmt::print("resumed: {} configurations recorded before under this spec hash were not measured again; they are "
+                 "ranked with this run's\n",
+                 report.skipped_by_resume);
+    if (report.other_hash_rows)
+      fmt::print("resumed: {} recorded rows of another spec hash (another version of the spec, space, template, "
+                 "problem or arch) were ignored\n",
+                 report.other_hash_rows);
     if (report.copy_bandwidth_gbps > 0)
       fmt::print("device copy bandwidth {}: {:.0f} GB/s\n",
                  report.replay ? "recorded with these measurements" : "measured in this run", report.copy_bandwidth_gbps);
@@ -386,6 +408,8 @@ struct RunCommand {
     output["valid"] = report.valid_configurations;
     output["evaluated"] = report.evaluated;
     output["skipped_by_resume"] = report.skipped_by_resume;
+    output["other_hash_rows"] = report.other_hash_rows;
+    if (!report.torn_row_file.empty()) output["torn_row_file"] = report.torn_row_file.string();
     output["statuses"] = report.status_counts;
     output["seconds"] = report.seconds;
     output["evaluations_per_second"] = report.evaluations_per_second;
@@ -520,8 +544,11 @@ int run_cli(int argc, char** argv) {
   SpaceCommand space_command;
   CLI::App* space = app.add_subcommand("space", "count and list a spec's valid configurations");
   space_command.common.add_to(*space, true);
-  space->add_option("--list", space_command.list, "print the first N valid configurations");
-  auto* sample_option = space->add_option("--sample", space_command.sample, "print N random valid configurations");
+  space->add_option("--list", space_command.list,
+                    "print the first N valid configurations, one by one (with --json: JSON lines, the summary first)");
+  auto* sample_option = space->add_option(
+      "--sample", space_command.sample,
+      fmt::format("print N random valid configurations, N <= {} (with --json: JSON lines)", max_sample_size));
   space->add_option("--seed", space_command.seed, "seed for --sample")->needs(sample_option);
 
   ValidateCommand validate_command;
@@ -547,7 +574,9 @@ int run_cli(int argc, char** argv) {
   run->add_option("--budget", run_command.budget, "stop after N evaluations");
   run->add_option("--time", run_command.time_budget, "stop after a duration: 90s, 5m, 1h");
   run->add_option("--out", run_command.out, "record directory (default results/runs/<kernel>/<arch>/<problem>)");
-  run->add_flag("--resume", run_command.resume, "skip configurations already recorded for the same spec hash");
+  run->add_flag("--resume", run_command.resume,
+                "go on from the record: configurations recorded under the same spec hash are not measured again "
+                "and are ranked with this run's");
   run->add_flag("--cold", run_command.cold, "flush the L2 cache before every timed sample");
   run->add_option("--seed", run_command.seed, "seed of the search strategy");
   run->add_option("--jobs", run_command.jobs, "compile processes (default: one per core)");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 
 #include "tuner/cli/commands.h"
 #include "tuner/common/error.h"
@@ -24,8 +25,18 @@ int main(int argc, char** argv) {
   } catch (const kernlathe::InputError& error) {
     std::fprintf(stderr, "tune: %s\n", error.what());
     return kernlathe::exit_bad_input;
+  } catch (const std::bad_alloc&) {
+    // The limits (space enumeration, --sample, streamed --list) should keep every command far from this; should
+    // something still ask for more memory than there is, say so and exit with the documented failure code
+    // instead of aborting.
+    std::fprintf(stderr, "tune: error: out of memory (std::bad_alloc): the command needed more memory than this "
+                         "process may use; constrain the space or ask for less\n");
+    return kernlathe::exit_failure;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "tune: error: %s\n", error.what());
+    return kernlathe::exit_failure;
+  } catch (...) {
+    std::fprintf(stderr, "tune: error: an unknown exception stopped the command\n");
     return kernlathe::exit_failure;
   }
 }

@@ -1,12 +1,12 @@
 #include "tuner/record/csv_record.h"
 
 #include <charconv>
+#include <ctime>
 #include <exception>
 #include <fstream>
 #include <sstream>
 #include <system_error>
 
-#include <csv.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -17,34 +17,64 @@ namespace {
 
 // ---------------------------------------------------------------- writing
 
+// A backslash, line feed and carriage return become \\, \n and \r, so that every row is one line (csv_record.h).
+void escape_into(std::string& out, std::string_view field) {
+  for (char c : field) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      default: out += c;
+    }
+  }
+}
+
 bool needs_quoting(std::string_view field) {
   if (field.empty()) return false;
-  // libcsv trims unquoted leading and trailing blanks when reading, so such fields are quoted to survive.
+  // Other CSV readers (libcsv, spreadsheets) trim unquoted leading and trailing blanks, so such fields are quoted.
   if (field.front() == ' ' || field.front() == '\t' || field.back() == ' ' || field.back() == '\t') return true;
-  return field.find_first_of(",\"\r\n") != std::string_view::npos;
+  return field.find_first_of(",\"") != std::string_view::npos;
 }
 
-void append_field(std::string& row, std::string_view field) {
-  if (!row.empty()) row += ',';
-  if (!needs_quoting(field)) {
-    row += field;
-    return;
+// Adds one field to a row (or a header) under construction; the first field gets no separator, whatever its text.
+class RowText {
+ public:
+  void add(std::string_view field) {
+    if (fields_++ > 0) text_ += ',';
+    std::string escaped;
+    escape_into(escaped, field);
+    if (!needs_quoting(escaped)) {
+      text_ += escaped;
+      return;
+    }
+    text_ += '"';
+    for (char c : escaped) {
+      if (c == '"') text_ += '"';
+      text_ += c;
+    }
+    text_ += '"';
   }
-  // Worst case: every character a doubled quote, plus the enclosing quotes.
-  std::string quoted(field.size() * 2 + 2, '\0');
-  std::size_t written = csv_write(quoted.data(), quoted.size(), field.data(), field.size());
-  quoted.resize(written);
-  row += quoted;
-}
+  // The row with its newline.
+  std::string finish() && {
+    text_ += '\n';
+    return std::move(text_);
+  }
+
+ private:
+  std::string text_;
+  std::size_t fields_ = 0;
+};
 
 std::string format_number(double value) { return fmt::format("{}", value); }
+
+std::string system_error_text() { return std::generic_category().message(errno); }
 
 void write_all(int descriptor, std::string_view bytes, const std::filesystem::path& path) {
   while (!bytes.empty()) {
     ssize_t written = ::write(descriptor, bytes.data(), bytes.size());
     if (written < 0) {
       if (errno == EINTR) continue;
-      throw TunerError(fmt::format("{}: write failed: {}", path.string(), std::generic_category().message(errno)));
+      throw TunerError(fmt::format("{}: write failed: {}", path.string(), system_error_text()));
     }
     bytes.remove_prefix(static_cast<std::size_t>(written));
   }
@@ -58,72 +88,238 @@ std::string read_file(const std::filesystem::path& path) {
   return contents.str();
 }
 
+// "20261122T104312Z": part of a side file's name, so it sorts by time.
+std::string compact_utc_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%dT%H%M%SZ", &utc);
+  return text;
+}
+
+// Writes bytes to a new file beside csv named <csv>.torn-<UTC time> (-2, -3, ... when that exists), synced to
+// disk before the caller cuts anything off the record.
+std::filesystem::path set_aside(const std::filesystem::path& csv, std::string_view bytes) {
+  const std::string base = csv.string() + ".torn-" + compact_utc_now();
+  for (int attempt = 1;; ++attempt) {
+    std::filesystem::path side = attempt == 1 ? base : fmt::format("{}-{}", base, attempt);
+    int descriptor = ::open(side.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (descriptor < 0 && errno == EEXIST && attempt < 1000) continue;
+    if (descriptor < 0) {
+      throw TunerError(fmt::format("{}: cannot create a file for the torn last row of {}: {}", side.string(),
+                                   csv.string(), system_error_text()));
+    }
+    try {
+      write_all(descriptor, bytes, side);
+    } catch (...) {
+      ::close(descriptor);
+      throw;
+    }
+    const bool synced = ::fsync(descriptor) == 0;
+    ::close(descriptor);
+    if (!synced) throw TunerError(fmt::format("{}: fsync failed: {}", side.string(), system_error_text()));
+    return side;
+  }
+}
+
 // ---------------------------------------------------------------- reading
 
+// One row as read: its fields (escapes undone) and the line it starts on.
 using RowHandler = std::function<void(std::vector<std::string>& fields, int line)>;
 
-struct ParserState {
-  std::vector<std::string> fields;
-  int current_line = 1;
-  int row_start_line = 1;
-  const RowHandler* on_row = nullptr;
-  // Exceptions must not unwind through libcsv's C frames; the first one is kept and rethrown afterwards.
-  std::exception_ptr error;
+struct ScanResult {
+  std::size_t complete_bytes = 0;  // up to and including the newline of the last complete row
+  int torn_line = 0;               // line of a torn last row; 0 when the text ends with a complete row
 };
 
-void on_field(void* data, std::size_t size, void* state_pointer) {
-  auto& state = *static_cast<ParserState*>(state_pointer);
-  if (state.error) return;
-  if (state.fields.empty()) state.row_start_line = state.current_line;
-  state.fields.emplace_back(data == nullptr ? std::string() : std::string(static_cast<const char*>(data), size));
-}
-
-void on_row_end(int, void* state_pointer) {
-  auto& state = *static_cast<ParserState*>(state_pointer);
-  if (state.error) return;
-  try {
-    (*state.on_row)(state.fields, state.row_start_line);
-  } catch (...) {
-    state.error = std::current_exception();
-  }
-  state.fields.clear();
-}
-
-// A row ended by csv_fini has no line terminator: a writer was killed while writing it. It is dropped.
-void drop_partial_field(void*, std::size_t, void*) {}
-void drop_partial_row(int, void*) {}
-
-// Feeds contents one physical line at a time so that rows know their line numbers. Returns the number of
-// bytes up to the end of the last complete row.
-std::size_t scan_csv(const std::string& contents, const std::filesystem::path& path, const RowHandler& on_row) {
-  csv_parser parser;
-  if (csv_init(&parser, CSV_STRICT) != 0) throw TunerError("csv_init failed");
-  ParserState state;
-  state.on_row = &on_row;
-  std::size_t complete_bytes = 0;
-  std::size_t offset = 0;
-  while (offset < contents.size()) {
-    std::size_t newline = contents.find('\n', offset);
-    std::size_t end = newline == std::string::npos ? contents.size() : newline + 1;
-    std::size_t parsed = csv_parse(&parser, contents.data() + offset, end - offset, on_field, on_row_end, &state);
-    if (state.error) {
-      csv_free(&parser);
-      std::rethrow_exception(state.error);
+// Undoes escape_into. A backslash before any other character is kept as it is: records of earlier versions did
+// not escape backslashes.
+void unescape(std::string& field) {
+  if (field.find('\\') == std::string::npos) return;
+  std::string plain;
+  plain.reserve(field.size());
+  for (std::size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 1 < field.size()) {
+      char next = field[i + 1];
+      if (next == '\\' || next == 'n' || next == 'r') {
+        plain += next == 'n' ? '\n' : next == 'r' ? '\r' : '\\';
+        ++i;
+        continue;
+      }
     }
-    if (parsed != end - offset) {
-      std::string reason = csv_strerror(csv_error(&parser));
-      csv_free(&parser);
-      throw InputError(SourceLocation{path.string(), state.current_line},
-                       fmt::format("malformed CSV: {} (a stray double quote inside an unquoted field?)", reason));
-    }
-    if (state.fields.empty() && newline != std::string::npos) complete_bytes = end;
-    offset = end;
-    ++state.current_line;
+    plain += field[i];
   }
-  csv_fini(&parser, drop_partial_field, drop_partial_row, nullptr);
-  csv_free(&parser);
-  return complete_bytes;
+  field = std::move(plain);
 }
+
+// RFC 4180 with strict quoting, one row per line. A raw line break inside a quoted field is accepted only in the
+// message column (multiline_column), which is all that earlier versions wrote across lines; anywhere else, or
+// in a header (multiline_column < 0), an open quote that runs past the end of its line is a stray quote.
+// Blank lines are skipped. The last row may be torn (no newline after it): it is reported, not handed on.
+class RecordScanner {
+ public:
+  RecordScanner(std::string_view text, const std::filesystem::path& path, const std::vector<std::string>& columns)
+      : text_(text), path_(path), columns_(columns) {
+    for (std::size_t c = 0; c < columns.size(); ++c)
+      if (columns[c] == "message") message_column_ = static_cast<int>(c);
+  }
+
+  ScanResult scan(const RowHandler& on_row) {
+    ScanResult result;
+    std::vector<std::string> fields;
+    bool header = true;
+    while (position_ < text_.size()) {
+      const int row_line = line_;
+      if (skip_blank_line()) {
+        result.complete_bytes = position_;
+        continue;
+      }
+      fields.clear();
+      if (!read_row(fields, row_line, header ? -1 : message_column_)) {
+        // The text ended before the row's newline. Only a row on the last line is a torn row: one that began on an
+        // earlier line holds a quote opened there and never closed, with every later line inside it.
+        if (line_ != row_line) {
+          const int last_line = text_.back() == '\n' ? line_ - 1 : line_;
+          if (inside_quotes_at_end_) {
+            throw InputError(SourceLocation{path_.string(), row_line},
+                             fmt::format("a double quote opens {} on this line and is never closed: lines {} to {} "
+                                         "would be one field (a stray double quote? quotes inside a field are "
+                                         "doubled and the field quoted)",
+                                         field_name(fields.size() - 1), row_line, last_line));
+          }
+          throw InputError(SourceLocation{path_.string(), row_line},
+                           fmt::format("the last row (lines {} to {}) ends without its newline but spans several "
+                                       "lines, which no torn row of this version does; complete or remove it",
+                                       row_line, last_line));
+        }
+        result.torn_line = row_line;
+        return result;
+      }
+      for (std::string& field : fields) unescape(field);
+      on_row(fields, row_line);
+      header = false;
+      result.complete_bytes = position_;
+    }
+    return result;
+  }
+
+ private:
+  bool skip_blank_line() {
+    if (text_[position_] == '\n') {
+      ++position_;
+      ++line_;
+      return true;
+    }
+    if (text_.compare(position_, 2, "\r\n") == 0) {
+      position_ += 2;
+      ++line_;
+      return true;
+    }
+    return false;
+  }
+
+  // Reads one row; false when the text ends before its newline.
+  bool read_row(std::vector<std::string>& fields, int row_line, int multiline_column) {
+    while (true) {
+      std::string& field = fields.emplace_back();
+      const std::size_t field_index = fields.size() - 1;
+      const bool quoted = position_ < text_.size() && text_[position_] == '"';
+      if (quoted) {
+        ++position_;
+        if (!read_quoted(field, field_index, row_line, multiline_column)) return false;
+      } else {
+        std::size_t end = text_.find_first_of(",\"\n", position_);
+        if (end == std::string_view::npos) {
+          field.assign(text_.substr(position_));
+          position_ = text_.size();
+          return false;
+        }
+        if (text_[end] == '"') {
+          throw InputError(SourceLocation{path_.string(), row_line},
+                           fmt::format("a double quote inside the unquoted {} (a field holding quotes must be quoted "
+                                       "as a whole, its quotes doubled)",
+                                       field_name(field_index)));
+        }
+        field.assign(text_.substr(position_, end - position_));
+        position_ = end;
+      }
+      // After a field: a comma, the end of the row, or (torn) the end of the text.
+      if (position_ == text_.size()) return false;
+      const char next = text_[position_];
+      if (next == ',') {
+        ++position_;
+        continue;
+      }
+      if (next == '\n') {
+        if (!quoted && !field.empty() && field.back() == '\r') field.pop_back();  // a CRLF line end
+        ++position_;
+        ++line_;
+        return true;
+      }
+      if (next == '\r' && quoted) {
+        if (position_ + 1 == text_.size()) return false;
+        if (text_[position_ + 1] == '\n') {
+          position_ += 2;
+          ++line_;
+          return true;
+        }
+      }
+      throw InputError(SourceLocation{path_.string(), row_line},
+                       fmt::format("unexpected '{}' after the closing double quote of {} (quotes inside a field are "
+                                   "doubled)",
+                                   printable(next), field_name(field_index)));
+    }
+  }
+
+  // From just after an opening quote to just after the closing one; false when the text ends first.
+  bool read_quoted(std::string& field, std::size_t field_index, int row_line, int multiline_column) {
+    inside_quotes_at_end_ = true;
+    while (position_ < text_.size()) {
+      const char c = text_[position_];
+      if (c == '"') {
+        if (position_ + 1 < text_.size() && text_[position_ + 1] == '"') {
+          field += '"';
+          position_ += 2;
+          continue;
+        }
+        ++position_;
+        inside_quotes_at_end_ = false;
+        return true;
+      }
+      if (c == '\n') {
+        if (static_cast<int>(field_index) != multiline_column) {
+          throw InputError(SourceLocation{path_.string(), row_line},
+                           fmt::format("a double quote opens {} and is not closed on this line (a stray double "
+                                       "quote? quotes inside a field are doubled and the field quoted)",
+                                       field_name(field_index)));
+        }
+        ++line_;
+      }
+      field += c;
+      ++position_;
+    }
+    return false;
+  }
+
+  std::string field_name(std::size_t index) const {
+    if (index < columns_.size()) return fmt::format("field {} ('{}')", index + 1, columns_[index]);
+    return fmt::format("field {}", index + 1);
+  }
+
+  static std::string printable(char c) {
+    if (c >= 0x20 && c < 0x7f) return std::string(1, c);
+    return fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+  }
+
+  std::string_view text_;
+  const std::filesystem::path& path_;
+  const std::vector<std::string>& columns_;
+  int message_column_ = -1;
+  std::size_t position_ = 0;
+  int line_ = 1;
+  bool inside_quotes_at_end_ = false;  // the text ended inside a quoted field
+};
 
 std::string join(const std::vector<std::string>& names) {
   std::string text;
@@ -267,6 +463,26 @@ class RowParser {
   std::vector<std::string> columns_;
 };
 
+// The header, then every row parsed into an evaluation and handed to visit. header_seen (when given) tells
+// whether the text held a complete header row.
+ScanResult scan_records(std::string_view text, const std::filesystem::path& path, const Space& space,
+                        const std::function<void(RecordedEvaluation&&)>& visit, bool* header_seen) {
+  const std::vector<std::string> columns = record_columns(space);
+  RowParser parser(space, path);
+  bool header_done = false;
+  RecordScanner scanner(text, path, columns);
+  ScanResult result = scanner.scan([&](std::vector<std::string>& fields, int line) {
+    if (!header_done) {
+      check_header(fields, space, path);
+      header_done = true;
+      return;
+    }
+    visit(parser.parse(fields, line));
+  });
+  if (header_seen) *header_seen = header_done;
+  return result;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- columns and keys
@@ -332,29 +548,27 @@ std::string configuration_key(const Configuration& configuration) {
 
 RecordWriter::RecordWriter(std::filesystem::path csv, const Space& space, const RunMetadata& metadata)
     : path_(std::move(csv)), parameter_count_(space.parameters.size()), streamed_(space.streamed) {
-  std::size_t keep_bytes = 0;
   bool has_header = false;
   if (std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0) {
-    std::string contents = read_file(path_);
-    RowHandler check_first_row = [&](std::vector<std::string>& fields, int) {
-      if (has_header) return;
-      check_header(fields, space, path_);
-      has_header = true;
-    };
-    keep_bytes = scan_csv(contents, path_, check_first_row);
-    if (keep_bytes < contents.size()) std::filesystem::resize_file(path_, keep_bytes);
+    const std::string contents = read_file(path_);
+    // Every row is read before anything is written: appending to a record that cannot be read back would bury
+    // the problem under more rows.
+    ScanResult scanned = scan_records(contents, path_, space, [&](RecordedEvaluation&&) {}, &has_header);
+    if (scanned.torn_line > 0) {
+      torn_row_file_ = set_aside(path_, std::string_view(contents).substr(scanned.complete_bytes));
+      torn_row_line_ = scanned.torn_line;
+      std::filesystem::resize_file(path_, scanned.complete_bytes);
+    }
   }
   descriptor_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (descriptor_ < 0) {
-    throw TunerError(
-        fmt::format("{}: cannot open for appending: {}", path_.string(), std::generic_category().message(errno)));
+    throw TunerError(fmt::format("{}: cannot open for appending: {}", path_.string(), system_error_text()));
   }
   resumed_ = has_header;
   if (!has_header) {
-    std::string header;
-    for (const std::string& column : record_columns(space)) append_field(header, column);
-    header += '\n';
-    write_all(descriptor_, header, path_);
+    RowText header;
+    for (const std::string& column : record_columns(space)) header.add(column);
+    write_all(descriptor_, std::move(header).finish(), path_);
   }
   append_run_metadata(path_, space, metadata);
 }
@@ -368,39 +582,38 @@ void RecordWriter::append(const Evaluation& evaluation, const std::string& hash)
     throw TunerError(fmt::format("{}: a configuration of {} values cannot be recorded in a space of {} parameters",
                                  path_.string(), evaluation.configuration.size(), parameter_count_));
   }
-  std::string row;
-  append_field(row, hash);
-  for (const Value& value : evaluation.configuration) append_field(row, expr::to_string(value));
-  append_field(row, status_name(evaluation.status));
-  append_field(row, evaluation.message);
-  append_field(row, format_number(evaluation.time.median_ms));
-  append_field(row, format_number(evaluation.time.min_ms));
-  append_field(row, format_number(evaluation.time.max_ms));
-  append_field(row, format_number(evaluation.time.relative_spread));
-  append_field(row, std::to_string(evaluation.time.samples));
-  append_field(row, format_number(evaluation.compile_ms));
-  append_field(row, evaluation.cubin_cached ? "true" : "false");
-  append_field(row, std::to_string(evaluation.registers));
-  append_field(row, std::to_string(evaluation.static_shared_bytes));
-  append_field(row, std::to_string(evaluation.dynamic_shared_bytes));
-  append_field(row, std::to_string(evaluation.threads_per_block));
-  append_field(row, format_number(evaluation.occupancy));
-  append_field(row, std::to_string(evaluation.sm_clock_mhz));
-  append_field(row, std::to_string(evaluation.throttle_reasons));
-  append_field(row, format_number(evaluation.max_error));
-  append_field(row, format_number(evaluation.timestamp));
+  RowText row;
+  row.add(hash);
+  for (const Value& value : evaluation.configuration) row.add(expr::to_string(value));
+  row.add(status_name(evaluation.status));
+  row.add(evaluation.message);
+  row.add(format_number(evaluation.time.median_ms));
+  row.add(format_number(evaluation.time.min_ms));
+  row.add(format_number(evaluation.time.max_ms));
+  row.add(format_number(evaluation.time.relative_spread));
+  row.add(std::to_string(evaluation.time.samples));
+  row.add(format_number(evaluation.compile_ms));
+  row.add(evaluation.cubin_cached ? "true" : "false");
+  row.add(std::to_string(evaluation.registers));
+  row.add(std::to_string(evaluation.static_shared_bytes));
+  row.add(std::to_string(evaluation.dynamic_shared_bytes));
+  row.add(std::to_string(evaluation.threads_per_block));
+  row.add(format_number(evaluation.occupancy));
+  row.add(std::to_string(evaluation.sm_clock_mhz));
+  row.add(std::to_string(evaluation.throttle_reasons));
+  row.add(format_number(evaluation.max_error));
+  row.add(format_number(evaluation.timestamp));
   if (streamed_) {
     const StreamStages& stream = evaluation.stream;
     for (double field : {stream.end_to_end_ms, stream.host_read_ms, stream.copy_in_ms, stream.kernel_ms,
                          stream.copy_out_ms, stream.gpu_idle_ms, stream.items_per_second, stream.bytes_per_second,
                          stream.input_gbps}) {
-      append_field(row, format_number(field));
+      row.add(format_number(field));
     }
   }
-  row += '\n';
-  // One write() per row: with O_APPEND a row lands whole or, if the process dies mid-call, as a partial last
-  // line that readers ignore.
-  write_all(descriptor_, row, path_);
+  // One write() per row: with O_APPEND a row lands whole or, if the process dies mid-call, as a torn last line
+  // that readers skip and the next writer sets aside.
+  write_all(descriptor_, std::move(row).finish(), path_);
   if (sync_every_row_) ::fsync(descriptor_);
 }
 
@@ -408,18 +621,13 @@ void RecordWriter::append(const Evaluation& evaluation, const std::string& hash)
 
 void for_each_record(const std::filesystem::path& csv, const Space& space,
                      const std::function<void(RecordedEvaluation&&)>& visit) {
-  std::string contents = read_file(csv);
-  RowParser parser(space, csv);
-  bool header_seen = false;
-  RowHandler handle = [&](std::vector<std::string>& fields, int line) {
-    if (!header_seen) {
-      check_header(fields, space, csv);
-      header_seen = true;
-      return;
-    }
-    visit(parser.parse(fields, line));
-  };
-  scan_csv(contents, csv, handle);
+  const std::string contents = read_file(csv);
+  scan_records(contents, csv, space, visit, nullptr);
+}
+
+void for_each_record_in_text(std::string_view text, const std::filesystem::path& name, const Space& space,
+                             const std::function<void(RecordedEvaluation&&)>& visit) {
+  scan_records(text, name, space, visit, nullptr);
 }
 
 std::vector<RecordedEvaluation> read_records(const std::filesystem::path& csv, const Space& space) {
@@ -428,11 +636,25 @@ std::vector<RecordedEvaluation> read_records(const std::filesystem::path& csv, c
   return records;
 }
 
+void ResumeState::add(Evaluation evaluation) {
+  std::string key = configuration_key(evaluation.configuration);
+  auto [found, inserted] = index_.try_emplace(std::move(key), evaluations_.size());
+  if (inserted) {
+    evaluations_.push_back(std::move(evaluation));
+  } else {
+    evaluations_[found->second] = std::move(evaluation);  // a re-measurement: the later row wins
+  }
+}
+
 ResumeState load_resume_state(const std::filesystem::path& csv, const Space& space, const std::string& hash) {
   ResumeState state;
   if (!std::filesystem::exists(csv)) return state;
   for_each_record(csv, space, [&](RecordedEvaluation&& record) {
-    if (record.hash == hash) state.add(record.evaluation.configuration);
+    if (record.hash == hash) {
+      state.add(std::move(record.evaluation));
+    } else {
+      state.add_other_hash_row();
+    }
   });
   return state;
 }

@@ -6,12 +6,25 @@
 //
 //   hash,BLOCK,VEC,USE_SHMEM,LAYOUT,status,message,time_median_ms,...,timestamp
 //   3f2a...,128,4,true,row,ok,,0.0123,...,1714567890.25
+//
+// One row is one line. Fields holding a comma or a double quote (or a leading or trailing blank) are quoted with
+// their quotes doubled (RFC 4180); a backslash, a line feed and a carriage return inside any field are written
+// as \\, \n and \r, so no row ever spans two lines and a row cut short by a kill is exactly the last line
+// missing its newline. (Records of earlier versions may hold raw line breaks inside a quoted message; they are
+// still read.)
+//
+// A record is either read whole or refused: a row that cannot be read (a stray double quote, a wrong number of
+// fields, a value of the wrong type) is an InputError naming file:line of that row, and nothing is written to
+// such a file. The only row ever set aside is a torn last row: a final line without its newline, what a writer
+// killed in the middle of a row leaves behind. Readers skip it; a RecordWriter copies it to a side file
+// (<csv>.torn-<UTC time>) before cutting it off, so no byte is lost.
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
-#include <unordered_set>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tuner/record/evaluation.h"
@@ -31,9 +44,10 @@ std::string configuration_key(const Configuration& configuration);
 
 class RecordWriter {
  public:
-  // Creates csv with its header when missing or empty; otherwise checks that the existing header names the
-  // same columns (InputError naming the difference when not) and appends after the last complete row,
-  // dropping a partial row a killed writer left behind. Appends metadata to the companion JSON file.
+  // Creates csv with its header when missing or empty. Otherwise reads every row first (InputError naming
+  // file:line for a row that cannot be read, or naming the difference when the header does not match the space;
+  // the file is left as it was), sets a torn last row aside (torn_row_file()) and appends after the last
+  // complete row. Appends metadata to the companion JSON file.
   RecordWriter(std::filesystem::path csv, const Space& space, const RunMetadata& metadata);
   ~RecordWriter();
   RecordWriter(const RecordWriter&) = delete;
@@ -48,6 +62,9 @@ class RecordWriter {
 
   const std::filesystem::path& path() const { return path_; }
   bool resumed() const { return resumed_; }  // the file already held a header
+  // Where the torn last row found on opening was copied before it was cut off; empty when there was none.
+  const std::filesystem::path& torn_row_file() const { return torn_row_file_; }
+  int torn_row_line() const { return torn_row_line_; }  // its line in the record file, 0 when none
 
  private:
   std::filesystem::path path_;
@@ -56,6 +73,8 @@ class RecordWriter {
   int descriptor_ = -1;
   bool resumed_ = false;
   bool sync_every_row_ = false;
+  std::filesystem::path torn_row_file_;
+  int torn_row_line_ = 0;
 };
 
 struct RecordedEvaluation {
@@ -64,24 +83,36 @@ struct RecordedEvaluation {
 };
 
 // Reads a record file with the parameter text mapped back to typed values of space. The header must match
-// record_columns(space). A partial last row (a killed writer) is ignored; a malformed row anywhere else is an
-// InputError naming file:line. A missing file is an InputError too.
+// record_columns(space). A torn last row is skipped (the file is not changed); any other row that cannot be read
+// is an InputError naming file:line. A missing file is an InputError too.
 std::vector<RecordedEvaluation> read_records(const std::filesystem::path& csv, const Space& space);
 
 // Streams the rows instead of collecting them; same rules as read_records.
 void for_each_record(const std::filesystem::path& csv, const Space& space,
                      const std::function<void(RecordedEvaluation&&)>& visit);
 
-// The configurations a previous run already recorded for one spec hash; a resumed run skips them.
-// Rows recorded with another hash measured another kernel version and are not skipped.
+// The same on record text already in memory; name stands for the file in messages.
+void for_each_record_in_text(std::string_view text, const std::filesystem::path& name, const Space& space,
+                             const std::function<void(RecordedEvaluation&&)>& visit);
+
+// What earlier runs recorded in a record file, for a resumed run: the evaluations recorded under one spec hash
+// (the later row where a configuration was recorded twice, as ReplaySource does), which the run neither measures
+// again nor leaves out of its ranking, and the number of rows recorded under another hash: those measured another
+// version of the spec, space, template, problem or arch, and are neither skipped nor ranked.
 class ResumeState {
  public:
-  bool contains(const Configuration& configuration) const { return keys_.contains(configuration_key(configuration)); }
-  std::size_t count() const { return keys_.size(); }
-  void add(const Configuration& configuration) { keys_.insert(configuration_key(configuration)); }
+  bool contains(const Configuration& configuration) const { return index_.contains(configuration_key(configuration)); }
+  std::size_t count() const { return evaluations_.size(); }  // distinct configurations
+  void add(Evaluation evaluation);
+  // One per configuration, in the order each was first recorded.
+  const std::vector<Evaluation>& evaluations() const { return evaluations_; }
+  std::size_t other_hash_rows() const { return other_hash_rows_; }
+  void add_other_hash_row() { ++other_hash_rows_; }
 
  private:
-  std::unordered_set<std::string> keys_;
+  std::unordered_map<std::string, std::size_t> index_;
+  std::vector<Evaluation> evaluations_;
+  std::size_t other_hash_rows_ = 0;
 };
 
 // Empty state when csv does not exist yet.

@@ -1,6 +1,8 @@
 #include "tuner/search/strategy.h"
 
 #include <algorithm>
+#include <optional>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -24,26 +26,34 @@ class IndexOrderStrategy : public Strategy {
   explicit IndexOrderStrategy(const SpaceEnumerator& space) : space_(space), valid_count_(space.valid_count()) {}
 
   std::vector<Configuration> ask(std::size_t count) override {
-    std::uint64_t available = valid_count_ - next_position_;
-    std::uint64_t taken = std::min<std::uint64_t>(count, available);
     std::vector<Configuration> proposals;
-    proposals.reserve(static_cast<std::size_t>(taken));
-    for (std::uint64_t step = 0; step < taken; ++step) {
-      proposals.push_back(space_.at(index_at(next_position_)));
-      ++next_position_;
+    proposals.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(count, valid_count_ - next_position_)));
+    while (proposals.size() < count && next_position_ < valid_count_) {
+      const std::uint64_t index = index_at(next_position_++);
+      if (!told_.empty() && told_.erase(index) > 0) continue;  // its result is known already
+      proposals.push_back(space_.at(index));
     }
     return proposals;
   }
 
-  // Neither order depends on results.
-  void tell(const Evaluation&) override {}
+  // The order depends on no result; a configuration told before its turn (what a resumed run recorded) is
+  // passed over when its turn comes.
+  void tell(const Evaluation& evaluation) override {
+    if (std::optional<std::uint64_t> index = space_.index_of(evaluation.configuration); index && !proposed(*index))
+      told_.insert(*index);
+  }
 
  protected:
   virtual std::uint64_t index_at(std::uint64_t position) const = 0;
 
+  // Whether index was handed out already; only exhaustive order can tell cheaply, and a false "no" costs one
+  // entry in told_ until the end of the run.
+  virtual bool proposed(std::uint64_t) const { return false; }
+
   const SpaceEnumerator& space_;
   std::uint64_t valid_count_ = 0;
   std::uint64_t next_position_ = 0;
+  std::unordered_set<std::uint64_t> told_;
 };
 
 class ExhaustiveStrategy final : public IndexOrderStrategy {
@@ -53,6 +63,7 @@ class ExhaustiveStrategy final : public IndexOrderStrategy {
 
  private:
   std::uint64_t index_at(std::uint64_t position) const override { return position; }
+  bool proposed(std::uint64_t index) const override { return index < next_position_; }
 };
 
 class RandomStrategy final : public IndexOrderStrategy {

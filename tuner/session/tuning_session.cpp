@@ -193,7 +193,11 @@ TuneReport tune(const TuneOptions& options) {
     if (replay && std::filesystem::exists(report.records) &&
         std::filesystem::equivalent(report.records, options.replay_csv))
       throw InputError(fmt::format("--out {} would append to the file being replayed", out_dir.string()));
-    if (options.resume) resume = load_resume_state(report.records, spec.space, hash);
+    if (options.resume) {
+      resume = load_resume_state(report.records, spec.space, hash);
+      report.skipped_by_resume = resume->count();
+      report.other_hash_rows = resume->other_hash_rows();
+    }
     RunMetadata metadata;
     metadata.kernel = spec.name;
     metadata.spec_hash = hash;
@@ -215,9 +219,15 @@ TuneReport tune(const TuneOptions& options) {
       metadata.extra["baseline_library"] = report.baseline_library;
     }
     writer.emplace(report.records, spec.space, metadata);  // also adds this run to run.json
+    report.torn_row_file = writer->torn_row_file();
   }
 
   std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, space, options.seed);
+  // A resumed run goes on from what is recorded: the strategy learns from those results and does not propose
+  // them again, and they are ranked with this run's below.
+  const std::vector<Evaluation> no_evaluations;
+  const std::vector<Evaluation>& recorded = resume ? resume->evaluations() : no_evaluations;
+  for (const Evaluation& evaluation : recorded) strategy->tell(evaluation);
   std::optional<CompilePool> pool;
   if (measurer->needs_compilation()) {
     CompilePoolOptions pool_options;
@@ -234,10 +244,7 @@ TuneReport tune(const TuneOptions& options) {
   bool strategy_exhausted = false;
   const auto enqueue = [&](const Configuration& configuration) {
     if (!seen.insert(configuration_key(spec.space, configuration)).second) return;
-    if (resume && resume->contains(configuration)) {
-      ++report.skipped_by_resume;
-      return;
-    }
+    if (resume && resume->contains(configuration)) return;  // a strategy that ignores results may propose it
     PendingEvaluation item{configuration, std::nullopt};
     if (pool) item.compiled = pool->submit(instantiate(spec, space, configuration, arch_for(device, spec.needs_arch_specific)));
     pending.push_back(std::move(item));
@@ -253,6 +260,8 @@ TuneReport tune(const TuneOptions& options) {
   // The default configuration goes first: every result is reported as a speed-up over it.
   const Configuration default_configuration = space.default_configuration();
   const bool default_is_valid = space.is_valid(default_configuration);
+  for (const Evaluation& evaluation : recorded)
+    if (default_is_valid && evaluation.configuration == default_configuration) report.default_evaluation = evaluation;
   if (default_is_valid) enqueue(default_configuration);
   // Then the configuration the best cache holds for this device and problem, stale or not: a short run after an edit
   // of the template measures the old winner again instead of risking a worse entry (replays store nothing).
@@ -273,7 +282,8 @@ TuneReport tune(const TuneOptions& options) {
   }
   refill();
 
-  std::uint64_t planned = space.valid_count() - report.skipped_by_resume;
+  std::uint64_t planned =
+      space.valid_count() > report.skipped_by_resume ? space.valid_count() - report.skipped_by_resume : 0;
   if (options.stop.max_evaluations) planned = std::min<std::uint64_t>(planned, *options.stop.max_evaluations);
 
   StopTracker stop(options.stop);
@@ -281,6 +291,9 @@ TuneReport tune(const TuneOptions& options) {
   std::vector<Evaluation> results;
   std::uint64_t failed = 0;
   double best_ms = 0;
+  for (const Evaluation& evaluation : recorded)
+    if (evaluation.ok() && evaluation.time.median_ms > 0 && (best_ms == 0 || evaluation.time.median_ms < best_ms))
+      best_ms = evaluation.time.median_ms;
   const std::filesystem::path compile_logs = out_dir.empty() ? std::filesystem::path() : out_dir / "compile_logs";
 
   while (!pending.empty()) {
@@ -336,12 +349,17 @@ TuneReport tune(const TuneOptions& options) {
   report.evaluations_per_second = report.seconds > 0 ? report.evaluated / report.seconds : 0;
   progress.update(report.evaluated, planned, failed, best_ms, report.seconds, /*final_update=*/true);
 
-  // Rank the verified results.
+  // Rank the verified results: this run's and, resumed, those recorded before under the same spec hash (never
+  // the same configuration twice: a resumed run does not measure a recorded one again).
   std::vector<const Evaluation*> ok;
-  for (const Evaluation& evaluation : results)
-    if (evaluation.ok() && evaluation.time.median_ms > 0) ok.push_back(&evaluation);
-  std::sort(ok.begin(), ok.end(),
-            [](const Evaluation* a, const Evaluation* b) { return a->time.median_ms < b->time.median_ms; });
+  const auto add_verified = [&ok](const std::vector<Evaluation>& evaluations) {
+    for (const Evaluation& evaluation : evaluations)
+      if (evaluation.ok() && evaluation.time.median_ms > 0) ok.push_back(&evaluation);
+  };
+  add_verified(recorded);
+  add_verified(results);
+  std::stable_sort(ok.begin(), ok.end(),
+                   [](const Evaluation* a, const Evaluation* b) { return a->time.median_ms < b->time.median_ms; });
   if (!ok.empty()) {
     std::vector<double> times;
     for (const Evaluation* evaluation : ok) times.push_back(evaluation->time.median_ms);

@@ -62,8 +62,12 @@ struct TuneReport {
   bool replay = false;
   std::uint64_t valid_configurations = 0;
   std::uint64_t evaluated = 0;         // in this run
+  // --resume: configurations recorded under the same spec hash before this run. They are not measured again,
+  // the strategy is told their results, and they are ranked (best, median, default) with this run's.
   std::uint64_t skipped_by_resume = 0;
-  std::map<std::string, std::uint64_t> status_counts;
+  std::uint64_t other_hash_rows = 0;   // --resume: rows of the record measured under another spec hash, ignored
+  std::filesystem::path torn_row_file; // a torn last row found in the record, set aside there (csv_record.h)
+  std::map<std::string, std::uint64_t> status_counts;  // of this run's evaluations
   double seconds = 0;
   double evaluations_per_second = 0;
   double copy_bandwidth_gbps = 0;      // measured in the same run on the GPU; a replay reports the recorded one
@@ -73,7 +77,7 @@ struct TuneReport {
   std::string baseline_library;        // "cuBLAS 13.0.2"
   std::optional<Evaluation> default_evaluation;
   double median_time_ms = 0;
-  std::vector<RankedResult> best;      // fastest first, at most 5
+  std::vector<RankedResult> best;      // fastest first, at most 5; with --resume over every recorded evaluation
   std::filesystem::path records;
   std::string stop_reason;
   bool best_cache_updated = false;

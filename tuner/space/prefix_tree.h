@@ -62,11 +62,13 @@ class PrefixTree {
     if (level + 2 < depth_) first_leaf_[level].push_back(leaf_count());
     leaves_at_open_[level] = leaf_count();
   }
-  void close(int level) {
-    if (leaf_count() != leaves_at_open_[level]) return;
+  // Returns whether the node was removed.
+  bool close(int level) {
+    if (leaf_count() != leaves_at_open_[level]) return false;
     value_index_[level].pop_back();
     child_begin_[level].pop_back();
     if (level + 2 < depth_) first_leaf_[level].pop_back();
+    return true;
   }
   void add_leaf(std::uint32_t value_index) { value_index_[depth_ - 1].push_back(value_index); }
   void finish();  // appends the end sentinels and releases spare capacity

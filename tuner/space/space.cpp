@@ -114,6 +114,9 @@ struct SpaceEnumerator::Impl {
   std::vector<std::uint64_t> rejections;  // per constraint, for the "no valid configuration" message
   std::uint64_t valid = 1;
   double combinations = 1;
+  EnumerationLimits limits;
+  std::uint64_t tree_nodes = 0;  // over all groups walked so far
+  std::uint64_t candidates = 0;
 
   void bind_expressions();
   void analyse_dependencies();
@@ -124,6 +127,7 @@ struct SpaceEnumerator::Impl {
   void tabulate(TabulatedConstraint& tabulated);
   void walk(Group& group);
   [[noreturn]] void throw_no_valid(const Group& group) const;
+  [[noreturn]] void throw_too_large(const Group& group, bool too_many_nodes) const;
   [[noreturn]] void throw_walk_failure(const Group& group, int level, std::span<const std::uint32_t> choice,
                                        int constraint) const;
   [[noreturn]] void throw_evaluation_error(const Expression& expression, const std::string& what_failed,
@@ -448,18 +452,23 @@ void SpaceEnumerator::Impl::walk(Group& group) {
     return true;
   };
 
+  // Both counters are checked as they grow, so a space beyond the limits fails before its memory is spent.
   int level = 0;
   while (true) {
     if (choice[level] == value_counts[level]) {
       if (level == 0) break;
       --level;
-      tree.close(level);
+      if (tree.close(level)) --tree_nodes;
       ++choice[level];
       continue;
     }
+    if (++candidates > limits.max_candidates) throw_too_large(group, false);
     if (!accepts(level)) {
       ++choice[level];
-    } else if (level + 1 == depth) {
+      continue;
+    }
+    if (++tree_nodes > limits.max_tree_nodes) throw_too_large(group, true);
+    if (level + 1 == depth) {
       tree.add_leaf(choice[level]);
       ++choice[level];
     } else {
@@ -523,6 +532,38 @@ void SpaceEnumerator::Impl::throw_walk_failure(const Group& group, int level,
   }
   throw TunerError(fmt::format("constraint '{}' failed while tabulated but not when evaluated again",
                                expression.text()));
+}
+
+void SpaceEnumerator::Impl::throw_too_large(const Group& group, bool too_many_nodes) const {
+  std::vector<int> declared = group.parameters;  // binding order otherwise
+  std::sort(declared.begin(), declared.end());
+  std::vector<std::string> names;
+  double product = 1;
+  for (int p : declared) {
+    names.push_back(space.parameters[p].name);
+    product *= static_cast<double>(space.parameters[p].values.size());
+  }
+  std::vector<std::string> constraints;
+  for (int c : group.constraints) {
+    if (constraints.size() == 3) {
+      constraints.push_back(fmt::format("{} more", group.constraints.size() - 3));
+      break;
+    }
+    constraints.push_back(fmt::format("'{}'", space.constraints[c].expression.text()));
+  }
+  const std::string what =
+      too_many_nodes
+          ? fmt::format("their valid combinations need more than {} prefix-tree nodes (the enumeration limit, about "
+                        "{} MiB)",
+                        limits.max_tree_nodes, limits.max_tree_nodes * 8 >> 20)
+          : fmt::format("walking them tries more than {} candidate values (the enumeration limit) of {:.3g} "
+                        "combinations",
+                        limits.max_candidates, product);
+  throw InputError(space.parameters[declared.front()].where,
+                   fmt::format("space '{}' is too large to enumerate: the parameters {} are tied together by the "
+                               "constraints {} and {}; constrain them further, give them fewer values, or split "
+                               "them into groups that share no constraint",
+                               space.name, fmt::join(names, ", "), fmt::join(constraints, ", "), what));
 }
 
 void SpaceEnumerator::Impl::throw_no_valid(const Group& group) const {
@@ -599,10 +640,12 @@ std::vector<Value> SpaceEnumerator::Impl::slots_for(const Configuration& configu
 
 // ---------------------------------------------------------------- SpaceEnumerator
 
-SpaceEnumerator::SpaceEnumerator(const Space& space, Constants constants) : impl_(std::make_unique<Impl>()) {
+SpaceEnumerator::SpaceEnumerator(const Space& space, Constants constants, const EnumerationLimits& limits)
+    : impl_(std::make_unique<Impl>()) {
   Impl& impl = *impl_;
   impl.space = space;
   impl.constants = std::move(constants);
+  impl.limits = limits;
   impl.bind_expressions();
   impl.analyse_dependencies();
   impl.evaluate_parameter_free();
@@ -669,30 +712,41 @@ bool SpaceEnumerator::is_valid(const Configuration& configuration) const {
 }
 
 std::vector<Configuration> SpaceEnumerator::sample(std::uint64_t n, std::uint64_t seed) const {
+  std::vector<Configuration> drawn;
+  drawn.reserve(static_cast<std::size_t>(std::min({n, impl_->valid, max_sample_size})));
+  for_each_sample(n, seed, [&drawn](const Configuration& configuration) { drawn.push_back(configuration); });
+  return drawn;
+}
+
+void SpaceEnumerator::for_each_sample(std::uint64_t n, std::uint64_t seed,
+                                      const std::function<void(const Configuration&)>& visit) const {
   std::uint64_t valid = impl_->valid;
   n = std::min(n, valid);
-  std::vector<Configuration> drawn;
-  if (n == 0) return drawn;
-  drawn.reserve(n);
+  if (n > max_sample_size) {
+    // Each drawn index is kept to avoid repeats: 10^11 of them would need terabytes (issue 6).
+    throw InputError(fmt::format("cannot sample {} of the {} valid configurations of space '{}': at most {} are "
+                                 "drawn at once",
+                                 n, valid, impl_->space.name, max_sample_size));
+  }
+  if (n == 0) return;
   std::mt19937_64 generator(seed);
   if (n <= valid / 2) {
     // Few of many: redraw repeats; at most half the indices are taken, so a draw repeats with probability <= 1/2.
     std::unordered_set<std::uint64_t> taken;
     taken.reserve(n);
-    while (drawn.size() < n) {
+    while (taken.size() < n) {
       std::uint64_t index = uniform_below(generator, valid);
-      if (taken.insert(index).second) drawn.push_back(at(index));
+      if (taken.insert(index).second) visit(at(index));
     }
-    return drawn;
+    return;
   }
-  // Most of them: the first n steps of a Fisher-Yates shuffle of all indices.
+  // Most of them: the first n steps of a Fisher-Yates shuffle of all indices (valid < 2n here).
   std::vector<std::uint64_t> indices(valid);
   std::iota(indices.begin(), indices.end(), std::uint64_t{0});
   for (std::uint64_t i = 0; i < n; ++i) {
     std::swap(indices[i], indices[i + uniform_below(generator, valid - i)]);
-    drawn.push_back(at(indices[i]));
+    visit(at(indices[i]));
   }
-  return drawn;
 }
 
 std::vector<Configuration> SpaceEnumerator::neighbours(const Configuration& configuration,

@@ -8,6 +8,7 @@
 // valid tuples are kept as a prefix tree with subtree counts, so index <-> configuration is a descent.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,12 +37,30 @@ struct Bindings {
   Value get(std::string_view name) const;  // throws TunerError for an unknown name
 };
 
+// Bounds on the work and the memory of an enumeration. Only groups of parameters tied by constraints cost
+// anything: their valid tuples are walked and kept in a prefix tree (one node per valid prefix, every valid tuple a
+// leaf), while a parameter no constraint reads costs nothing whatever its size. A space beyond either bound is an
+// InputError naming the group's parameters and constraints, before the memory is spent.
+struct EnumerationLimits {
+  // Prefix-tree nodes over all groups. spaces/bench_large.yaml, the largest space measured here (17.2 million
+  // valid configurations), needs 28.4 million nodes in 126 MiB; 2^26 = 67.1 million is 2.4 times that, about
+  // 0.3 GiB at that density and 0.5 GiB at the widest node layout.
+  std::uint64_t max_tree_nodes = std::uint64_t{1} << 26;
+  // Candidate values tried over all groups' walks (each a check of one prefix against the constraints that
+  // complete there). bench_large tries 41 million in 0.55 s; 2^31 = 2.1 billion is about half a minute of that.
+  std::uint64_t max_candidates = std::uint64_t{1} << 31;
+};
+
+// At most this many configurations are drawn by one SpaceEnumerator::sample call (each is held in memory).
+inline constexpr std::uint64_t max_sample_size = std::uint64_t{1} << 20;
+
 class SpaceEnumerator {
  public:
   // Binds every constraint and derived value (unknown names -> InputError), then enumerates.
-  // Throws InputError when no configuration is valid, or when a constraint or derived value cannot be
-  // evaluated for some configuration (division by zero, type error): the message names the configuration.
-  SpaceEnumerator(const Space& space, Constants constants);
+  // Throws InputError when no configuration is valid, when a constraint or derived value cannot be evaluated for
+  // some configuration (division by zero, type error): the message names the configuration, or when the space
+  // needs more than limits allow.
+  SpaceEnumerator(const Space& space, Constants constants, const EnumerationLimits& limits = {});
   ~SpaceEnumerator();
   SpaceEnumerator(SpaceEnumerator&&) noexcept;
   SpaceEnumerator& operator=(SpaceEnumerator&&) noexcept;
@@ -56,8 +75,11 @@ class SpaceEnumerator {
   bool is_valid(const Configuration& configuration) const;
 
   // n distinct valid configurations drawn uniformly (all of them when n >= valid_count()), deterministic
-  // for a seed, in draw order.
+  // for a seed, in draw order. More than max_sample_size (after the clamp to valid_count()) is an InputError.
   std::vector<Configuration> sample(std::uint64_t n, std::uint64_t seed) const;
+  // The same draws handed to visit one by one; memory for the drawn indices only.
+  void for_each_sample(std::uint64_t n, std::uint64_t seed,
+                       const std::function<void(const Configuration&)>& visit) const;
 
   // Valid configurations that differ from `configuration` in exactly one parameter, taking the adjacent
   // value in declared order (adjacent_only) or any other value.
