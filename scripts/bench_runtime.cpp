@@ -144,13 +144,16 @@ int main(int argc, char** argv) {
     // ---- 2. cold start: NVRTC miss, then the disk cache it filled, then exported cubin files, then embedded.
     struct Cold {
       double nvrtc_total = 0, nvrtc_compile = 0, disk = 0, exported = 0, embedded = 0;
+      Kernel::FirstUseTimes embedded_parts;
     };
     std::map<std::string, Cold> cold;
-    auto first_use = [&](const std::string& kernel, RuntimeOptions options, BinarySource expected, double* compile_ms) {
+    auto first_use = [&](const std::string& kernel, RuntimeOptions options, BinarySource expected, double* compile_ms,
+                         Kernel::FirstUseTimes* parts = nullptr) {
       auto start = Clock::now();
       Runtime runtime(std::move(options));
       const Kernel& loaded = runtime.kernel(kernel);
       double elapsed = ms_since(start);
+      if (parts) *parts = loaded.first_use();
       if (loaded.binary_source() != expected)
         std::fprintf(stderr, "  %s: expected the %s path, took %s\n", kernel.c_str(), binary_source_name(expected),
                      binary_source_name(loaded.binary_source()));
@@ -174,13 +177,16 @@ int main(int argc, char** argv) {
     for (const std::string& kernel : kernels) register_as_embedded(export_dir, kernel);
     RuntimeOptions embedded_only;  // no files named: the registry alone
     embedded_only.cubin_cache = "-";
-    for (const std::string& kernel : kernels) cold[kernel].embedded = first_use(kernel, embedded_only, BinarySource::embedded, nullptr);
+    for (const std::string& kernel : kernels)
+      cold[kernel].embedded = first_use(kernel, embedded_only, BinarySource::embedded, nullptr, &cold[kernel].embedded_parts);
     std::printf("cold start, first kernel() of a new Runtime, ms (the CUDA context exists before each clock starts):\n");
-    std::printf("%-16s %9s %9s %11s %11s %12s\n", "kernel", "embedded", "exported", "disk cache", "NVRTC miss", "NVRTC alone");
+    std::printf("%-16s %9s %9s %11s %11s %12s   %s\n", "kernel", "embedded", "exported", "disk cache", "NVRTC miss",
+                "NVRTC alone", "embedded: plan / binary / module load");
     for (const std::string& kernel : kernels) {
       const Cold& times = cold[kernel];
-      std::printf("%-16s %9.2f %9.2f %11.2f %11.1f %12.1f\n", kernel.c_str(), times.embedded, times.exported, times.disk,
-                  times.nvrtc_total, times.nvrtc_compile);
+      std::printf("%-16s %9.2f %9.2f %11.2f %11.1f %12.1f   %.2f / %.2f / %.2f\n", kernel.c_str(), times.embedded,
+                  times.exported, times.disk, times.nvrtc_total, times.nvrtc_compile, times.embedded_parts.plan_ms,
+                  times.embedded_parts.binary_ms, times.embedded_parts.module_load_ms);
     }
 
     // ---- 1. warm launch overhead: saxpy-like smallest kernel first in the list, 100 batches of 1,000 launches each way.
@@ -256,8 +262,18 @@ int main(int argc, char** argv) {
     if (raw_module) cuda.cuModuleUnload(raw_module);
 
     // ---- 3. time through the runtime against the recorded time of the entry it selected
-    std::printf("\nthrough the runtime vs the time `tune` recorded (same device, the entry's problem):\n");
-    std::printf("%-16s %-26s %11s %11s %8s\n", "kernel", "rung", "runtime ms", "recorded ms", "ratio");
+    // `tune` measuring the same configuration again in this session (scripts/runtime_bench.sh writes
+    // REMEASURED: kernel and median ms per line), so drift between machines and sessions is out of the comparison.
+    std::map<std::string, double> remeasured;
+    if (const char* file = std::getenv("REMEASURED"); file && *file) {
+      std::ifstream input(file);
+      std::string name;
+      double ms = 0;
+      while (input >> name >> ms) remeasured[name] = ms;
+    }
+    std::printf("\nthrough the runtime vs `tune` (same device, the entry's problem; ratio = runtime / tune):\n");
+    std::printf("%-16s %-14s %11s %13s %7s %15s %7s\n", "kernel", "rung", "runtime ms", "recorded ms", "ratio",
+                "tune again ms", "ratio");
     for (const std::string& name : kernels) {
       const Kernel& tuned = runtime.kernel(name);
       if (!tuned.selection().entry) {
@@ -268,8 +284,10 @@ int main(int argc, char** argv) {
       BoundLaunch launch = tuned.bind(inputs.arguments);
       TimeStatistics time = time_kernel([&] { launch.launch(stream); }, stream);
       double recorded = tuned.selection().entry->time.median_ms;
-      std::printf("%-16s %-26s %11.4f %11.4f %8.3f\n", name.c_str(), rung_name(tuned.selection().rung), time.median_ms, recorded,
-                  time.median_ms / recorded);
+      double again = remeasured.count(name) ? remeasured[name] : 0;
+      std::printf("%-16s %-14s %11.4f %13.4f %7.3f %15s %7s\n", name.c_str(), rung_name(tuned.selection().rung),
+                  time.median_ms, recorded, time.median_ms / recorded, again > 0 ? fmt::format("{:.4f}", again).c_str() : "-",
+                  again > 0 ? fmt::format("{:.3f}", time.median_ms / again).c_str() : "-");
     }
     KERNLATHE_CUDA_CHECK(cuda.cuStreamDestroy(stream));
     std::filesystem::remove_all(disk_cache);

@@ -122,6 +122,15 @@ class Kernel {
   BinarySource binary_source() const;
   double compile_ms() const;                // NVRTC time on first use; 0 when the binary was embedded or cached
   double load_ms() const;                   // selection, module load and set-up, NVRTC excluded
+  // Where first use spent its time: selection and plan (expressions), getting the binary (embedded lookup, file
+  // read, or NVRTC), module load, and the whole of kernel() for this kernel.
+  struct FirstUseTimes {
+    double plan_ms = 0;
+    double binary_ms = 0;
+    double module_load_ms = 0;
+    double total_ms = 0;
+  };
+  const FirstUseTimes& first_use() const;
   // Arguments the application provides, in the kernel's order (buffers and scalars; scratch and tensor maps are
   // not listed), with what a buffer must hold at this kernel's problem.
   struct ApplicationArgument {
@@ -159,7 +168,7 @@ class Runtime {
 
   DeviceIdentity device();                 // the device's name, arch and properties (a GPU is needed)
   std::vector<std::string> kernels() const;  // names known to the loaded databases
-  const KernelDatabase& database(const std::string& name) const;  // throws RuntimeError for an unknown kernel
+  const KernelDatabase& database(const std::string& name);  // throws RuntimeError for an unknown kernel
   // Databases that could not be read (corrupt, unreadable, of a newer format), one line each: the runtime goes on
   // with the others, and kernel() names these when no database knows the kernel asked for.
   const std::vector<std::string>& warnings() const;

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -139,6 +140,7 @@ struct Kernel::State {
   BinarySource source = BinarySource::nvrtc;
   double compile_ms = 0;
   double load_ms = 0;
+  Kernel::FirstUseTimes first_use;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   std::vector<CUdeviceptr> scratch;  // per argument; 0 for arguments that are not scratch
@@ -162,6 +164,7 @@ const LaunchShape& Kernel::shape() const { return state_->shape; }
 BinarySource Kernel::binary_source() const { return state_->source; }
 double Kernel::compile_ms() const { return state_->compile_ms; }
 double Kernel::load_ms() const { return state_->load_ms; }
+const Kernel::FirstUseTimes& Kernel::first_use() const { return state_->first_use; }
 const std::vector<Kernel::ApplicationArgument>& Kernel::application_arguments() const { return state_->application_arguments; }
 
 BoundLaunch Kernel::bind(const Arguments& arguments) const {
@@ -233,6 +236,11 @@ struct Runtime::State {
   RuntimeOptions options;
   std::map<std::string, KernelDatabase> databases;
   std::map<std::string, TemplateSource> embedded_sources;
+  // Embedded kernels are parsed on first use, so a Runtime in an application that embeds many kernels starts in
+  // the time of the ones it launches (cold start from embedded cubins, H200: parsing all seven exported kernels on
+  // construction cost 1-2 ms per Runtime).
+  std::map<std::string, const EmbeddedKernel*> embedded;
+  std::mutex database_mutex;
   std::vector<std::string> warnings;
   std::unique_ptr<ProgramCache> programs;
 
@@ -316,7 +324,25 @@ struct Runtime::State {
     return found;
   }
 
-  const KernelDatabase& database_of(const std::string& name) const {
+  const KernelDatabase& database_of(const std::string& name) {
+    std::lock_guard lock(database_mutex);
+    if (auto pending = embedded.find(name); pending != embedded.end()) {
+      const EmbeddedKernel* kernel = pending->second;
+      embedded.erase(pending);
+      try {
+        KernelDatabase parsed = parse_database(kernel->database_json, fmt::format("embedded database of {}", name));
+        embedded_sources.emplace(name, parse_source_bundle(kernel->source_json, fmt::format("embedded sources of {}", name)));
+        // The embedded description comes first; entries that files added for the same kernel follow.
+        if (auto found = databases.find(name); found != databases.end()) {
+          for (DatabaseEntry& entry : found->second.entries) parsed.entries.push_back(std::move(entry));
+          found->second = std::move(parsed);
+        } else {
+          databases.emplace(name, std::move(parsed));
+        }
+      } catch (const std::exception& error) {
+        warnings.push_back(error.what());
+      }
+    }
     auto found = databases.find(name);
     if (found != databases.end()) return found->second;
     std::string known;
@@ -327,8 +353,11 @@ struct Runtime::State {
     throw RuntimeError(message);
   }
 
-  TemplateSource sources_of(const KernelDatabase& database) const {
-    if (auto found = embedded_sources.find(database.kernel); found != embedded_sources.end()) return found->second;
+  TemplateSource sources_of(const KernelDatabase& database) {
+    {
+      std::lock_guard lock(database_mutex);
+      if (auto found = embedded_sources.find(database.kernel); found != embedded_sources.end()) return found->second;
+    }
     if (options.sources.empty()) {
       throw RuntimeError(fmt::format("{}: its sources are not embedded and RuntimeOptions::sources names no directory",
                                      database.kernel));
@@ -342,16 +371,22 @@ struct Runtime::State {
     const DeviceIdentity device_found = prepare_thread();
     auto state = std::make_unique<Kernel::State>();
     state->name = name;
+    auto step = std::chrono::steady_clock::now();
     state->plan = plan_kernel(database, sources_of(database), device_found, problem, options.select);
     const KernelPlan& plan = state->plan;
+    state->first_use.plan_ms = milliseconds_since(step);
 
+    step = std::chrono::steady_clock::now();
     std::shared_ptr<const ProgramBinary> program = programs->get(plan.request, plan.embedded_key);
     state->source = program->source;
     state->compile_ms = program->compile_ms;
+    state->first_use.binary_ms = milliseconds_since(step);
 
     const gpu::CudaDriver& cuda = driver();
+    step = std::chrono::steady_clock::now();
     KERNLATHE_RUNTIME_CHECK(cuda.cuModuleLoadData(&state->module, program->image.data()), name);
     KERNLATHE_RUNTIME_CHECK(cuda.cuModuleGetFunction(&state->function, state->module, program->lowered_name.c_str()), name);
+    state->first_use.module_load_ms = milliseconds_since(step);
     int static_shared = 0;
     KERNLATHE_RUNTIME_CHECK(cuda.cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, state->function), name);
     // Above 48 KiB in all (static included) a kernel must opt in to its dynamic shared memory, or it fails to launch.
@@ -378,7 +413,8 @@ struct Runtime::State {
       KERNLATHE_RUNTIME_CHECK(cuda.cuMemAlloc(&state->scratch[index], std::max<std::size_t>(bytes, 1)), name);
       KERNLATHE_RUNTIME_CHECK(cuda.cuMemsetD8(state->scratch[index], 0, bytes), name);
     }
-    state->load_ms = milliseconds_since(start) - state->compile_ms;
+    state->first_use.total_ms = milliseconds_since(start);
+    state->load_ms = state->first_use.total_ms - state->compile_ms;
     return std::shared_ptr<Kernel>(new Kernel(std::move(state)));
   }
 };
@@ -386,14 +422,7 @@ struct Runtime::State {
 Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
   State& state = *state_;
   state.options = std::move(options);
-  for (const EmbeddedKernel* kernel : embedded_kernels()) {
-    try {
-      state.add_database(parse_database(kernel->database_json, fmt::format("embedded database of {}", kernel->name)));
-      state.embedded_sources.emplace(kernel->name, parse_source_bundle(kernel->source_json, fmt::format("embedded sources of {}", kernel->name)));
-    } catch (const std::exception& error) {
-      state.warnings.push_back(error.what());
-    }
-  }
+  for (const EmbeddedKernel* kernel : embedded_kernels()) state.embedded.emplace(kernel->name, kernel);
   for (const std::filesystem::path& path : state.options.databases) {
     std::error_code error;
     if (std::filesystem::is_directory(path, error)) {
@@ -466,12 +495,14 @@ DeviceIdentity Runtime::device() {
 }
 
 std::vector<std::string> Runtime::kernels() const {
-  std::vector<std::string> names;
-  for (const auto& [name, unused] : state_->databases) names.push_back(name);
-  return names;
+  std::lock_guard lock(state_->database_mutex);
+  std::set<std::string> names;
+  for (const auto& [name, unused] : state_->databases) names.insert(name);
+  for (const auto& [name, unused] : state_->embedded) names.insert(name);
+  return {names.begin(), names.end()};
 }
 
-const KernelDatabase& Runtime::database(const std::string& name) const { return state_->database_of(name); }
+const KernelDatabase& Runtime::database(const std::string& name) { return state_->database_of(name); }
 const std::vector<std::string>& Runtime::warnings() const { return state_->warnings; }
 
 }  // namespace kernlathe
