@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tuner/spec/spec_loader.h"
+#include "tuner/spec/stream_section.h"
 
 using namespace kernlathe;
 
