@@ -188,5 +188,105 @@ TEST_F(KernelSpecReaderTest, ProblemDefaultMustBeAnInteger) {
       << message;
 }
 
+
+// ---------------------------------------------------------------- what a spec may ask of the tool
+
+KernelSpec parse_with(const fs::path& file, const std::string& head, const std::string& tail = "") {
+  return parse_kernel_spec(head +
+                               "space: {parameters: [{name: B, values: [64]}]}\n"
+                               "arguments: []\n"
+                               "launch: {grid: [1], block: [B]}\n" +
+                               tail,
+                           file);
+}
+
+TEST_F(KernelSpecReaderTest, KernelNameMustBeOnePathComponent) {
+  std::string climbing = input_error_of([&] { parse_with(spec_file(), "name: ../../x\ntemplate: kernel.cu\nentry: k\n"); });
+  EXPECT_EQ(climbing.rfind(spec_file().string() + ":1:7: kernel name '../../x' contains '/'", 0), 0u) << climbing;
+  std::string absolute = input_error_of([&] { parse_with(spec_file(), "name: /tmp/x\ntemplate: kernel.cu\nentry: k\n"); });
+  EXPECT_EQ(absolute.rfind(spec_file().string() + ":1:7: kernel name '/tmp/x' contains '/'", 0), 0u) << absolute;
+  std::string hidden = input_error_of([&] { parse_with(spec_file(), "name: .x\ntemplate: kernel.cu\nentry: k\n"); });
+  EXPECT_EQ(hidden.rfind(spec_file().string() + ":1:7: kernel name '.x' starts with a dot", 0), 0u) << hidden;
+}
+
+TEST_F(KernelSpecReaderTest, InlineSpaceNameMustBeOnePathComponent) {
+  std::string message = input_error_of([&] {
+    parse_kernel_spec("name: t\ntemplate: kernel.cu\nentry: k\n"
+                      "space: {name: ../s, parameters: [{name: B, values: [64]}]}\n"
+                      "arguments: []\nlaunch: {grid: [1], block: [B]}\n",
+                      spec_file());
+  });
+  EXPECT_EQ(message.rfind(spec_file().string() + ":4:15: space name '../s' contains '/'", 0), 0u) << message;
+}
+
+TEST_F(KernelSpecReaderTest, EntryMustAppearInTheTemplate) {
+  std::string message = input_error_of([&] { parse_with(spec_file(), "name: t\ntemplate: kernel.cu\nentry: kk\n"); });
+  EXPECT_EQ(message.rfind(spec_file().string() + ":3:8: entry 'kk' does not appear in the template " +
+                              (directory_ / "kernel.cu").string() + " as an identifier",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("kernels found: k"), std::string::npos) << message;
+}
+
+TEST_F(KernelSpecReaderTest, EntryMustAppearAsAWholeIdentifier) {
+  write_file(directory_ / "kernel.cu", "template <int kB> __global__ void scale_rows(float* x) {}\n");
+  std::string message = input_error_of([&] { parse_with(spec_file(), "name: t\ntemplate: kernel.cu\nentry: scale\n"); });
+  EXPECT_NE(message.find(":3:8: entry 'scale' does not appear in the template"), std::string::npos) << message;
+  EXPECT_NE(message.find("kernels found: scale_rows"), std::string::npos) << message;
+  std::string close = input_error_of([&] { parse_with(spec_file(), "name: t\ntemplate: kernel.cu\nentry: scale_row\n"); });
+  EXPECT_NE(close.find("(did you mean 'scale_rows'?)"), std::string::npos) << close;
+  EXPECT_NO_THROW(parse_with(spec_file(), "name: t\ntemplate: kernel.cu\nentry: scale_rows\n"));
+  EXPECT_NO_THROW(parse_with(spec_file(), "name: t\ntemplate: kernel.cu\nentry: rows::scale_rows\n"));
+}
+
+TEST_F(KernelSpecReaderTest, EntryMustBeAKernelName) {
+  std::string message = input_error_of([&] { parse_with(spec_file(), "name: t\ntemplate: kernel.cu\nentry: k<64>\n"); });
+  EXPECT_EQ(message.rfind(spec_file().string() + ":3:8: entry 'k<64>' is not a kernel name", 0), 0u) << message;
+  EXPECT_NE(message.find("template_arguments"), std::string::npos) << message;
+}
+
+TEST_F(KernelSpecReaderTest, NegativeProblemDefault) {
+  std::string message = input_error_of(
+      [&] { parse_with(spec_file(), "name: t\ntemplate: kernel.cu\nentry: k\nproblem: {N: -4096}\n"); });
+  EXPECT_EQ(message, spec_file().string() +
+                         ":4:14: problem symbol 'N' is -4096; problem symbols are sizes and counts and may not be "
+                         "negative");
+}
+
+TEST_F(KernelSpecReaderTest, NegativeProblemOverride) {
+  std::string message = input_error_of([&] {
+    parse_kernel_spec("name: t\ntemplate: kernel.cu\nentry: k\nproblem: {N: 16}\n"
+                      "space: {parameters: [{name: B, values: [64]}]}\narguments: []\n"
+                      "launch: {grid: [1], block: [B]}\n",
+                      spec_file(), {{"N", -3}});
+  });
+  EXPECT_EQ(message, "--problem N=-3: N is negative; problem symbols are sizes and counts");
+}
+
+TEST_F(KernelSpecReaderTest, CompileOptionOffTheListIsRefusedAtItsColumn) {
+  std::string message = input_error_of([&] {
+    parse_with(spec_file(), "name: t\ntemplate: kernel.cu\nentry: k\n",
+               "compile_options: [-std=c++17, --create-pch=k.pch]\n");
+  });
+  EXPECT_EQ(message.rfind(spec_file().string() + ":7:31: compile option '--create-pch=k.pch' is not allowed: it is "
+                                                 "not on the list of options a spec may pass",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("a spec may pass -std=c++11|c++14|c++17|c++20, -D<name>"), std::string::npos) << message;
+}
+
+TEST_F(KernelSpecReaderTest, AllowedCompileOptionsAreKept) {
+  KernelSpec spec = parse_with(spec_file(), "name: t\ntemplate: kernel.cu\nentry: k\n",
+                               "compile_options: [-std=c++20, -DX=1, --use_fast_math, -maxrregcount=64]\n");
+  EXPECT_EQ(spec.compile_options, (std::vector<std::string>{"-std=c++20", "-DX=1", "--use_fast_math", "-maxrregcount=64"}));
+}
+
+TEST_F(KernelSpecReaderTest, ReferenceKeepsItsLocation) {
+  KernelSpec spec = parse_spec(simple_space, "verify: {reference: {BLOCK: 64}}\n");
+  EXPECT_EQ(spec.verification.reference_where.to_string(), spec_file().string() + ":8:21");
+}
+
 }  // namespace
 }  // namespace kernlathe

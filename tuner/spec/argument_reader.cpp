@@ -12,7 +12,7 @@ namespace {
 Argument read_tensor_map_argument(const Document& document, const Fields& fields, Argument argument,
                                   const std::vector<Argument>& earlier) {
   const std::string what = fmt::format("tensor map '{}'", argument.name);
-  for (const char* key : {"count", "init", "role", "value"}) {
+  for (const char* key : {"count", "init", "role", "value", "scratch"}) {
     if (const Fields::Entry* entry = fields.find_entry(key)) {
       document.fail(entry->key_node, fmt::format("{}: {} does not apply to a tensor map; it describes the buffer "
                                                  "named by buffer:",
@@ -50,6 +50,26 @@ Argument read_tensor_map_argument(const Document& document, const Fields& fields
   argument.is_buffer = false;
   argument.tensor_map = std::move(map);
   return argument;
+}
+
+// `scratch: true` promises a zero-initialised work buffer that the kernel leaves zero after every launch, so the
+// runtime library may allocate it once and hand the same memory to every launch: it must start zero (an explicit
+// init: {constant: 0}) and the kernel must not be its only writer of results (role in or inout).
+void check_scratch(const Document& document, const Fields& fields, const Argument& argument,
+                   const Fields::Entry& scratch, const std::string& what) {
+  const Fields::Entry* init = fields.find_entry("init");
+  const bool zero = init != nullptr && argument.init.kind == Initialisation::Kind::constant && argument.init.value == 0;
+  if (!zero) {
+    document.fail(scratch.key_node,
+                  fmt::format("{} is scratch: true, so it needs init: {{constant: 0}} (a scratch buffer starts zero "
+                              "and the kernel leaves it zero); {}",
+                              what, init == nullptr ? "it has no init (the default is random)" : "its init is not 0"));
+  }
+  if (argument.role == Role::out) {
+    document.fail(scratch.key_node, fmt::format("{} is scratch: true with role: out; a scratch buffer is a work "
+                                                "buffer the kernel leaves zero, give it role: in or inout",
+                                                what));
+  }
 }
 
 }  // namespace
@@ -119,7 +139,7 @@ Initialisation read_initialisation(const Document& document, const YAML::Node& n
 Argument read_argument(const Document& document, const YAML::Node& node, std::size_t index,
                        const std::vector<Argument>& earlier) {
   Fields fields(document, node, "an argument");
-  fields.allow_only({"name", "type", "count", "init", "role", "value", "buffer", "dims", "box", "swizzle"});
+  fields.allow_only({"name", "type", "count", "init", "role", "value", "scratch", "buffer", "dims", "box", "swizzle"});
   Argument argument;
   argument.where = document.where(node);
   YAML::Node name_node = fields.require("name");
@@ -151,7 +171,7 @@ Argument read_argument(const Document& document, const YAML::Node& node, std::si
   }
   argument.is_buffer = count != nullptr;
   if (!argument.is_buffer) {
-    for (const char* key : {"init", "role"}) {
+    for (const char* key : {"init", "role", "scratch"}) {
       if (const Fields::Entry* entry = fields.find_entry(key)) {
         document.fail(entry->key_node, fmt::format("{} is a scalar (it has value:); {} applies to buffers only", what,
                                                    key));
@@ -167,6 +187,10 @@ Argument read_argument(const Document& document, const YAML::Node& node, std::si
     if (auto role = fields.find("role")) {
       std::string text = read_choice(document, *role, what + " role", {"in", "out", "inout"});
       argument.role = text == "in" ? Role::in : text == "out" ? Role::out : Role::inout;
+    }
+    if (const Fields::Entry* scratch = fields.find_entry("scratch")) {
+      argument.scratch = read_bool(document, scratch->value, what + " scratch");
+      if (argument.scratch) check_scratch(document, fields, argument, *scratch, what);
     }
   } else {
     argument.value = read_expression(document, value->value, what + " value");

@@ -1,5 +1,5 @@
 #pragma once
-// The arguments section: buffers (count, init, role), scalars (value) and tensor maps, in the kernel's
+// The arguments section: buffers (count, init, role, scratch), scalars (value) and tensor maps, in the kernel's
 // parameter order, plus the dtype and initialisation readers that the stream section shares. Internal to the spec
 // loader; other stages use spec_loader.h.
 

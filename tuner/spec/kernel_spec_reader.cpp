@@ -9,6 +9,8 @@
 
 #include "tuner/spec/argument_reader.h"
 #include "tuner/spec/name_resolution.h"
+#include "tuner/spec/nvrtc_options.h"
+#include "tuner/spec/path_names.h"
 #include "tuner/spec/space_reader.h"
 #include "tuner/spec/stream_section.h"
 
@@ -53,6 +55,7 @@ Verification read_verification(const Document& document, const YAML::Node& node,
     }
     verification.reference_is_baseline = true;
   } else if (reference) {
+    verification.reference_where = document.where(*reference);
     std::vector<std::string> parameter_names;
     for (const Parameter& parameter : space.parameters) parameter_names.push_back(parameter.name);
     Fields entries(document, *reference, "verify.reference");
@@ -144,8 +147,58 @@ void apply_overrides(KernelSpec& spec, const ProblemOverrides& overrides) {
       throw InputError(fmt::format("--problem {}={}: {} has no problem symbol '{}'{}; {}", name, value,
                                    spec.file.string(), name, did_you_mean(name, symbols), known));
     }
+    if (value < 0) {
+      throw InputError(fmt::format("--problem {}={}: {} is negative; problem symbols are sizes and counts", name,
+                                   value, name));
+    }
     found->second = value;
   }
+}
+
+// The entry point must name a kernel of the template: NVRTC reports a name it cannot find as an error about
+// __nv_name_map, which says nothing about the spec. A textual check: the name (its last component, for a qualified
+// ns::kernel) appears in the template as a whole identifier.
+void check_entry_in_template(const Document& document, const YAML::Node& entry_node, const std::string& entry,
+                             const std::filesystem::path& template_file) {
+  std::string_view last = entry;
+  if (std::size_t colons = last.rfind("::"); colons != std::string_view::npos) last.remove_prefix(colons + 2);
+  std::string_view qualifier = std::string_view(entry).substr(0, entry.size() - last.size());
+  bool well_formed = is_identifier(last);
+  for (std::size_t start = 0; well_formed && start < qualifier.size();) {
+    std::size_t colons = qualifier.find("::", start);
+    std::string_view part = qualifier.substr(start, colons - start);
+    well_formed = (part.empty() && start == 0) || is_identifier(part);
+    start = colons + 2;
+  }
+  if (!well_formed) {
+    document.fail(entry_node, fmt::format("entry '{}' is not a kernel name: use the name of a __global__ function "
+                                          "or function template of the template (template arguments go in "
+                                          "template_arguments)",
+                                          entry));
+  }
+  const std::string text = read_whole_file(template_file);
+  auto is_word_character = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t at = text.find(last); at != std::string::npos; at = text.find(last, at + 1)) {
+    const bool starts_word = at == 0 || !is_word_character(text[at - 1]);
+    const bool ends_word = at + last.size() == text.size() || !is_word_character(text[at + last.size()]);
+    if (starts_word && ends_word) return;
+  }
+  // The names of the template's kernels, for a suggestion: the identifier before the first '(' after __global__.
+  std::vector<std::string> kernels;
+  for (std::size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 1)) {
+    std::size_t parenthesis = text.find('(', at);
+    if (parenthesis == std::string::npos) break;
+    std::size_t end = parenthesis;
+    while (end > at && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+    std::size_t begin = end;
+    while (begin > at && is_word_character(text[begin - 1])) --begin;
+    if (begin < end) kernels.push_back(text.substr(begin, end - begin));
+  }
+  document.fail(entry_node, fmt::format("entry '{}' does not appear in the template {} as an identifier{}; entry "
+                                        "names the template's kernel ({})",
+                                        entry, template_file.string(), did_you_mean(last, kernels),
+                                        kernels.empty() ? "the template declares no __global__ function"
+                                                        : "kernels found: " + comma_list(kernels)));
 }
 
 }  // namespace
@@ -158,8 +211,11 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
   spec.file = document.file();
   const std::filesystem::path directory = document.file().parent_path();
 
-  spec.name = read_text(document, fields.require("name"), "name");
-  spec.entry_point = read_text(document, fields.require("entry"), "entry");
+  YAML::Node name_node = fields.require("name");
+  spec.name = read_text(document, name_node, "name");
+  check_path_name(spec.name, "kernel name", document.where(name_node));
+  YAML::Node entry_node = fields.require("entry");
+  spec.entry_point = read_text(document, entry_node, "entry");
 
   YAML::Node template_node = fields.require("template");
   spec.template_file = (directory / read_text(document, template_node, "template")).lexically_normal();
@@ -169,6 +225,7 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
                                              "spec file)",
                                              spec.template_file.string()));
   }
+  check_entry_in_template(document, entry_node, spec.entry_point, spec.template_file);
 
   if (auto problem = fields.find("problem")) {
     std::vector<std::string> device_names = device_property_names();
@@ -179,7 +236,13 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
         document.fail(entry.key_node, fmt::format("problem symbol '{}' has the name of a device property; rename it",
                                                   symbol));
       }
-      spec.problem.emplace_back(symbol, read_integer(document, entry.value, fmt::format("problem symbol '{}'", symbol)));
+      std::int64_t value = read_integer(document, entry.value, fmt::format("problem symbol '{}'", symbol));
+      if (value < 0) {
+        document.fail(entry.value, fmt::format("problem symbol '{}' is {}; problem symbols are sizes and counts and "
+                                               "may not be negative",
+                                               symbol, value));
+      }
+      spec.problem.emplace_back(symbol, value);
     }
   }
   apply_overrides(spec, overrides);
@@ -210,7 +273,12 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
   spec.launch = read_launch(document, fields.require("launch"));
   if (auto options = fields.find("compile_options")) {
     for (const YAML::Node& item : read_list(document, *options, "compile_options")) {
-      spec.compile_options.push_back(read_text(document, item, "a compile option"));
+      std::string option = read_text(document, item, "a compile option");
+      if (std::optional<std::string> problem = compile_option_problem(option)) {
+        document.fail(item, fmt::format("compile option '{}' is not allowed: {}; a spec may pass {}", option, *problem,
+                                        allowed_compile_options_summary()));
+      }
+      spec.compile_options.push_back(std::move(option));
     }
   }
   if (auto verify = fields.find("verify")) spec.verification = read_verification(document, *verify, spec.space);

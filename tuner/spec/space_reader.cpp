@@ -6,6 +6,8 @@
 #include <bit>
 #include <cctype>
 
+#include "tuner/spec/path_names.h"
+
 namespace kernlathe::spec_loading {
 namespace {
 
@@ -220,7 +222,10 @@ Space read_space(const Document& document, const YAML::Node& node) {
   Fields fields(document, node, "the space");
   fields.allow_only({"name", "parameters", "derived", "constraints"});
   Space space;
-  if (auto name = fields.find("name")) space.name = read_text(document, *name, "space name");
+  if (auto name = fields.find("name")) {
+    space.name = read_text(document, *name, "space name");
+    check_path_name(space.name, "space name", document.where(*name));
+  }
   if (auto parameters = fields.find("parameters")) {
     for (const YAML::Node& item : read_list(document, *parameters, "parameters")) {
       space.parameters.push_back(read_parameter(document, item, space.parameters));

@@ -16,7 +16,7 @@ namespace kernlathe::spec_loading {
 Value read_parameter_value(const Document& document, const YAML::Node& node, ParameterType type,
                            std::string_view what);
 
-// A space mapping, in a space file or inline in a spec.
+// A space mapping. A name, when given, must be usable as a path component (path_names.h).
 Space read_space(const Document& document, const YAML::Node& node);
 
 // A whole space file: its text and the file it came from (for messages and Space::file).

@@ -10,6 +10,34 @@
 
 namespace kernlathe::spec_loading {
 
+std::optional<std::string> file_pattern_problem(std::string_view pattern) {
+  std::size_t position = 0;
+  while ((position = pattern.find("${", position)) != std::string_view::npos) {
+    const std::size_t end = pattern.find('}', position);
+    if (end == std::string_view::npos) {
+      return fmt::format("the '${{' at character {} has no closing '}}' (write ${{NAME}} or ${{NAME:-default}})",
+                         position + 1);
+    }
+    std::string_view inside = pattern.substr(position + 2, end - position - 2);
+    const std::size_t separator = inside.find(":-");
+    std::string_view name = inside.substr(0, separator);
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front())) ||
+        !std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) {
+      return fmt::format("'${{{}}}' at character {} does not name an environment variable (letters, digits and _, "
+                         "not starting with a digit; ${{NAME:-default}} for a default)",
+                         inside, position + 1);
+    }
+    // The expansion takes the first '}' as the end, so a default cannot hold another ${...}.
+    if (separator != std::string_view::npos && inside.find("${", separator) != std::string_view::npos) {
+      return fmt::format("the default of '${{{}' at character {} holds another '${{': defaults are plain text",
+                         name, position + 1);
+    }
+    position = end + 1;
+  }
+  return std::nullopt;
+}
+
 // stream: {files: <glob> | generate: <initialisation>, format: npy|raw, items, item_shape, dtype, input, output}
 StreamWorkload read_stream(const Document& document, const YAML::Node& node, const std::vector<Argument>& arguments) {
   Fields fields(document, node, "stream");
@@ -27,6 +55,9 @@ StreamWorkload read_stream(const Document& document, const YAML::Node& node, con
   if (files) {
     stream.source = StreamWorkload::SourceKind::files;
     stream.pattern = read_text(document, *files, "stream.files");
+    if (std::optional<std::string> problem = file_pattern_problem(stream.pattern)) {
+      document.fail(*files, fmt::format("stream.files '{}': {}", stream.pattern, *problem));
+    }
   } else {
     stream.source = StreamWorkload::SourceKind::generated;
     stream.generator = read_initialisation(document, *generate, "stream.generate");

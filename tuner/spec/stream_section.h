@@ -13,6 +13,12 @@
 
 namespace kernlathe::spec_loading {
 
+// Why a stream.files pattern's ${NAME} / ${NAME:-default} references are malformed (an unclosed '${', a name
+// that is not an environment variable's, a nested '${' in a default), or nullopt. Checked at load, so the
+// expansion at run time meets only well-formed references. Messages quote the pattern as written, never its
+// expansion: the environment's values stay out of logs.
+std::optional<std::string> file_pattern_problem(std::string_view pattern);
+
 // stream: {files: <glob> | generate: <initialisation>, format: npy|raw, items, item_shape, dtype, input, output}
 StreamWorkload read_stream(const Document& document, const YAML::Node& node, const std::vector<Argument>& arguments);
 
