@@ -20,9 +20,9 @@ TEST(PathNames, AcceptsLettersDigitsUnderscoresDotsAndDashes) {
 }
 
 TEST(PathNames, RejectsPathsEmptyHiddenAndLongNames) {
-  EXPECT_EQ(path_name_problem("../../x").value_or(""), "contains '/': a name is one folder or file name, not a path");
-  EXPECT_EQ(path_name_problem("/tmp/x").value_or(""), "contains '/': a name is one folder or file name, not a path");
-  EXPECT_EQ(path_name_problem("a\\b").value_or(""), "contains '\\': a name is one folder or file name, not a path");
+  EXPECT_EQ(path_name_problem("../../x").value_or(""), "contains '/' (a name is one folder or file name, not a path)");
+  EXPECT_EQ(path_name_problem("/tmp/x").value_or(""), "contains '/' (a name is one folder or file name, not a path)");
+  EXPECT_EQ(path_name_problem("a\\b").value_or(""), "contains '\\' (a name is one folder or file name, not a path)");
   EXPECT_EQ(path_name_problem("").value_or(""), "is empty");
   EXPECT_EQ(path_name_problem("..").value_or("").rfind("starts with a dot", 0), 0u);
   EXPECT_EQ(path_name_problem(".hidden").value_or("").rfind("starts with a dot", 0), 0u);

@@ -13,7 +13,9 @@ std::optional<std::string> path_name_problem(std::string_view name) {
   }
   for (char c : name) {
     if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-') continue;
-    if (c == '/' || c == '\\') return fmt::format("contains '{}': a name is one folder or file name, not a path", c);
+    if (c == '/' || c == '\\') {
+      return fmt::format("contains '{}' (a name is one folder or file name, not a path)", c);
+    }
     if (std::isprint(static_cast<unsigned char>(c))) return fmt::format("contains '{}'", c);
     return fmt::format("contains the byte 0x{:02x}", static_cast<unsigned char>(c));
   }
