@@ -135,6 +135,7 @@ TEST(LayernormTemplate, SpecsDeclareZeroedRowCounters) {
     EXPECT_EQ(last.name, "row_counters");
     EXPECT_EQ(last.dtype, Dtype::i32);
     EXPECT_EQ(last.role, Role::in);
+    EXPECT_TRUE(last.scratch);  // the runtime library allocates it once per kernel
   }
 }
 
