@@ -204,6 +204,22 @@ TEST_F(DatasetTest, MissingFolderAndNoMatchesAreInputErrors) {
   EXPECT_THROW(glob_files((folder_ / "*.npy").string()), InputError);
 }
 
+TEST_F(DatasetTest, MessagesQuoteThePatternAsWrittenNotItsExpansion) {
+  ::setenv("KERNLATHE_LOADER_TEST_SECRET", (folder_ / "secret-value").string().c_str(), 1);
+  const std::string written = "${KERNLATHE_LOADER_TEST_SECRET}/*.npy";
+  for (const std::string& pattern : {expand_environment(written), (folder_ / "*.npy").string()}) {
+    try {
+      glob_files(pattern, written);
+      FAIL() << "expected InputError for " << pattern;
+    } catch (const InputError& error) {
+      const std::string message = error.what();
+      EXPECT_EQ(message.find("secret-value"), std::string::npos) << message;
+      EXPECT_EQ(message.rfind("stream files '${KERNLATHE_LOADER_TEST_SECRET}/*.npy': ", 0), 0u) << message;
+    }
+  }
+  ::unsetenv("KERNLATHE_LOADER_TEST_SECRET");
+}
+
 TEST_F(DatasetTest, GlobSortsByNameAndMatchesOnlyThePattern) {
   for (const char* name : {"img_b.npy", "img_a.npy", "img_c.raw", "other.npy"}) std::ofstream(folder_ / name) << "x";
   std::vector<fs::path> files = glob_files((folder_ / "img_?.npy").string());

@@ -23,6 +23,7 @@
 #include "tuner/search/strategy.h"
 #include "tuner/session/device_query.h"
 #include "tuner/session/tuning_session.h"
+#include "tuner/space/configuration_checks.h"
 #include "tuner/spec/spec_loader.h"
 
 namespace kernlathe {
@@ -169,17 +170,11 @@ struct ValidateCommand {
     // Enumerating with a device profile finds what loading cannot: a constraint that divides by zero for some
     // configuration, or constraints that leave nothing valid.
     SpaceEnumerator space(spec.space, run_constants(spec, device_profile(arch)));
-    // Launch geometry and template arguments of the default configuration evaluate (catches type errors).
-    const Configuration configuration =
-        space.is_valid(space.default_configuration()) ? space.default_configuration() : space.at(0);
-    Bindings bindings = space.bindings(configuration);
-    for (const auto* dimensions : {&spec.launch.grid, &spec.launch.block})
-      for (Expression expression : *dimensions) {
-        if (expression.empty()) continue;
-        expression.bind(bindings.scope);
-        expression.evaluate_integer(bindings.slots);
-      }
-    instantiate(spec, space, configuration, arch);
+    // The default and reference configurations meet the constraints; buffer counts, launch geometry and shared
+    // memory of the default configuration evaluate to usable values (and type errors surface here).
+    check_spec_configurations(spec, space);
+    // Template arguments of the default configuration evaluate.
+    instantiate(spec, space, space.default_configuration(), arch);
     if (json) {
       Json output{{"spec", spec.file.string()}, {"kernel", spec.name}, {"valid", space.valid_count()}, {"ok", true}};
       fmt::print("{}\n", output.dump(2));

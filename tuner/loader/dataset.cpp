@@ -418,18 +418,20 @@ std::string expand_environment(const std::string& text) {
   return result;
 }
 
-std::vector<fs::path> glob_files(const std::string& pattern) {
+std::vector<fs::path> glob_files(const std::string& pattern, const std::string& pattern_as_written) {
+  // Messages quote the pattern as the spec wrote it: its expansion may hold values of the environment.
+  const std::string& shown = pattern_as_written.empty() ? pattern : pattern_as_written;
   fs::path path(pattern);
   fs::path folder = path.parent_path();
   std::string name = path.filename().string();
   if (folder.string().find_first_of("*?") != std::string::npos) {
-    throw InputError(fmt::format("stream files '{}': wildcards are allowed in the file name only", pattern));
+    throw InputError(fmt::format("stream files '{}': wildcards are allowed in the file name only", shown));
   }
   std::error_code error;
   if (!fs::is_directory(folder.empty() ? fs::path(".") : folder, error)) {
     throw InputError(fmt::format("stream files '{}': the folder {} does not exist (generate the data first, e.g. "
                                  "scripts/make_stream_data.sh)",
-                                 pattern, folder.string()));
+                                 shown, fs::path(shown).parent_path().string()));
   }
   std::string expression;
   for (char c : name) {
@@ -443,7 +445,7 @@ std::vector<fs::path> glob_files(const std::string& pattern) {
   for (const fs::directory_entry& entry : fs::directory_iterator(folder.empty() ? fs::path(".") : folder)) {
     if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), matcher)) files.push_back(entry.path());
   }
-  if (files.empty()) throw InputError(fmt::format("stream files '{}': no file matches", pattern));
+  if (files.empty()) throw InputError(fmt::format("stream files '{}': no file matches", shown));
   std::sort(files.begin(), files.end());
   return files;
 }

@@ -64,8 +64,9 @@ void write_npy(const std::filesystem::path& file, Dtype dtype, const std::vector
 std::string expand_environment(const std::string& text);
 
 // Files matching a glob whose wildcards (* and ?) are in the file name only, sorted by name so item order is
-// stable. InputError naming the pattern when the folder does not exist or nothing matches.
-std::vector<std::filesystem::path> glob_files(const std::string& pattern);
+// stable. InputError naming the pattern when the folder does not exist or nothing matches: pattern_as_written
+// when given (the spec's text before expand_environment, so no environment value reaches a message), else pattern.
+std::vector<std::filesystem::path> glob_files(const std::string& pattern, const std::string& pattern_as_written = "");
 
 struct FileDatasetOptions {
   std::vector<std::filesystem::path> files;

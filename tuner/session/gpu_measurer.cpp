@@ -107,9 +107,11 @@ WorkerStream worker_stream(const KernelSpec& spec, const WorkerSetup& setup, con
   if (stream.source == StreamWorkload::SourceKind::files) {
     std::string pattern = loader::expand_environment(stream.pattern);
     std::filesystem::path path(pattern);
+    std::filesystem::path written(stream.pattern);
     if (path.is_relative()) path = stream.base_directory / path;
+    if (written.is_relative()) written = stream.base_directory / written;
     loader::FileDatasetOptions options;
-    options.files = loader::glob_files(path.string());
+    options.files = loader::glob_files(path.string(), written.string());
     options.format = stream.format;
     options.dtype = stream.dtype;
     options.item_shape = worker.item_shape;

@@ -144,6 +144,7 @@ struct Verification {
   bool reference_is_baseline = false;
   // The reference configuration: named parameter values; unnamed parameters take the space default.
   std::map<std::string, Value> reference;
+  SourceLocation reference_where;  // the reference mapping in the spec; empty when the spec names none
   std::map<Dtype, Tolerance> tolerance;  // defaults by dtype, overridable per spec
   Tolerance tolerance_for(Dtype dtype) const;
 };

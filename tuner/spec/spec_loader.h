@@ -5,6 +5,11 @@
 // it never follows includes or runs anything. Every problem is one InputError whose message starts with
 // file:line:column, says what is wrong and, where cheap, how to fix it. Every expression is parsed and every
 // name in it resolved here, so a typo fails before any compilation or enumeration starts.
+//
+// The loader's sections are modules of their own, internal to tuner/spec: yaml_reader (YAML with locations),
+// space_reader, argument_reader, stream_section, name_resolution and kernel_spec_reader (the whole spec); what a
+// spec may ask of the tool is bounded by path_names (names that become output paths) and nvrtc_options (the
+// compile options it may pass).
 
 #include <cstdint>
 #include <filesystem>

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "tuner/spec/spec_loader.h"
+#include "tuner/spec/stream_section.h"
 
 using namespace kernlathe;
 
@@ -158,6 +160,32 @@ TEST(StreamSpec, DtypeMustMatchTheInputArgument) {
 TEST(StreamSpec, UnknownStreamKey) {
   std::string message = error_of(spec_text(good_stream + "  item_shap: [N]\n"));
   EXPECT_NE(message.find("unknown key 'item_shap' in stream"), std::string::npos) << message;
+}
+
+TEST(StreamSpec, FilePatternsWithWellFormedReferences) {
+  EXPECT_EQ(spec_loading::file_pattern_problem("${DATA:-/tmp/x}/items_*.npy"), std::nullopt);
+  EXPECT_EQ(spec_loading::file_pattern_problem("${A}/${B_2}/x.npy"), std::nullopt);
+  EXPECT_EQ(spec_loading::file_pattern_problem("plain/$HOME/x.npy"), std::nullopt);  // no '{': text, not a reference
+}
+
+TEST(StreamSpec, MalformedFilePatternReferences) {
+  EXPECT_EQ(spec_loading::file_pattern_problem("a/${DATA/x.npy").value_or(""),
+            "the '${' at character 3 has no closing '}' (write ${NAME} or ${NAME:-default})");
+  EXPECT_EQ(spec_loading::file_pattern_problem("${}/x").value_or("").rfind(
+                "'${}' at character 1 does not name an environment variable", 0),
+            0u);
+  EXPECT_EQ(spec_loading::file_pattern_problem("${1A}/x").value_or("").rfind("'${1A}' at character 1", 0), 0u);
+  EXPECT_EQ(spec_loading::file_pattern_problem("${A B}/x").value_or("").rfind("'${A B}' at character 1", 0), 0u);
+  EXPECT_EQ(spec_loading::file_pattern_problem("${A:-${B}}/x").value_or(""),
+            "the default of '${A' at character 1 holds another '${': defaults are plain text");
+}
+
+TEST(StreamSpec, MalformedPatternInASpecNamesTheLineAndThePatternAsWritten) {
+  std::string text = good_stream;
+  text.replace(text.find("${DATA:-/tmp/x}"), 15, "${DATA:-/tmp/x");
+  std::string message = error_of(spec_text(text));
+  EXPECT_EQ(message, spec_file + ":15:10: stream.files '${DATA:-/tmp/x/items_*.npy': the '${' at character 1 has "
+                                 "no closing '}' (write ${NAME} or ${NAME:-default})");
 }
 
 }  // namespace

@@ -1,0 +1,156 @@
+// Checks of a spec that need its space enumerated with device properties and problem values (`tune validate`):
+// default and reference configurations against the constraints, buffer counts, launch geometry.
+#include "tuner/space/configuration_checks.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tuner/space/space.h"
+#include "tuner/spec/spec_loader.h"
+
+namespace kernlathe {
+namespace {
+
+namespace fs = std::filesystem;
+
+Constants constants_for(const KernelSpec& spec) {
+  Constants constants = device_property_values(device_profile("sm_90"));
+  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
+  return constants;
+}
+
+class ConfigurationChecksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = fs::temp_directory_path() / fmt::format("configuration_checks_test_{}_{}", getpid(),
+                                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(directory_);
+    std::ofstream(directory_ / "kernel.cu") << "__global__ void k(float* x) {}\n";
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+
+  // Line numbers: the constraint is on line 7, the buffer count on line 9, launch on line 10, extra lines from 11.
+  KernelSpec spec(const std::string& constraint, const std::string& count, const std::string& launch,
+                  const std::string& extra = "") {
+    return parse_kernel_spec("name: t\n"                                                   // 1
+                             "template: kernel.cu\n"                                       // 2
+                             "entry: k\n"                                                  // 3
+                             "problem: {N: 4096}\n"                                        // 4
+                             "space:\n  parameters: [{name: B, values: [64, 128, 256], default: 128}]\n"  // 5, 6
+                             "  constraints: [\"" + constraint + "\"]\n"                     // 7
+                             "arguments:\n  - {name: x, type: f32, count: \"" + count + "\"}\n"  // 8, 9
+                             "launch: " + launch + "\n" + extra,                           // 10, 11...
+                             file());
+  }
+  std::string error_of(const KernelSpec& kernel) {
+    try {
+      SpaceEnumerator space(kernel.space, constants_for(kernel));
+      check_spec_configurations(kernel, space);
+    } catch (const InputError& error) {
+      return error.what();
+    }
+    return "no error";
+  }
+  fs::path file() const { return directory_ / "spec.yaml"; }
+  std::string at(int line) const { return fmt::format("{}:{}:", file().string(), line); }
+
+  fs::path directory_;
+};
+
+const std::string good_launch = "{grid: [\"N // B\"], block: [B], shared_memory: \"B * 4\"}";
+
+TEST_F(ConfigurationChecksTest, AValidSpecPasses) {
+  EXPECT_EQ(error_of(spec("B <= max_threads_per_block", "N", good_launch, "verify: {reference: {B: 64}}\n")),
+            "no error");
+}
+
+TEST_F(ConfigurationChecksTest, DefaultConfigurationBreakingAConstraint) {
+  std::string message = error_of(spec("B != 128", "N", good_launch));
+  EXPECT_EQ(message.rfind(at(7), 0), 0u) << message;
+  EXPECT_NE(message.find("the space's default configuration (B=128) breaks the constraint 'B != 128' with problem "
+                         "N=4096"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(ConfigurationChecksTest, ReferenceConfigurationBreakingAConstraint) {
+  std::string message = error_of(spec("B >= 128", "N", good_launch, "verify: {reference: {B: 64}}\n"));
+  EXPECT_EQ(message.rfind(at(11) + "21:", 0), 0u) << message;
+  EXPECT_NE(message.find("verify.reference (B=64, unnamed parameters at their defaults) breaks the constraint "
+                         "'B >= 128' (" + at(7)),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(ConfigurationChecksTest, ReferenceIsNotCheckedWhenVerificationIsOff) {
+  EXPECT_EQ(error_of(spec("B >= 128", "N", good_launch, "verify: {enabled: false, reference: {B: 64}}\n")),
+            "no error");
+}
+
+TEST_F(ConfigurationChecksTest, NegativeBufferCount) {
+  std::string message = error_of(spec("True", "N - 5000", good_launch));
+  EXPECT_EQ(message.rfind(at(9), 0), 0u) << message;
+  EXPECT_NE(message.find("the count of buffer 'x' ('N - 5000') is -904 with problem N=4096; a count may not be "
+                         "negative"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(ConfigurationChecksTest, BufferBytesOverflowing) {
+  std::string message = error_of(spec("True", "N * 2 ** 50", good_launch));
+  EXPECT_EQ(message.rfind(at(9), 0), 0u) << message;
+  EXPECT_NE(message.find("is 4611686018427387904 elements of 4 bytes with problem N=4096: more bytes than a 64-bit "
+                         "size holds"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(ConfigurationChecksTest, BlockDimensionBelowOneForTheDefault) {
+  std::string message = error_of(spec("True", "N", "{grid: [1], block: [\"B - 128\"]}"));
+  EXPECT_EQ(message.rfind(at(10), 0), 0u) << message;
+  EXPECT_NE(message.find("launch.block[0] 'B - 128' is 0 for the default configuration B=128 and problem N=4096; a "
+                         "dimension must be at least 1"),
+            std::string::npos)
+      << message;
+  std::string constant = error_of(spec("True", "N", "{grid: [1], block: [32, -2]}"));
+  EXPECT_NE(constant.find("launch.block[1] '-2' is -2"), std::string::npos) << constant;
+}
+
+TEST_F(ConfigurationChecksTest, GridDimensionBelowOne) {
+  std::string message = error_of(spec("True", "N", "{grid: [\"N // 8192\"], block: [B]}"));
+  EXPECT_NE(message.find("launch.grid[0] 'N // 8192' is 0 for the default configuration"), std::string::npos)
+      << message;
+}
+
+TEST_F(ConfigurationChecksTest, NegativeSharedMemory) {
+  std::string message = error_of(spec("True", "N", "{grid: [1], block: [B], shared_memory: \"1024 - B * 16\"}"));
+  EXPECT_EQ(message.rfind(at(10), 0), 0u) << message;
+  EXPECT_NE(message.find("launch.shared_memory '1024 - B * 16' is -1024 bytes for the default configuration B=128"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(ConfigurationChecksTest, AnInvalidDefaultIsAllowedWhereTheBaselineIsTheReference) {
+  const std::string baseline =
+      "baseline: {library: cublas, operation: gemm, compute: f32, m: N, n: 1, k: 1, a: x, b: x, c: x, alpha: s, "
+      "beta: s}\nverify: {reference: baseline}\n";
+  KernelSpec kernel = parse_kernel_spec("name: t\ntemplate: kernel.cu\nentry: k\nproblem: {N: 4096}\n"
+                                        "space: {parameters: [{name: B, values: [64, 128], default: 128}], "
+                                        "constraints: [B != 128]}\n"
+                                        "arguments:\n  - {name: x, type: f32, count: N}\n  - {name: s, type: f32, value: 1}\n"
+                                        "launch: {grid: [1], block: [\"B - 64\"]}\n" + baseline,
+                                        file());
+  // The geometry is then checked with the first valid configuration, B=64.
+  std::string message = error_of(kernel);
+  EXPECT_NE(message.find("launch.block[0] 'B - 64' is 0 for the first valid configuration B=64 and problem N=4096"),
+            std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace kernlathe
