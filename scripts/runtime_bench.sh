@@ -5,7 +5,8 @@
 # start from embedded / exported / disk cache / NVRTC, time through the runtime against the recorded time); the
 # runtime's GPU tests; and the two examples against the export.
 # Usage (on a GPU host, from anywhere): scripts/runtime_bench.sh BIN_DIR LOG_DIR [SECONDS_PER_KERNEL]
-# RUNTIME_KERNELS (space-separated) replaces the default list of kernels.
+# RUNTIME_KERNELS (space-separated) replaces the default list of kernels; SKIP_TUNING=1 uses results/best as it is,
+# TUNE_ONLY=1 stops after the tuning runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-build}"
@@ -33,6 +34,8 @@ import json; r = json.load(open('$logs/tune-$kernel.json')); b = r['best'][0]
 print('evaluated', r.get('evaluated'), 'best %.4f ms' % b['median_ms'], 'stored' if r.get('best_cache_updated') else 'kept stored entry')" 2>/dev/null)"
   fi
 done
+
+[[ "${TUNE_ONLY:-0}" == 1 ]] && exit 0
 
 rm -rf "$logs/export"
 "$bin/tune" export "${kernels[@]}" --arch sm_90 -o "$logs/export" --embed >"$logs/export.log" 2>&1
