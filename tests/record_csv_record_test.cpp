@@ -458,6 +458,44 @@ TEST_F(RecordTest, LegacyLineBreaksInAQuotedMessageAreStillRead) {
   EXPECT_EQ(records[0].evaluation.timestamp, 0.0);
 }
 
+// libcsv's defaults would trim blanks off unquoted fields and end a row at a lone carriage return; the reader
+// takes text as written and ends rows at line feeds only, so line numbers stay those of the file.
+TEST_F(RecordTest, HandWrittenBlanksAndCarriageReturnsAreTextAndOnlyLineFeedsEndRows) {
+  Space space = mixed_space();
+  { RecordWriter writer(csv_, space, metadata()); }
+  append_text(csv_, "h, a\tb ,true,ro\rw,ok, spaced message ,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");  // line 2
+  append_text(csv_, "\r\n\n");                                                                       // lines 3-4
+  append_text(csv_, "\"h2\"\r,64,true,\"x\",ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\r\n");            // line 5
+  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");                    // line 6
+  try {
+    read_records(csv_, space);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("evaluations.csv:2: column 'BLOCK': ' a\tb ' is not an integer"),
+              std::string::npos)
+        << error.what();
+  }
+  std::string text = read_text(csv_);
+  text.replace(text.find(" a\tb "), 5, "128");
+  text.erase(text.rfind("h, 64"));
+  std::ofstream(csv_, std::ios::binary | std::ios::trunc) << text;
+  std::vector<RecordedEvaluation> records = read_records(csv_, space);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].evaluation.configuration[2], Value{std::string("ro\rw")});
+  EXPECT_EQ(records[0].evaluation.message, " spaced message ");
+  EXPECT_EQ(records[1].hash, "h2");  // the carriage return after a closing quote is a CRLF-style blank
+  EXPECT_EQ(records[1].evaluation.configuration[2], Value{std::string("x")});
+  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");  // line 6 again
+  try {
+    read_records(csv_, space);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("evaluations.csv:6: column 'BLOCK': ' 64' is not an integer"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 TEST_F(RecordTest, BadParameterTextNamesTheColumn) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }

@@ -1,5 +1,6 @@
 #include "tuner/record/csv_record.h"
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 #include <exception>
@@ -7,6 +8,7 @@
 #include <sstream>
 #include <system_error>
 
+#include <csv.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -31,7 +33,8 @@ void escape_into(std::string& out, std::string_view field) {
 
 bool needs_quoting(std::string_view field) {
   if (field.empty()) return false;
-  // Other CSV readers (libcsv, spreadsheets) trim unquoted leading and trailing blanks, so such fields are quoted.
+  // libcsv (with its default settings) and spreadsheets trim unquoted leading and trailing blanks: such fields are
+  // quoted so that any reader keeps them.
   if (field.front() == ' ' || field.front() == '\t' || field.back() == ' ' || field.back() == '\t') return true;
   return field.find_first_of(",\"") != std::string_view::npos;
 }
@@ -47,12 +50,10 @@ class RowText {
       text_ += escaped;
       return;
     }
-    text_ += '"';
-    for (char c : escaped) {
-      if (c == '"') text_ += '"';
-      text_ += c;
-    }
-    text_ += '"';
+    // csv_write encloses the field in quotes and doubles the quotes inside: at worst twice the size plus two.
+    const std::size_t start = text_.size();
+    text_.resize(start + escaped.size() * 2 + 2);
+    text_.resize(start + csv_write(text_.data() + start, text_.size() - start, escaped.data(), escaped.size()));
   }
   // The row with its newline.
   std::string finish() && {
@@ -153,10 +154,56 @@ void unescape(std::string& field) {
   field = std::move(plain);
 }
 
-// RFC 4180 with strict quoting, one row per line. A raw line break inside a quoted field is accepted only in the
-// message column (multiline_column), which is all that earlier versions wrote across lines; anywhere else, or
-// in a header (multiline_column < 0), an open quote that runs past the end of its line is a stray quote.
-// Blank lines are skipped. The last row may be torn (no newline after it): it is reported, not handed on.
+// libcsv calls these to tell blanks and line ends. Only a line feed ends a row, so a stray carriage return inside
+// an unquoted field is text rather than a row break that would shift every later line number. A carriage return is
+// the one blank: it is dropped around an unquoted field and after a closing quote, which is what reads CRLF line
+// ends. Spaces and tabs are text, as written: libcsv would trim them off unquoted fields by default.
+int is_record_blank(unsigned char c) { return c == '\r'; }
+int is_record_line_end(unsigned char c) { return c == '\n'; }
+
+// libcsv's field and row callbacks, and what they leave for RecordScanner. No exception may unwind through libcsv's
+// C frames: the first one is kept and rethrown once csv_parse has returned.
+struct ParseState {
+  std::vector<std::string> fields;
+  bool row_ended = false;
+  std::exception_ptr error;
+};
+
+void on_field(void* data, std::size_t size, void* state_pointer) {
+  auto& state = *static_cast<ParseState*>(state_pointer);
+  if (state.error) return;
+  try {
+    state.fields.emplace_back(data == nullptr ? std::string() : std::string(static_cast<const char*>(data), size));
+  } catch (...) {
+    state.error = std::current_exception();
+  }
+}
+
+void on_row_end(int, void* state_pointer) { static_cast<ParseState*>(state_pointer)->row_ended = true; }
+
+// Owns a csv_parser for the scope of one scan.
+class CsvParser {
+ public:
+  CsvParser() {
+    if (csv_init(&parser_, CSV_STRICT | CSV_STRICT_FINI) != 0) throw TunerError("csv_init failed: out of memory");
+    csv_set_space_func(&parser_, is_record_blank);
+    csv_set_term_func(&parser_, is_record_line_end);
+  }
+  ~CsvParser() { csv_free(&parser_); }
+  CsvParser(const CsvParser&) = delete;
+  CsvParser& operator=(const CsvParser&) = delete;
+  csv_parser* get() { return &parser_; }
+
+ private:
+  csv_parser parser_{};
+};
+
+// libcsv in strict mode (RFC 4180 quoting), fed one line at a time so that every row knows the line it starts on
+// and a line feed inside quotes is seen where it happens. A raw line break inside a quoted field is accepted only in
+// the message column, which is all that earlier versions wrote across lines; anywhere else, or in the header, an
+// open quote that runs past the end of its line is a stray quote. Blank lines are skipped. Whether the last row is
+// torn is decided from the text itself, not by libcsv: a final line without its newline. Its syntax is still
+// checked, but it is reported, not handed on.
 class RecordScanner {
  public:
   RecordScanner(std::string_view text, const std::filesystem::path& path, const std::vector<std::string>& columns)
@@ -167,139 +214,89 @@ class RecordScanner {
 
   ScanResult scan(const RowHandler& on_row) {
     ScanResult result;
-    std::vector<std::string> fields;
+    const std::size_t last_newline = text_.rfind('\n');
+    result.complete_bytes = last_newline == std::string_view::npos ? 0 : last_newline + 1;
+    const std::string_view tail = text_.substr(result.complete_bytes);
+    const int line_count = static_cast<int>(std::count(text_.begin(), text_.end(), '\n')) + (tail.empty() ? 0 : 1);
+
     bool header = true;
-    while (position_ < text_.size()) {
-      const int row_line = line_;
-      if (skip_blank_line()) {
-        result.complete_bytes = position_;
+    bool row_open = false;  // a row began on an earlier line and is inside a quoted field
+    int row_line = 0;
+    std::size_t position = 0;
+    for (int line = 1; position < result.complete_bytes; ++line) {
+      const std::size_t end = text_.find('\n', position) + 1;
+      const std::string_view chunk = text_.substr(position, end - position);
+      position = end;
+      if (!row_open) row_line = line;
+      feed(chunk, row_line);
+      if (state_.row_ended) {
+        state_.row_ended = false;
+        row_open = false;
+        for (std::string& field : state_.fields) unescape(field);
+        on_row(state_.fields, row_line);
+        state_.fields.clear();
+        header = false;
         continue;
       }
-      fields.clear();
-      if (!read_row(fields, row_line, header ? -1 : message_column_)) {
-        // The text ended before the row's newline. Only a row on the last line is a torn row: one that began on an
-        // earlier line holds a quote opened there and never closed, with every later line inside it.
-        if (line_ != row_line) {
-          const int last_line = text_.back() == '\n' ? line_ - 1 : line_;
-          if (inside_quotes_at_end_) {
-            throw InputError(SourceLocation{path_.string(), row_line},
-                             fmt::format("a double quote opens {} on this line and is never closed: lines {} to {} "
-                                         "would be one field (a stray double quote? quotes inside a field are "
-                                         "doubled and the field quoted)",
-                                         field_name(fields.size() - 1), row_line, last_line));
-          }
-          throw InputError(SourceLocation{path_.string(), row_line},
-                           fmt::format("the last row (lines {} to {}) ends without its newline but spans several "
-                                       "lines, which no torn row of this version does; complete or remove it",
-                                       row_line, last_line));
-        }
-        result.torn_line = row_line;
-        return result;
+      // No row ended at this line feed: either the line was blank (only carriage returns), or the line feed is
+      // inside a quoted field.
+      if (!row_open && chunk.find_first_not_of("\r\n") == std::string_view::npos) continue;
+      row_open = true;
+      const std::size_t field_index = state_.fields.size();
+      if (header || static_cast<int>(field_index) != message_column_) {
+        throw InputError(SourceLocation{path_.string(), row_line},
+                         fmt::format("a double quote opens {} and is not closed on this line (a stray double "
+                                     "quote? quotes inside a field are doubled and the field quoted)",
+                                     field_name(field_index)));
       }
-      for (std::string& field : fields) unescape(field);
-      on_row(fields, row_line);
-      header = false;
-      result.complete_bytes = position_;
     }
+
+    if (!row_open && tail.empty()) return result;
+    if (!row_open) row_line = line_count;
+    feed(tail, row_line);
+    if (row_open) {
+      // The text ended inside a row that began on an earlier line: only a row on the last line is a torn row.
+      const std::size_t field_index = state_.fields.size();
+      if (csv_fini(parser_.get(), nullptr, nullptr, nullptr) != 0) {  // CSV_STRICT_FINI: still inside the quotes
+        throw InputError(SourceLocation{path_.string(), row_line},
+                         fmt::format("a double quote opens {} on this line and is never closed: lines {} to {} "
+                                     "would be one field (a stray double quote? quotes inside a field are "
+                                     "doubled and the field quoted)",
+                                     field_name(field_index), row_line, line_count));
+      }
+      throw InputError(SourceLocation{path_.string(), row_line},
+                       fmt::format("the last row (lines {} to {}) ends without its newline but spans several "
+                                   "lines, which no torn row of this version does; complete or remove it",
+                                   row_line, line_count));
+    }
+    result.torn_line = row_line;
     return result;
   }
 
  private:
-  bool skip_blank_line() {
-    if (text_[position_] == '\n') {
-      ++position_;
-      ++line_;
-      return true;
+  // Hands bytes to libcsv; a strict-mode error becomes an InputError naming the row's line and the field.
+  void feed(std::string_view bytes, int row_line) {
+    const std::size_t parsed =
+        csv_parse(parser_.get(), bytes.data(), bytes.size(), on_field, on_row_end, &state_);
+    if (state_.error) std::rethrow_exception(state_.error);
+    if (parsed == bytes.size()) return;
+    const int error = csv_error(parser_.get());
+    if (error != CSV_EPARSE) {
+      throw TunerError(fmt::format("{}:{}: {}", path_.string(), row_line, csv_strerror(error)));
     }
-    if (text_.compare(position_, 2, "\r\n") == 0) {
-      position_ += 2;
-      ++line_;
-      return true;
-    }
-    return false;
-  }
-
-  // Reads one row; false when the text ends before its newline.
-  bool read_row(std::vector<std::string>& fields, int row_line, int multiline_column) {
-    while (true) {
-      std::string& field = fields.emplace_back();
-      const std::size_t field_index = fields.size() - 1;
-      const bool quoted = position_ < text_.size() && text_[position_] == '"';
-      if (quoted) {
-        ++position_;
-        if (!read_quoted(field, field_index, row_line, multiline_column)) return false;
-      } else {
-        std::size_t end = text_.find_first_of(",\"\n", position_);
-        if (end == std::string_view::npos) {
-          field.assign(text_.substr(position_));
-          position_ = text_.size();
-          return false;
-        }
-        if (text_[end] == '"') {
-          throw InputError(SourceLocation{path_.string(), row_line},
-                           fmt::format("a double quote inside the unquoted {} (a field holding quotes must be quoted "
-                                       "as a whole, its quotes doubled)",
-                                       field_name(field_index)));
-        }
-        field.assign(text_.substr(position_, end - position_));
-        position_ = end;
-      }
-      // After a field: a comma, the end of the row, or (torn) the end of the text.
-      if (position_ == text_.size()) return false;
-      const char next = text_[position_];
-      if (next == ',') {
-        ++position_;
-        continue;
-      }
-      if (next == '\n') {
-        if (!quoted && !field.empty() && field.back() == '\r') field.pop_back();  // a CRLF line end
-        ++position_;
-        ++line_;
-        return true;
-      }
-      if (next == '\r' && quoted) {
-        if (position_ + 1 == text_.size()) return false;
-        if (text_[position_ + 1] == '\n') {
-          position_ += 2;
-          ++line_;
-          return true;
-        }
-      }
+    // In strict mode libcsv stops on the offending byte: a quote inside an unquoted field, or whatever follows
+    // the closing quote of a quoted one other than a separator, a line end or a doubled quote.
+    const std::size_t field_index = state_.fields.size();
+    if (!parser_.get()->quoted) {
       throw InputError(SourceLocation{path_.string(), row_line},
-                       fmt::format("unexpected '{}' after the closing double quote of {} (quotes inside a field are "
-                                   "doubled)",
-                                   printable(next), field_name(field_index)));
+                       fmt::format("a double quote inside the unquoted {} (a field holding quotes must be quoted "
+                                   "as a whole, its quotes doubled)",
+                                   field_name(field_index)));
     }
-  }
-
-  // From just after an opening quote to just after the closing one; false when the text ends first.
-  bool read_quoted(std::string& field, std::size_t field_index, int row_line, int multiline_column) {
-    inside_quotes_at_end_ = true;
-    while (position_ < text_.size()) {
-      const char c = text_[position_];
-      if (c == '"') {
-        if (position_ + 1 < text_.size() && text_[position_ + 1] == '"') {
-          field += '"';
-          position_ += 2;
-          continue;
-        }
-        ++position_;
-        inside_quotes_at_end_ = false;
-        return true;
-      }
-      if (c == '\n') {
-        if (static_cast<int>(field_index) != multiline_column) {
-          throw InputError(SourceLocation{path_.string(), row_line},
-                           fmt::format("a double quote opens {} and is not closed on this line (a stray double "
-                                       "quote? quotes inside a field are doubled and the field quoted)",
-                                       field_name(field_index)));
-        }
-        ++line_;
-      }
-      field += c;
-      ++position_;
-    }
-    return false;
+    throw InputError(SourceLocation{path_.string(), row_line},
+                     fmt::format("unexpected '{}' after the closing double quote of {} (quotes inside a field are "
+                                 "doubled)",
+                                 printable(bytes[parsed]), field_name(field_index)));
   }
 
   std::string field_name(std::size_t index) const {
@@ -316,9 +313,8 @@ class RecordScanner {
   const std::filesystem::path& path_;
   const std::vector<std::string>& columns_;
   int message_column_ = -1;
-  std::size_t position_ = 0;
-  int line_ = 1;
-  bool inside_quotes_at_end_ = false;  // the text ended inside a quoted field
+  CsvParser parser_;
+  ParseState state_;
 };
 
 std::string join(const std::vector<std::string>& names) {

@@ -280,7 +280,8 @@ std::string problem_text(const KernelDescription& description, const Problem& pr
   }
   for (const auto& [name, value] : problem) {
     bool declared = std::any_of(description.problem.begin(), description.problem.end(),
-                                [&](const auto& symbol) { return symbol.first == name; });
+                                // An init-capture: clang before 16 cannot capture a structured binding.
+                                [&key = name](const auto& symbol) { return symbol.first == key; });
     if (!declared) append(name, value);
   }
   return text;
