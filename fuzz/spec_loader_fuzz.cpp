@@ -8,12 +8,15 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  // An absolute spec path inside the corpus folder: relative template and space paths resolve the same way from
+  // any working directory, so a run reaches the same code wherever it starts.
+  static const std::string file = std::string(KERNLATHE_SOURCE_DIR) + "/fuzz/corpus/spec_loader/fuzz.yaml";
   try {
-    kernlathe::parse_space(text, "fuzz.yaml");
+    kernlathe::parse_space(text, file);
   } catch (const kernlathe::InputError&) {
   }
   try {
-    kernlathe::parse_kernel_spec(text, "fuzz.yaml");
+    kernlathe::parse_kernel_spec(text, file);
   } catch (const kernlathe::InputError&) {
   }
   return 0;

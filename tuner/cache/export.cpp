@@ -96,7 +96,7 @@ std::vector<ExportedKernel> export_kernels(const ExportOptions& options) {
                                    "{}` to store a current entry", BestCache(options.best_directory).file_for(kernel).string(), kernel));
     }
     // The sources must be the ones the description names: the current template and its includes.
-    KernelSpec spec = load_kernel_spec(find_spec(kernel));
+    KernelSpec spec = load_kernel_spec(find_spec((options.specs / (kernel + ".yaml")).string()));
     TemplateSource source = read_template_source(spec.template_file);
     if (template_hash(source) != database.description.template_hash) {
       throw InputError(fmt::format("tune export: the template of {} changed since its entries were stored (hash {} now, "

@@ -22,6 +22,7 @@ struct ExportOptions {
   std::vector<std::string> kernels;          // names (results/best/<name>.json) with their specs under kernels/
   std::vector<std::string> archs{"sm_90"};   // real archs to build cubins for
   std::filesystem::path best_directory = "results/best";
+  std::filesystem::path specs = "kernels";   // where <kernel>.yaml lives
   std::filesystem::path out;
   std::filesystem::path cubin_cache;         // NVRTC's disk cache while exporting; empty: none
   bool embed = false;

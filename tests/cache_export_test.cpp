@@ -1,0 +1,127 @@
+// tune export (no GPU: NVRTC only): what it writes loads back into the runtime's reader and gives the same
+// configuration for the same device and problem; stale entries are left out and said so; the embedded C++ file
+// registers every kernel with its cubins.
+#include "tuner/cache/export.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tuner/cache/best_cache.h"
+#include "tuner/cache/kernel_description.h"
+#include "tuner/common/error.h"
+#include "tuner/runtime/kernel_plan.h"
+#include "tuner/runtime/source_bundle.h"
+#include "tuner/spec/spec_loader.h"
+
+namespace kernlathe {
+namespace {
+
+const std::filesystem::path source_directory = KERNLATHE_SOURCE_DIR;
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream input(path, std::ios::binary);
+  std::stringstream contents;
+  contents << input.rdbuf();
+  return contents.str();
+}
+
+class ExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() / ("kernlathe-export-test-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(root_);
+    spec_ = load_kernel_spec(source_directory / "kernels" / "saxpy.yaml");
+    Constants constants = device_property_values(device_profile("sm_90"));
+    for (const auto& [symbol, value] : spec_.problem) constants.emplace_back(symbol, Value{value});
+    SpaceEnumerator space(spec_.space, constants);
+    description_ = describe_kernel(spec_, space);
+    tuned_ = space.at(space.valid_count() / 3);
+    DatabaseEntry entry;
+    entry.device_name = "NVIDIA H200";
+    entry.arch = "sm_90";
+    entry.problem = Problem(spec_.problem.begin(), spec_.problem.end());
+    entry.configuration = configuration_values(spec_.space, tuned_);
+    entry.time = {0.19, 0.01, 40};
+    entry.spec_hash = description_.spec_hash;
+    BestCache(root_ / "best").update(description_, entry);
+    DatabaseEntry stale = entry;
+    stale.problem.at("N") = 1024;
+    stale.spec_hash = "an-older-spec";
+    BestCache(root_ / "best").update(description_, stale);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  ExportOptions options() const {
+    ExportOptions exported;
+    exported.kernels = {"saxpy"};
+    exported.archs = {"sm_90"};
+    exported.best_directory = root_ / "best";
+    exported.specs = source_directory / "kernels";
+    exported.out = root_ / "out";
+    exported.cubin_cache = root_ / "cache";
+    return exported;
+  }
+
+  std::filesystem::path root_;
+  KernelSpec spec_;
+  KernelDescription description_;
+  Configuration tuned_;
+};
+
+TEST_F(ExportTest, ExportedDatabaseGivesTheSameConfigurationAndCurrentEntriesOnly) {
+  ExportOptions exported = options();
+  exported.embed = true;
+  std::vector<ExportedKernel> reports = export_kernels(exported);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].entries, 1);
+  EXPECT_EQ(reports[0].stale_dropped, 1);
+  ASSERT_FALSE(reports[0].notes.empty());
+  EXPECT_NE(reports[0].notes[0].find("left out the stale entry"), std::string::npos) << reports[0].notes[0];
+
+  KernelDatabase database = read_database(exported.out / "database" / "saxpy.json");
+  ASSERT_EQ(database.entries.size(), 1u);
+  TemplateSource source = parse_source_bundle(read_text(exported.out / "sources" / "saxpy.source.json"), "bundle");
+  EXPECT_EQ(template_hash(source), database.description.template_hash);
+
+  DeviceIdentity h200{"NVIDIA H200", 9, 0, {}};
+  for (auto& [name, value] : device_property_values(device_profile("sm_90"))) h200.properties.emplace_back(name, value);
+  KernelPlan plan = plan_kernel(database, source, h200, {});
+  EXPECT_EQ(plan.selection.rung, Rung::exact);
+  EXPECT_EQ(configuration_from_values(spec_.space, plan.selection.configuration), tuned_);
+  // The cubin the runtime will ask for on that device is in the export, named by its key.
+  EXPECT_TRUE(std::filesystem::is_regular_file(exported.out / "cubins" / (plan.embedded_key + ".cubin")));
+  EXPECT_EQ(read_text(exported.out / "cubins" / (plan.embedded_key + ".name")).rfind("_Z", 0), 0u);
+
+  std::string embedded = read_text(exported.out / "kernlathe_embedded.cpp");
+  EXPECT_NE(embedded.find("#include <kernlathe/embedded.h>"), std::string::npos);
+  EXPECT_NE(embedded.find("kernlathe::register_embedded_kernel(kernel_0)"), std::string::npos);
+  EXPECT_NE(embedded.find("\"" + plan.embedded_key + "\""), std::string::npos);
+}
+
+TEST_F(ExportTest, UnknownKernelAndMissingEntriesAreInputErrors) {
+  ExportOptions exported = options();
+  exported.kernels = {"softmax"};  // a spec exists, nothing is stored for it in this best directory
+  try {
+    export_kernels(exported);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("nothing stored for kernel 'softmax'"), std::string::npos) << error.what();
+  }
+  exported = options();
+  exported.out.clear();
+  EXPECT_THROW(export_kernels(exported), InputError);
+}
+
+TEST_F(ExportTest, IncludeStaleKeepsEveryEntry) {
+  ExportOptions exported = options();
+  exported.include_stale = true;
+  std::vector<ExportedKernel> reports = export_kernels(exported);
+  EXPECT_EQ(reports[0].entries, 2);
+  EXPECT_EQ(read_database(exported.out / "database" / "saxpy.json").entries.size(), 2u);
+}
+
+}  // namespace
+}  // namespace kernlathe
