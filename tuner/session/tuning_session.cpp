@@ -22,6 +22,7 @@
 #include "tuner/common/hash.h"
 #include "tuner/record/run_metadata.h"
 #include "tuner/search/strategy.h"
+#include "tuner/space/configuration_checks.h"
 #include "tuner/session/measurer.h"
 
 namespace kernlathe {
@@ -161,6 +162,10 @@ TuneReport tune(const TuneOptions& options) {
   }
   const DeviceProperties& device = measurer->device();
   SpaceEnumerator space(spec.space, run_constants(spec, device));
+  // What `tune validate` checks with a profile, checked again with this device's properties before anything is
+  // compiled or measured: a default or reference configuration that breaks the constraints, unusable buffer counts,
+  // launch geometry or shared memory stop the run here with exit 2, not on the GPU host later.
+  check_spec_configurations(spec, space);
   const std::string arch = device.arch_name();
   const std::string hash = spec_hash(spec, arch);
 
