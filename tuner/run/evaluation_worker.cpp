@@ -17,6 +17,7 @@
 
 #include "tuner/gpu/cublas.h"
 #include "tuner/driver/cuda_driver.h"
+#include "tuner/driver/tensor_map.h"
 #include "tuner/gpu/device.h"
 #include "tuner/gpu/nvml.h"
 #include "tuner/loader/cuda_pipeline_device.h"
@@ -590,69 +591,23 @@ TimeStatistics EvaluationWorker::time_launches(const std::function<void()>& laun
 void EvaluationWorker::encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box,
                                          ParameterSlot& slot) const {
   const WorkerArgument& buffer = setup_.arguments.at(static_cast<std::size_t>(argument.tensor_buffer));
-  const std::size_t rank = argument.tensor_dims.size();
-  if (rank == 0 || rank > 5 || box.box.size() != rank) {
-    throw ConfigurationFailure{Status::launch_error,
-                               fmt::format("tensor map '{}': {} dims and {} box sizes", argument.name, rank, box.box.size())};
-  }
-  CUtensorMapDataType data_type{};
-  switch (buffer.dtype) {
-    case Dtype::f16: data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
-    case Dtype::bf16: data_type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
-    case Dtype::f32: data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
-    case Dtype::f64: data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT64; break;
-    case Dtype::i32: data_type = CU_TENSOR_MAP_DATA_TYPE_INT32; break;
-    case Dtype::u32: data_type = CU_TENSOR_MAP_DATA_TYPE_UINT32; break;
-    case Dtype::i64: data_type = CU_TENSOR_MAP_DATA_TYPE_INT64; break;
-    case Dtype::u8:
-    case Dtype::i8: data_type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
-  }
-  CUtensorMapSwizzle swizzle{};
-  switch (box.swizzle_bytes) {
-    case 0: swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; break;
-    case 32: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
-    case 64: swizzle = CU_TENSOR_MAP_SWIZZLE_64B; break;
-    case 128: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
-    default:
-      throw ConfigurationFailure{Status::launch_error, fmt::format("tensor map '{}': swizzle of {} bytes; use 0, 32, "
-                                                                   "64 or 128", argument.name, box.swizzle_bytes)};
-  }
-  const std::uint64_t element_bytes = dtype_size(buffer.dtype);
-  std::array<cuuint64_t, 5> dims{}, strides{};
-  std::array<cuuint32_t, 5> box_dims{}, element_strides{};
-  std::uint64_t elements = 1, pitch = element_bytes;
-  for (std::size_t axis = 0; axis < rank; ++axis) {
-    if (argument.tensor_dims[axis] < 1 || box.box[axis] < 1 || box.box[axis] > 256) {
-      throw ConfigurationFailure{Status::launch_error,
-                                 fmt::format("tensor map '{}': dimension {} of size {} with a box of {} (boxes hold 1 "
-                                             "to 256 elements per dimension)",
-                                             argument.name, axis, argument.tensor_dims[axis], box.box[axis])};
-    }
-    dims[axis] = static_cast<cuuint64_t>(argument.tensor_dims[axis]);
-    box_dims[axis] = static_cast<cuuint32_t>(box.box[axis]);
-    element_strides[axis] = 1;
-    elements *= dims[axis];
-    // Strides of the outer dimensions, in bytes: a dense row-major layout.
-    if (axis > 0) strides[axis - 1] = pitch;
-    pitch *= dims[axis];
-  }
+  std::uint64_t elements = 1;
+  for (std::int64_t dimension : argument.tensor_dims) elements *= static_cast<std::uint64_t>(std::max<std::int64_t>(dimension, 0));
   if (elements > static_cast<std::uint64_t>(buffer.element_count)) {
     throw ConfigurationFailure{Status::launch_error,
                                fmt::format("tensor map '{}' spans {} elements but buffer '{}' holds {}", argument.name,
                                            elements, buffer.name, buffer.element_count)};
   }
-  auto* map = reinterpret_cast<CUtensorMap*>(slot.bytes);
+  // The same encoding as the runtime library's (tuner/driver/tensor_map.h): a shape the driver refuses, or one out
+  // of range, fails the configuration with the reason.
+  const gpu::TensorMapShape shape{dtype_name(buffer.dtype), argument.tensor_dims, box.box, box.swizzle_bytes};
   const CUdeviceptr address = buffers_.at(static_cast<std::size_t>(argument.tensor_buffer)).data.get();
-  CUresult encoded = cuda_driver().cuTensorMapEncodeTiled(
-      map, data_type, static_cast<cuuint32_t>(rank), reinterpret_cast<void*>(address), dims.data(), strides.data(),
-      box_dims.data(), element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (encoded != CUDA_SUCCESS) {
+  std::string why = gpu::encode_tensor_map(*reinterpret_cast<CUtensorMap*>(slot.bytes), shape, address);
+  if (!why.empty()) {
     std::string box_text;
-    for (std::size_t axis = 0; axis < rank; ++axis) box_text += fmt::format("{}{}", axis ? "x" : "", box.box[axis]);
-    throw ConfigurationFailure{Status::launch_error,
-                               fmt::format("tensor map '{}' (box {}, swizzle {} B) cannot be encoded: {}",
-                                           argument.name, box_text, box.swizzle_bytes, gpu::cuda_error_name(encoded))};
+    for (std::size_t axis = 0; axis < box.box.size(); ++axis) box_text += fmt::format("{}{}", axis ? "x" : "", box.box[axis]);
+    throw ConfigurationFailure{Status::launch_error, fmt::format("tensor map '{}' (box {}, swizzle {} B) cannot be encoded: {}",
+                                                                 argument.name, box_text, box.swizzle_bytes, why)};
   }
 }
 
