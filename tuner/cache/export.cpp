@@ -81,7 +81,7 @@ std::string embedded_source(const std::vector<EmbeddedData>& kernels) {
 }  // namespace
 
 std::vector<ExportedKernel> export_kernels(const ExportOptions& options) {
-  if (options.out.empty()) throw InputError("tune export: -o DIR names no directory");
+  if (options.out.empty()) throw InputError("export: -o DIR names no directory");
   std::vector<ExportedKernel> reports;
   std::vector<EmbeddedData> embedded;
   for (const std::string& kernel : options.kernels) {
@@ -89,17 +89,17 @@ std::vector<ExportedKernel> export_kernels(const ExportOptions& options) {
     report.kernel = kernel;
     std::optional<KernelDatabase> stored = BestCache(options.best_directory).read(kernel);
     if (!stored || stored->entries.empty())
-      throw InputError(fmt::format("tune export: nothing stored for kernel '{}' under {}", kernel, options.best_directory.string()));
+      throw InputError(fmt::format("nothing stored for kernel '{}' under {}", kernel, options.best_directory.string()));
     KernelDatabase database = *stored;
     if (database.description.entry_point.empty()) {
-      throw InputError(fmt::format("tune export: {} holds entries of format 1 and no kernel description; run `tune run "
+      throw InputError(fmt::format("{} holds entries of format 1 and no kernel description; run `tune run "
                                    "{}` to store a current entry", BestCache(options.best_directory).file_for(kernel).string(), kernel));
     }
     // The sources must be the ones the description names: the current template and its includes.
     KernelSpec spec = load_kernel_spec(find_spec((options.specs / (kernel + ".yaml")).string()));
     TemplateSource source = read_template_source(spec.template_file);
     if (template_hash(source) != database.description.template_hash) {
-      throw InputError(fmt::format("tune export: the template of {} changed since its entries were stored (hash {} now, "
+      throw InputError(fmt::format("the template of {} changed since its entries were stored (hash {} now, "
                                    "{} stored); run `tune run {}` again", kernel, template_hash(source),
                                    database.description.template_hash, kernel));
     }
@@ -129,7 +129,7 @@ std::vector<ExportedKernel> export_kernels(const ExportOptions& options) {
       if (!built.insert(plan.embedded_key).second) return;
       CompileResult compiled = compile_cubin(plan.request, compile_directory);
       if (!compiled.ok) {
-        throw TunerError(fmt::format("tune export: {} for {} does not compile: {}\n{}", plan.request.name_expression,
+        throw TunerError(fmt::format("{} for {} does not compile: {}\n{}", plan.request.name_expression,
                                      plan.request.arch, compiled.error, compiled.log));
       }
       std::string cubin = read_binary(compiled.cubin_path);
