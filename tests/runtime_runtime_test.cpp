@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 namespace kernlathe {
@@ -44,7 +45,10 @@ TEST_F(RuntimeFiles, CorruptFileIsReportedAndTheOthersStayUsable) {
   RuntimeOptions options;
   options.databases = {directory_, directory_ / "missing.json"};
   Runtime runtime(options);
-  EXPECT_EQ(runtime.kernels(), std::vector<std::string>{"saxpy"});
+  // Kernels other tests of this binary embedded may be listed too (the registry is process-wide); "broken" is not.
+  std::vector<std::string> kernels = runtime.kernels();
+  EXPECT_NE(std::find(kernels.begin(), kernels.end(), "saxpy"), kernels.end());
+  EXPECT_EQ(std::find(kernels.begin(), kernels.end(), "broken"), kernels.end());
   EXPECT_EQ(runtime.database("saxpy").entries.size(), 1u);
   ASSERT_EQ(runtime.warnings().size(), 2u);
   EXPECT_NE(runtime.warnings()[0].find("broken.json: not valid JSON"), std::string::npos) << runtime.warnings()[0];
@@ -54,7 +58,8 @@ TEST_F(RuntimeFiles, CorruptFileIsReportedAndTheOthersStayUsable) {
     FAIL() << "expected RuntimeError";
   } catch (const RuntimeError& error) {
     std::string message = error.what();
-    EXPECT_NE(message.find("no database knows the kernel 'softmax' (known: saxpy)"), std::string::npos) << message;
+    EXPECT_NE(message.find("no database knows the kernel 'softmax' (known: "), std::string::npos) << message;
+    EXPECT_NE(message.find("saxpy"), std::string::npos) << message;
     EXPECT_NE(message.find("not read: " + (directory_ / "broken.json").string()), std::string::npos) << message;
   }
 }
