@@ -171,6 +171,8 @@ TEST(DatabaseFile, CorruptNewerAndMalformedFilesAreClearErrors) {
     EXPECT_NE(std::string(error.what()).find("format 3, this build of kernlathe reads formats 1 to 2"), std::string::npos);
   }
   EXPECT_THROW(parse_database(R"({"format": 2, "kernel": "scale", "entries": []})", "no description"), DatabaseError);
+  // Found by the database fuzz target: a number JSON cannot hold is an out_of_range exception of the JSON library.
+  EXPECT_THROW(parse_database(R"({"format": 1e663, "kernel": "scale", "entries": []})", "huge"), DatabaseError);
   EXPECT_THROW(read_database("/nonexistent/kernlathe/scale.json"), DatabaseError);
   EXPECT_THROW(parse_problem_text("N=12x"), DatabaseError);
   EXPECT_THROW(parse_problem_text("=5"), DatabaseError);

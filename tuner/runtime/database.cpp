@@ -314,6 +314,8 @@ KernelDatabase parse_database(const std::string& json_text, const std::string& o
     document = json::parse(json_text);
   } catch (const json::parse_error& error) {
     throw DatabaseError(fmt::format("{}: not valid JSON (at byte {}): {}", origin, error.byte, error.what()));
+  } catch (const json::exception& error) {  // a number out of range (1e663) is out_of_range, not parse_error
+    throw DatabaseError(fmt::format("{}: not valid JSON: {}", origin, error.what()));
   }
   try {
     int format = document.value("format", 1);
