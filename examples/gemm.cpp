@@ -13,14 +13,8 @@
 
 #include <kernlathe/runtime.h>
 
-#define CHECK_CUDA(call)                                                                            \
-  do {                                                                                              \
-    cudaError_t status = (call);                                                                    \
-    if (status != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(status)); \
-      std::exit(1);                                                                                 \
-    }                                                                                               \
-  } while (false)
+#include "check_cuda.h"
+
 
 #define CHECK_CUBLAS(call)                                                                   \
   do {                                                                                       \

@@ -10,14 +10,8 @@
 
 #include <kernlathe/runtime.h>
 
-#define CHECK_CUDA(call)                                                                            \
-  do {                                                                                              \
-    cudaError_t status = (call);                                                                    \
-    if (status != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(status)); \
-      std::exit(1);                                                                                 \
-    }                                                                                               \
-  } while (false)
+#include "check_cuda.h"
+
 
 int main(int argc, char** argv) {
   const std::filesystem::path export_dir = argc > 1 ? argv[1] : "export";

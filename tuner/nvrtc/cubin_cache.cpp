@@ -1,5 +1,7 @@
 #include "tuner/nvrtc/cubin_cache.h"
 
+#include <cstdlib>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -134,6 +136,12 @@ CachedCubin CubinCache::store(const std::string& key, std::string_view cubin, co
   write_atomically(directory_ / (key + ".name"), lowered_name);
   write_atomically(entry.cubin_path, cubin);
   return entry;
+}
+
+std::filesystem::path default_cubin_cache_dir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "kernlathe" / "cubins";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "kernlathe" / "cubins";
+  return std::filesystem::temp_directory_path() / "kernlathe-cubins";
 }
 
 }  // namespace kernlathe

@@ -23,6 +23,10 @@ namespace kernlathe {
 
 std::string cache_key(const CompileRequest& request, std::string_view nvrtc_version);
 
+// The cubin cache `tune` and the runtime library share: $XDG_CACHE_HOME/kernlathe/cubins, else
+// ~/.cache/kernlathe/cubins, else <temporary directory>/kernlathe-cubins.
+std::filesystem::path default_cubin_cache_dir();
+
 struct CachedCubin {
   std::filesystem::path cubin_path;
   std::string lowered_name;

@@ -13,6 +13,7 @@
 #include "kernlathe/embedded.h"
 #include "tuner/driver/cuda_driver.h"
 #include "tuner/driver/tensor_map.h"
+#include "tuner/nvrtc/cubin_cache.h"
 #include "tuner/runtime/kernel_plan.h"
 #include "tuner/runtime/program_cache.h"
 #include "tuner/runtime/source_bundle.h"
@@ -37,12 +38,6 @@ const gpu::CudaDriver& driver() {
   } catch (const std::exception& error) {
     throw RuntimeError(error.what());
   }
-}
-
-std::filesystem::path default_cubin_cache() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "kernlathe" / "cubins";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "kernlathe" / "cubins";
-  return {};
 }
 
 double milliseconds_since(std::chrono::steady_clock::time_point start) {
@@ -440,7 +435,7 @@ Runtime::Runtime(RuntimeOptions options) : state_(std::make_unique<State>()) {
     }
   }
   std::filesystem::path cache = state.options.cubin_cache;
-  if (cache.empty()) cache = default_cubin_cache();
+  if (cache.empty()) cache = default_cubin_cache_dir();
   if (cache == "-") cache.clear();
   state.programs = std::make_unique<ProgramCache>(cache, state.options.cubins);
 }

@@ -17,6 +17,7 @@
 #include "tuner/cache/kernel_description.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
+#include "tuner/nvrtc/cubin_cache.h"
 #include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/record/csv_record.h"
 #include "tuner/common/hash.h"
@@ -120,14 +121,6 @@ Constants run_constants(const KernelSpec& spec, const DeviceProperties& device) 
   Constants constants = device_property_values(device);
   for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
   return constants;
-}
-
-std::filesystem::path default_cubin_cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::filesystem::path(xdg) / "kernlathe" / "cubins";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::filesystem::path(home) / ".cache" / "kernlathe" / "cubins";
-  return std::filesystem::temp_directory_path() / "kernlathe-cubins";
 }
 
 std::filesystem::path current_executable() { return std::filesystem::read_symlink("/proc/self/exe"); }

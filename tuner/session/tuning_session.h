@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <filesystem>
+
+#include "tuner/nvrtc/cubin_cache.h"  // default_cubin_cache_dir
 #include <functional>
 #include <map>
 #include <optional>
@@ -96,8 +98,6 @@ std::string spec_hash(const KernelSpec& spec, const std::string& arch);
 // Device properties and problem symbols, the constants of every expression.
 Constants run_constants(const KernelSpec& spec, const DeviceProperties& device);
 
-// The default directory for cubins: $XDG_CACHE_HOME/kernlathe/cubins or ~/.cache/kernlathe/cubins.
-std::filesystem::path default_cubin_cache_dir();
 
 // The path of the running executable (/proc/self/exe).
 std::filesystem::path current_executable();
