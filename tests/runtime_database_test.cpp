@@ -173,6 +173,7 @@ TEST(DatabaseFile, CorruptNewerAndMalformedFilesAreClearErrors) {
   EXPECT_THROW(parse_database(R"({"format": 2, "kernel": "scale", "entries": []})", "no description"), DatabaseError);
   // Found by the database fuzz target: a number JSON cannot hold is an out_of_range exception of the JSON library.
   EXPECT_THROW(parse_database(R"({"format": 1e663, "kernel": "scale", "entries": []})", "huge"), DatabaseError);
+  EXPECT_THROW(parse_database(R"({"format": 8.9e50, "kernel": "scale", "entries": []})", "real"), DatabaseError);
   EXPECT_THROW(read_database("/nonexistent/kernlathe/scale.json"), DatabaseError);
   EXPECT_THROW(parse_problem_text("N=12x"), DatabaseError);
   EXPECT_THROW(parse_problem_text("=5"), DatabaseError);

@@ -19,6 +19,15 @@ using nlohmann::json;
 
 // ---------------------------------------------------------------- JSON <-> values
 
+// An integer field: absent gives fallback; a real or a text is an error (a real out of the integer's range would
+// convert with undefined behaviour: 8.9e50 as a format number, found by the database fuzz target).
+std::int64_t integer_field(const json& object, const char* key, std::int64_t fallback) {
+  auto found = object.find(key);
+  if (found == object.end()) return fallback;
+  if (!found->is_number_integer()) throw DatabaseError(fmt::format("{} is {}, not an integer", key, found->dump()));
+  return found->get<std::int64_t>();
+}
+
 json value_to_json(const Value& value) {
   return std::visit([](const auto& held) { return json(held); }, value);
 }
@@ -116,7 +125,7 @@ KernelDescription description_from_json(const json& object) {
   description.compile_options = object.value("compile_options", std::vector<std::string>{});
   description.arch_specific = object.value("arch_specific", false);
   for (const auto& symbol : object.at("problem"))
-    description.problem.emplace_back(symbol.at("name").get<std::string>(), symbol.at("default").get<std::int64_t>());
+    description.problem.emplace_back(symbol.at("name").get<std::string>(), integer_field(symbol, "default", 0));
   for (const auto& parameter : object.at("parameters")) {
     ParameterDescription described{parameter.at("name").get<std::string>(), parameter.at("type").get<std::string>(), {}};
     for (const auto& value : parameter.at("values")) described.values.push_back(value_from_json(value, "parameter " + described.name));
@@ -187,7 +196,7 @@ DatabaseEntry entry_from_json(const json& object, int format) {
   const json& time = object.at("time");
   entry.time.median_ms = time.at("median_ms").get<double>();
   entry.time.spread = time.value("spread", 0.0);
-  entry.time.samples = time.value("samples", 0);
+  entry.time.samples = static_cast<int>(std::clamp<std::int64_t>(integer_field(time, "samples", 0), 0, 1 << 30));
   entry.tool_version = object.value("tool_version", "");
   return entry;
 }
@@ -318,7 +327,7 @@ KernelDatabase parse_database(const std::string& json_text, const std::string& o
     throw DatabaseError(fmt::format("{}: not valid JSON: {}", origin, error.what()));
   }
   try {
-    int format = document.value("format", 1);
+    const std::int64_t format = integer_field(document, "format", 1);
     if (format > database_format || format < 1) {
       throw DatabaseError(fmt::format("{}: format {}, this build of kernlathe reads formats 1 to {}", origin, format,
                                       database_format));
