@@ -5,8 +5,12 @@
 //      miss with NVRTC (its time reported separately); the CUDA context exists before each clock starts;
 //   3. each exported kernel launched through the runtime at its tuned problem, timed the way `tune` times (warm-up,
 //      CUDA events around batches of launches, median until the spread is under 2% or 1 s), against the time its
-//      database entry recorded.
-// Usage: bench_runtime EXPORT_DIR [KERNEL ...]   (EXPORT_DIR from `tune export`; default: every kernel in it)
+//      database entry recorded;
+//   4. each streamed kernel (--stream KERNEL=PATTERN: its .npy files) through StreamedKernel::run with the tuned
+//      loader settings over as many items as it was tuned on, timed as `tune` times a pass (no checks, one warm-up
+//      pass, the median of five), against the recorded end-to-end time, and with the naive loader for comparison.
+// Usage: bench_runtime EXPORT_DIR [KERNEL ...] [--stream KERNEL=PATTERN ...]
+//   (EXPORT_DIR from `tune export`; default: every kernel in it)
 #include <cuda.h>
 
 #include <algorithm>
@@ -23,6 +27,7 @@
 
 #include "kernlathe/embedded.h"
 #include "kernlathe/runtime.h"
+#include "kernlathe/stream.h"
 #include "tuner/driver/cuda_driver.h"
 #include "tuner/run/element_values.h"
 #include "tuner/run/measurement.h"
@@ -51,7 +56,8 @@ std::string read_file(const std::filesystem::path& path) {
 struct Buffers {
   std::vector<CUdeviceptr> pointers;
   Arguments arguments;
-  explicit Buffers(const Kernel& kernel) {
+  // `skip`: arguments the caller provides (a streamed kernel's input and output).
+  explicit Buffers(const Kernel& kernel, const std::vector<std::string>& skip = {}) {
     const gpu::CudaDriver& cuda = gpu::cuda_driver();
     std::optional<KernelSpec> spec;
     try {
@@ -61,6 +67,7 @@ struct Buffers {
     }
     for (const auto& argument : kernel.application_arguments()) {
       if (argument.description.kind != "buffer") continue;
+      if (std::find(skip.begin(), skip.end(), argument.description.name) != skip.end()) continue;
       std::size_t bytes = static_cast<std::size_t>(argument.count) * argument.element_bytes;
       CUdeviceptr pointer = 0;
       KERNLATHE_CUDA_CHECK(cuda.cuMemAlloc(&pointer, std::max<std::size_t>(bytes, 4)));
@@ -138,7 +145,21 @@ int main(int argc, char** argv) {
   }
   const std::filesystem::path export_dir = argv[1];
   std::vector<std::string> kernels;
-  for (int index = 2; index < argc; ++index) kernels.emplace_back(argv[index]);
+  std::map<std::string, std::string> stream_files;  // streamed kernel -> glob of its items
+  for (int index = 2; index < argc; ++index) {
+    std::string argument = argv[index];
+    if (argument == "--stream" && index + 1 < argc) {
+      std::string pair = argv[++index];
+      std::size_t equals = pair.find('=');
+      if (equals == std::string::npos) {
+        std::fprintf(stderr, "bench_runtime: --stream takes KERNEL=PATTERN, got '%s'\n", pair.c_str());
+        return 2;
+      }
+      stream_files[pair.substr(0, equals)] = pair.substr(equals + 1);
+    } else {
+      kernels.push_back(argument);
+    }
+  }
   if (kernels.empty()) {
     for (const auto& file : std::filesystem::directory_iterator(export_dir / "database")) kernels.push_back(file.path().stem().string());
     std::sort(kernels.begin(), kernels.end());
@@ -290,6 +311,7 @@ int main(int argc, char** argv) {
                 "tune again ms", "ratio");
     for (const std::string& name : kernels) {
       const Kernel& tuned = runtime.kernel(name);
+      if (runtime.database(name).description.stream) continue;  // a batch of items per launch: section 4
       if (!tuned.selection().entry) {
         std::printf("%-16s %-26s (no entry: nothing recorded to compare with)\n", name.c_str(), rung_name(tuned.selection().rung));
         continue;
@@ -305,6 +327,40 @@ int main(int argc, char** argv) {
     }
     KERNLATHE_CUDA_CHECK(cuda.cuStreamDestroy(stream));
     std::filesystem::remove_all(disk_cache);
+
+    // ---- 4. streamed kernels: a whole pass through the pipeline against the recorded pass.
+    if (!stream_files.empty()) {
+      std::printf("\nstreamed through the runtime vs `tune` (the tuned items from the same files; ratio = runtime / tune,"
+                  " median of 5 passes after one warm-up):\n");
+      std::printf("%-22s %-14s %11s %13s %7s %12s %12s %9s\n", "kernel", "rung", "runtime ms", "recorded ms", "ratio",
+                  "items/s", "naive ms", "speed-up");
+    }
+    for (const auto& [name, pattern] : stream_files) {
+      StreamedKernel streamed(runtime, name);
+      const Selection& selection = streamed.kernel().selection();
+      std::int64_t items = streamed.tuned_items();
+      auto source = open_item_files(files_matching(pattern), streamed.input_item(), FileFormat::npy, items);
+      // Every other application argument (the filter): zeros, as the evaluation worker's timing passes do not
+      // depend on its values.
+      Buffers others(streamed.kernel(), {streamed.input_argument(), streamed.output_argument()});
+      auto passes = [&](int count) {
+        std::vector<double> ms;
+        streamed.run(*source, others.arguments, nullptr);  // warm-up: page cache, staging buffers, clocks
+        for (int pass = 0; pass < count; ++pass) ms.push_back(streamed.run(*source, others.arguments, nullptr).seconds * 1e3);
+        std::sort(ms.begin(), ms.end());
+        return ms[ms.size() / 2];
+      };
+      const LoaderSettings tuned_loader = streamed.loader();
+      double tuned_ms = passes(5);
+      streamed.set_loader({false, 1, 1, 1, tuned_loader.batch, 0});
+      double naive_ms = passes(5);
+      streamed.set_loader(tuned_loader);
+      double recorded = selection.entry ? selection.entry->time.median_ms : 0;
+      std::printf("%-22s %-14s %11.2f %13s %7s %12.0f %12.2f %8.1fx   %s\n", name.c_str(), rung_name(selection.rung), tuned_ms,
+                  recorded > 0 ? fmt::format("{:.2f}", recorded).c_str() : "-",
+                  recorded > 0 ? fmt::format("{:.3f}", tuned_ms / recorded).c_str() : "-",
+                  static_cast<double>(items) / (tuned_ms / 1e3), naive_ms, naive_ms / tuned_ms, tuned_loader.to_string().c_str());
+    }
   } catch (const std::exception& error) {
     std::fprintf(stderr, "bench_runtime: %s\n", error.what());
     return 1;

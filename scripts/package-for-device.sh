@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
 rm -rf .device/bin && mkdir -p .device/bin
-for binary in tune test_gpu_device bench_compile bench_runtime examples/kernlathe_gemm_example examples/kernlathe_softmax_example; do
+for binary in tune test_gpu_device bench_compile bench_runtime examples/kernlathe_gemm_example \
+              examples/kernlathe_softmax_example examples/kernlathe_stream_conv3x3_example; do
   if [[ -x "$build/$binary" ]]; then
     strip -o ".device/bin/$(basename "$binary")" "$build/$binary"
   fi

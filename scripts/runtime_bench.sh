@@ -3,7 +3,9 @@
 # the best configuration in results/best (measuring the stored configuration first, so a stale entry is re-measured
 # rather than replaced by a worse one); `tune export` of those kernels; bench_runtime (warm launch overhead, cold
 # start from embedded / exported / disk cache / NVRTC, time through the runtime against the recorded time); the
-# runtime's GPU tests; and the two examples against the export.
+# runtime's GPU tests; and the examples against the export. Streamed kernels (STREAM_KERNELS, default the two
+# conv3x3 streams; their data written by scripts/make_stream_data.sh when missing) are tuned, exported and measured
+# through kernlathe::StreamedKernel the same way, and the streamed example checks every image on the host.
 # Usage (on a GPU host, from anywhere): scripts/runtime_bench.sh BIN_DIR LOG_DIR [SECONDS_PER_KERNEL]
 # RUNTIME_KERNELS (space-separated) replaces the default list of kernels; SKIP_TUNING=1 uses results/best as it is,
 # TUNE_ONLY=1 stops after the tuning runs.
@@ -21,11 +23,21 @@ summary="$logs/summary.txt"
 : >"$summary"
 note() { echo "$*" | tee -a "$summary"; }
 kernels=(${RUNTIME_KERNELS:-saxpy softmax layernorm transpose conv3x3 reduce_sum gemm_bf16})
+streamed=(${STREAM_KERNELS-conv3x3_stream_small conv3x3_stream_large})
+stream_root="${KERNLATHE_STREAM_DATA:-/tmp/kernlathe-stream}"
+declare -A stream_data=([conv3x3_stream_small]="$stream_root/conv3x3_small/images_*.npy"
+                        [conv3x3_stream_large]="$stream_root/conv3x3_large/images_*.npy")
+stream_arguments=()
+if ((${#streamed[@]})); then
+  scripts/make_stream_data.sh small >"$logs/make_stream_data.log" 2>&1 && scripts/make_stream_data.sh large >>"$logs/make_stream_data.log" 2>&1
+  note "stream data: exit $?"
+  for kernel in "${streamed[@]}"; do stream_arguments+=(--stream "$kernel=${stream_data[$kernel]}"); done
+fi
 
 note "date $(date -u +%FT%TZ) commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee -a "$summary"
 
-for kernel in "${kernels[@]}"; do
+for kernel in "${kernels[@]}" "${streamed[@]}"; do
   if [[ "${SKIP_TUNING:-0}" != 1 ]]; then
     "$bin/tune" run "$kernel" --time "${seconds}s" --budget 200 --out "$logs/runs/$kernel" --json \
       >"$logs/tune-$kernel.json" 2>"$logs/tune-$kernel.err"
@@ -38,7 +50,7 @@ done
 [[ "${TUNE_ONLY:-0}" == 1 ]] && exit 0
 
 rm -rf "$logs/export"
-"$bin/tune" export "${kernels[@]}" --arch sm_90 -o "$logs/export" --embed >"$logs/export.log" 2>&1
+"$bin/tune" export "${kernels[@]}" "${streamed[@]}" --arch sm_90 -o "$logs/export" --embed >"$logs/export.log" 2>&1
 note "tune export: exit $? ($(tail -n 1 "$logs/export.log"))"
 # tune measures each stored configuration again in this session (second evaluation of a 2-evaluation run: the
 # default first, then the stored entry's configuration), in a scratch copy of the best cache so nothing stored changes.
@@ -58,13 +70,15 @@ for entry in entries:
             raise SystemExit
 PY
 done
-REMEASURED="$logs/remeasured.txt" "$bin/bench_runtime" "$logs/export" "${kernels[@]}" >"$logs/bench_runtime.txt" 2>&1
+REMEASURED="$logs/remeasured.txt" "$bin/bench_runtime" "$logs/export" "${kernels[@]}" "${stream_arguments[@]}" \
+  >"$logs/bench_runtime.txt" 2>&1
 note "bench_runtime: exit $?"
 cat "$logs/bench_runtime.txt" | tee -a "$summary"
 
-"$bin/test_gpu_device" --gtest_filter='RuntimeOnDevice.*' >"$logs/runtime_gpu_tests.log" 2>&1
+"$bin/test_gpu_device" --gtest_filter='RuntimeOnDevice.*:RuntimeWithoutContext.*:StreamedRuntimeOnDevice.*' \
+  >"$logs/runtime_gpu_tests.log" 2>&1
 note "runtime GPU tests: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$logs/runtime_gpu_tests.log" | tr '\n' ' '))"
-grep '^\[ runtime' "$logs/runtime_gpu_tests.log" | tee -a "$summary"
+grep -E '^\[ (runtime|stream)' "$logs/runtime_gpu_tests.log" | tee -a "$summary"
 
 for example in gemm softmax; do
   if [[ -x "$bin/kernlathe_${example}_example" ]]; then
@@ -73,3 +87,11 @@ for example in gemm softmax; do
     cat "$logs/example-$example.log" | tee -a "$summary"
   fi
 done
+if ((${#streamed[@]})) && [[ -x "$bin/kernlathe_stream_conv3x3_example" ]]; then
+  for mode in tuned naive; do
+    "$bin/kernlathe_stream_conv3x3_example" "$logs/export" "${stream_data[conv3x3_stream_small]}" conv3x3_stream_small \
+      $([[ $mode == naive ]] && echo --naive) >"$logs/example-stream-$mode.log" 2>&1
+    note "example stream_conv3x3 ($mode): exit $?"
+    cat "$logs/example-stream-$mode.log" | tee -a "$summary"
+  done
+fi

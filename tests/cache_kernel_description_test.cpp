@@ -82,11 +82,28 @@ void expect_plan_matches_tuner(const std::string& spec_name, int configurations)
           EXPECT_EQ(planned.box[axis], integer_in(argument.tensor_map->box[axis], bindings, 0)) << argument.name;
       }
     }
+    // Streamed specs: the loader settings `tune` measured this configuration with, and the items it streamed.
+    ASSERT_EQ(plan.stream.has_value(), spec.stream.enabled);
+    if (spec.stream.enabled) {
+      const LoaderExpressions& loader = spec.loader;
+      LoaderSettings expected{integer_in(loader.pinned, bindings, 0) != 0,
+                              static_cast<int>(integer_in(loader.workers, bindings, 1)),
+                              static_cast<int>(integer_in(loader.prefetch, bindings, 1)),
+                              static_cast<int>(integer_in(loader.streams, bindings, 1)),
+                              integer_in(loader.batch, bindings, 1),
+                              integer_in(loader.chunk_bytes, bindings, 0)};
+      EXPECT_EQ(plan.stream->loader, expected) << to_string(spec.space, configuration);
+      std::vector<std::int64_t> shape;
+      for (const Expression& dimension : spec.stream.item_shape) shape.push_back(integer_in(dimension, bindings, 0));
+      EXPECT_EQ(plan.stream->input_item.shape, shape);
+      EXPECT_EQ(plan.stream->tuned_items, integer_in(spec.stream.items, bindings, 0));
+    }
   }
 }
 
 TEST(KernelDescription, RuntimePlanMatchesTheTunerOnShippedSpecs) {
-  for (const char* name : {"saxpy", "softmax", "layernorm", "transpose", "conv3x3", "reduce_sum", "gemm_bf16", "gemm_f32"})
+  for (const char* name : {"saxpy", "softmax", "layernorm", "transpose", "conv3x3", "reduce_sum", "gemm_bf16", "gemm_f32",
+                           "conv3x3_stream_small", "conv3x3_stream_large"})
     expect_plan_matches_tuner(name, 12);
 }
 

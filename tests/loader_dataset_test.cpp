@@ -153,7 +153,7 @@ TEST_F(DatasetTest, TooFewItemsSaysHowManyThereAre) {
     FAIL() << "expected InputError";
   } catch (const InputError& error) {
     EXPECT_NE(std::string(error.what()).find("hold 2 items"), std::string::npos) << error.what();
-    EXPECT_NE(std::string(error.what()).find("asks for 10"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("but 10 are asked for"), std::string::npos) << error.what();
   }
 }
 

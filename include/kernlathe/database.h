@@ -65,6 +65,19 @@ struct ArgumentDescription {
   std::string swizzle;
 };
 
+// Streamed kernels (a spec with a `stream:` section): items arrive batch by batch in the input buffer, results leave
+// from the output buffer, and the loader settings (pinned staging, host workers, prefetch depth, copy streams, batch,
+// copy chunk) are part of the tuned configuration.
+struct StreamDescription {
+  std::string input;                    // the buffer argument a batch of items arrives in
+  std::string output;                   // the buffer argument a batch's results are copied back from
+  std::string dtype;                    // of an input item's elements
+  std::vector<std::string> item_shape;  // of one input item (expressions of problem symbols), outermost first
+  std::string items;                    // items of the tuned workload (expression of problem symbols)
+
+  bool operator==(const StreamDescription&) const = default;
+};
+
 struct KernelDescription {
   std::string kernel;
   std::string template_name;  // "saxpy.cu"
@@ -84,7 +97,9 @@ struct KernelDescription {
   std::vector<ArgumentDescription> arguments;
   ConfigurationValues default_configuration;  // the last rung of the ladder; valid at the default problem
   std::string default_origin;                 // "space defaults", "verification reference" or "first valid"
-  std::map<std::string, std::string> loader;  // streamed specs: loader setting -> expression
+  // Streamed specs: loader setting ("pinned", "workers", "prefetch", "streams", "batch", "chunk_bytes") -> expression
+  std::map<std::string, std::string> loader;
+  std::optional<StreamDescription> stream;  // streamed specs only
 };
 
 struct TimeSummary {

@@ -92,6 +92,7 @@ class Arguments {
 };
 
 class Kernel;
+struct RuntimeAccess;  // the library's own access to the classes' state (tuner/runtime/runtime_access.h)
 
 // A launch with every parameter prepared (tensor maps encoded, scalars converted): launching it is one
 // cuLaunchKernel. Valid while its Kernel lives; the buffers it points to must outlive the launches.
@@ -105,6 +106,7 @@ class BoundLaunch {
 
  private:
   friend class Kernel;
+  friend struct RuntimeAccess;
   struct State;
   std::unique_ptr<State> state_;
 };
@@ -146,6 +148,7 @@ class Kernel {
 
  private:
   friend class Runtime;
+  friend struct RuntimeAccess;
   struct State;
   explicit Kernel(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
@@ -174,6 +177,7 @@ class Runtime {
   const std::vector<std::string>& warnings() const;
 
  private:
+  friend struct RuntimeAccess;
   struct State;
   std::unique_ptr<State> state_;
 };

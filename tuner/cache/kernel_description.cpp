@@ -124,11 +124,20 @@ KernelDescription describe_kernel(const KernelSpec& spec, const SpaceEnumerator&
   }
   description.default_configuration = configuration_values(spec.space, fallback);
 
-  const LoaderSettings& loader = spec.loader;
+  const LoaderExpressions& loader = spec.loader;
   for (const auto& [name, expression] : {std::pair{"pinned", &loader.pinned}, {"workers", &loader.workers},
                                           {"prefetch", &loader.prefetch}, {"streams", &loader.streams},
                                           {"batch", &loader.batch}, {"chunk_bytes", &loader.chunk_bytes}}) {
     if (!expression->empty()) description.loader[name] = expression->to_string();
+  }
+  if (spec.stream.enabled) {
+    StreamDescription stream;
+    stream.input = spec.stream.input_argument;
+    stream.output = spec.stream.output_argument;
+    stream.dtype = dtype_name(spec.stream.dtype);
+    for (const Expression& dimension : spec.stream.item_shape) stream.item_shape.push_back(dimension.to_string());
+    stream.items = spec.stream.items.to_string();
+    description.stream = std::move(stream);
   }
   return description;
 }

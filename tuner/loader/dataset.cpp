@@ -94,7 +94,7 @@ class FileDataset final : public BatchSource {
     if (item_bytes_ == 0) throw InputError("stream items must not be empty: the item shape has a zero dimension");
     std::int64_t available = 0;
     for (const fs::path& path : options.files) {
-      if (available >= items_) break;  // later files are not needed
+      if (items_ > 0 && available >= items_) break;  // later files are not needed
       OpenFile file;
       file.path = path;
       file.descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -138,8 +138,9 @@ class FileDataset final : public BatchSource {
       }
       files_.push_back(std::move(file));
     }
+    if (items_ == 0) items_ = available;
     if (available < items_) {
-      throw InputError(fmt::format("the stream's files hold {} items of {} {} in {} files, but the spec asks for {}",
+      throw InputError(fmt::format("the stream's files hold {} items of {} {} in {} files, but {} are asked for",
                                    available, dtype_name(options.dtype), shape_text(options.item_shape),
                                    options.files.size(), items_));
     }

@@ -73,7 +73,7 @@ struct FileDatasetOptions {
   StreamWorkload::FileFormat format = StreamWorkload::FileFormat::npy;
   Dtype dtype = Dtype::f32;
   std::vector<std::int64_t> item_shape;
-  std::int64_t items = 0;  // items to serve, from the first file on; the files may hold more
+  std::int64_t items = 0;  // items to serve, from the first file on; the files may hold more; 0: all they hold
   // Read through a shared read-only mapping of each file (a memcpy from the page cache, no system call per read)
   // instead of pread. The size is checked before each copy, so a file cut short names the file and the batch;
   // one cut short during that very copy would raise SIGBUS, which pread never does.

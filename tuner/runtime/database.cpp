@@ -95,7 +95,7 @@ json description_to_json(const KernelDescription& description) {
     }
     arguments.push_back(object);
   }
-  return json{{"kernel", description.kernel},
+  json described{{"kernel", description.kernel},
               {"template", description.template_name},
               {"template_hash", description.template_hash},
               {"spec_hash", description.spec_hash},
@@ -112,6 +112,12 @@ json description_to_json(const KernelDescription& description) {
               {"default_configuration", configuration_to_json(description.default_configuration)},
               {"default_origin", description.default_origin},
               {"loader", description.loader}};
+  if (description.stream) {
+    const StreamDescription& stream = *description.stream;
+    described["stream"] = json{{"input", stream.input},   {"output", stream.output}, {"dtype", stream.dtype},
+                               {"item_shape", stream.item_shape}, {"items", stream.items}};
+  }
+  return described;
 }
 
 KernelDescription description_from_json(const json& object) {
@@ -159,6 +165,16 @@ KernelDescription description_from_json(const json& object) {
       configuration_from_json(object.at("default_configuration"), "default_configuration");
   description.default_origin = object.value("default_origin", "");
   description.loader = object.value("loader", std::map<std::string, std::string>{});
+  if (object.contains("stream")) {
+    const json& stream = object.at("stream");
+    StreamDescription described;
+    described.input = stream.at("input").get<std::string>();
+    described.output = stream.at("output").get<std::string>();
+    described.dtype = stream.at("dtype").get<std::string>();
+    described.item_shape = stream.at("item_shape").get<std::vector<std::string>>();
+    described.items = stream.at("items").get<std::string>();
+    description.stream = std::move(described);
+  }
   return description;
 }
 

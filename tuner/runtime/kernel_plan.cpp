@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "kernlathe/runtime.h"
 #include "tuner/common/hash.h"
 #include "tuner/expr/expression.h"
@@ -50,6 +52,64 @@ int enumeration_index(const ParameterDescription& parameter, const Value& value)
     if (expr::operator_equal(parameter.values[index], value)) return static_cast<int>(index);
   }
   return -1;
+}
+
+int argument_index(const KernelPlan& plan, const std::string& name) {
+  for (std::size_t index = 0; index < plan.arguments.size(); ++index)
+    if (plan.arguments[index].description.name == name) return static_cast<int>(index);
+  return -1;
+}
+
+// The pipeline's buffers, the item layouts and the loader settings of the selected configuration. Settings the
+// description leaves out take the naive value, as in `tune`.
+StreamPlan plan_stream(const KernelDatabase& database, const KernelPlan& plan, const PlanScope& scope) {
+  const StreamDescription& stream = *database.description.stream;
+  const std::string& kernel = database.kernel;
+  StreamPlan planned;
+  planned.input_argument = argument_index(plan, stream.input);
+  planned.output_argument = argument_index(plan, stream.output);
+  for (const auto& [role, index, name] : {std::tuple{"input", planned.input_argument, stream.input},
+                                          std::tuple{"output", planned.output_argument, stream.output}}) {
+    if (index < 0 || plan.arguments[static_cast<std::size_t>(index)].description.kind != "buffer" ||
+        plan.arguments[static_cast<std::size_t>(index)].description.scratch)
+      throw RuntimeError(fmt::format("{}: the stream's {} '{}' is not a buffer argument of the kernel", kernel, role, name));
+    for (const ArgumentPlan& argument : plan.arguments) {
+      if (argument.description.kind == "tensor_map" && argument.description.buffer == name)
+        throw RuntimeError(fmt::format("{}: tensor map '{}' describes the stream's {} buffer, which changes per batch; "
+                                       "the runtime cannot stream it", kernel, argument.description.name, role));
+    }
+  }
+  planned.input_item.dtype = stream.dtype;
+  if (dtype_bytes(stream.dtype) == 0) throw RuntimeError(fmt::format("{}: the stream's dtype '{}' is unknown", kernel, stream.dtype));
+  for (const std::string& dimension : stream.item_shape) {
+    planned.input_item.shape.push_back(scope.integer(dimension, kernel + ": stream item shape"));
+    if (planned.input_item.shape.back() < 1)
+      throw RuntimeError(fmt::format("{}: stream item dimension '{}' is {}", kernel, dimension, planned.input_item.shape.back()));
+  }
+  const ArgumentPlan& input = plan.arguments[static_cast<std::size_t>(planned.input_argument)];
+  if (input.count != planned.input_item.elements() || input.element_bytes != dtype_bytes(stream.dtype))
+    throw RuntimeError(fmt::format("{}: an item ({} {} elements) is not what the input buffer '{}' holds per item ({} {})",
+                                   kernel, planned.input_item.elements(), stream.dtype, input.description.name, input.count,
+                                   input.description.dtype));
+  const ArgumentPlan& output = plan.arguments[static_cast<std::size_t>(planned.output_argument)];
+  planned.output_item = {output.description.dtype, {output.count}};
+  planned.tuned_items = stream.items.empty() ? 0 : scope.integer(stream.items, kernel + ": stream items");
+
+  const auto& loader = database.description.loader;
+  auto setting = [&](const char* name, std::int64_t naive) {
+    auto found = loader.find(name);
+    return found == loader.end() ? naive : scope.integer(found->second, fmt::format("{}: loader setting {}", kernel, name));
+  };
+  planned.loader.pinned = setting("pinned", 0) != 0;
+  planned.loader.workers = static_cast<int>(setting("workers", 1));
+  planned.loader.prefetch = static_cast<int>(setting("prefetch", 1));
+  planned.loader.streams = static_cast<int>(setting("streams", 1));
+  planned.loader.batch = setting("batch", 1);
+  planned.loader.chunk_bytes = setting("chunk_bytes", 0);
+  if (planned.loader.workers < 1 || planned.loader.prefetch < 1 || planned.loader.streams < 1 || planned.loader.batch < 1 ||
+      planned.loader.chunk_bytes < 0)
+    throw RuntimeError(fmt::format("{}: loader settings {} are out of range", kernel, planned.loader.to_string()));
+  return planned;
 }
 
 }  // namespace
@@ -168,6 +228,7 @@ KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& sou
     for (const std::string& size : argument.box) planned.box.push_back(scope.integer(size, what + " box"));
     planned.swizzle_bytes = scope.integer(argument.swizzle, what + " swizzle");
   }
+  if (description.stream) plan.stream = plan_stream(database, plan, scope);
   return plan;
 }
 

@@ -6,10 +6,12 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernlathe/database.h"
+#include "kernlathe/stream.h"
 #include "tuner/nvrtc/compile_request.h"
 
 namespace kernlathe {
@@ -26,6 +28,16 @@ struct ArgumentPlan {
   int buffer_index = -1;
 };
 
+// Streamed kernels: which arguments the pipeline owns, what an item is, and the loader settings of the selection.
+struct StreamPlan {
+  int input_argument = -1;   // index into KernelPlan::arguments
+  int output_argument = -1;
+  ItemLayout input_item;     // the description's dtype and item shape
+  ItemLayout output_item;    // the output buffer's dtype; one dimension, its count (per item)
+  std::int64_t tuned_items = 0;  // items of the workload the kernel was tuned on
+  LoaderSettings loader;
+};
+
 struct KernelPlan {
   Selection selection;
   Problem problem;  // the requested problem, completed with the kernel's defaults
@@ -35,6 +47,7 @@ struct KernelPlan {
   std::array<std::int64_t, 3> block{1, 1, 1};
   std::int64_t dynamic_shared_bytes = 0;
   std::vector<ArgumentPlan> arguments;  // in the kernel's parameter order
+  std::optional<StreamPlan> stream;     // streamed kernels only
 };
 
 // Selects a configuration and evaluates the kernel's expressions for it. Throws RuntimeError (kernlathe/runtime.h)

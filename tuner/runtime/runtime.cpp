@@ -16,6 +16,7 @@
 #include "tuner/nvrtc/cubin_cache.h"
 #include "tuner/runtime/kernel_plan.h"
 #include "tuner/runtime/program_cache.h"
+#include "tuner/runtime/runtime_access.h"
 #include "tuner/runtime/source_bundle.h"
 
 namespace kernlathe {
@@ -499,5 +500,18 @@ std::vector<std::string> Runtime::kernels() const {
 
 const KernelDatabase& Runtime::database(const std::string& name) { return state_->database_of(name); }
 const std::vector<std::string>& Runtime::warnings() const { return state_->warnings; }
+
+// ---------------------------------------------------------------- RuntimeAccess
+
+const KernelPlan& RuntimeAccess::plan(const Kernel& kernel) { return kernel.state_->plan; }
+CUfunction RuntimeAccess::function(const Kernel& kernel) { return kernel.state_->function; }
+CUcontext RuntimeAccess::context(Runtime& runtime) {
+  runtime.state_->prepare_thread();
+  return runtime.state_->primary_context;
+}
+const std::vector<void*>& RuntimeAccess::parameters(const BoundLaunch& launch) {
+  if (!launch.state_) throw RuntimeError("parameters of an empty BoundLaunch");
+  return launch.state_->parameters;
+}
 
 }  // namespace kernlathe

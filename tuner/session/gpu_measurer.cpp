@@ -58,7 +58,7 @@ Configuration reference_configuration(const KernelSpec& spec, const SpaceEnumera
 
 // Streamed specs (tuner/loader): the loader settings of one configuration, from the spec's loader expressions;
 // an empty expression takes the naive value.
-loader::LoaderConfiguration loader_configuration(const LoaderSettings& settings, const Bindings& bindings) {
+loader::LoaderConfiguration loader_configuration(const LoaderExpressions& settings, const Bindings& bindings) {
   loader::LoaderConfiguration loader;
   auto integer = [&](const Expression& expression, std::int64_t naive) {
     return expression.empty() ? naive : evaluate_integer_in(expression, bindings, naive);

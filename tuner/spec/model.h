@@ -171,7 +171,7 @@ struct Baseline {
 
 // Loader settings (streamed workloads) are kept as plain key -> text pairs until the loader issue gives them
 // a model; an empty section is the normal case.
-struct LoaderSettings {
+struct LoaderExpressions {
   std::map<std::string, std::string> settings;
 
   // Typed loader settings, read from the same `loader:` section when the spec has a `stream:` section: each an
@@ -225,7 +225,7 @@ struct KernelSpec {
   Metrics metrics;
   Baseline baseline;
   Space space;
-  LoaderSettings loader;
+  LoaderExpressions loader;
   StreamWorkload stream;  // enabled only when the spec has a `stream:` section
 };
 

@@ -110,7 +110,7 @@ StreamWorkload read_stream(const Document& document, const YAML::Node& node, con
 }
 
 // The typed loader settings of a streamed spec; every key is an expression of parameters.
-void read_loader_settings(const Document& document, const YAML::Node& node, LoaderSettings& loader) {
+void read_loader_settings(const Document& document, const YAML::Node& node, LoaderExpressions& loader) {
   Fields fields(document, node, "loader");
   fields.allow_only({"pinned", "workers", "prefetch", "streams", "batch", "chunk_bytes"});
   auto read = [&](const char* key, Expression& target) {

@@ -23,7 +23,7 @@ std::optional<std::string> file_pattern_problem(std::string_view pattern);
 StreamWorkload read_stream(const Document& document, const YAML::Node& node, const std::vector<Argument>& arguments);
 
 // The typed loader settings of a streamed spec; every key is an expression of parameters.
-void read_loader_settings(const Document& document, const YAML::Node& node, LoaderSettings& loader);
+void read_loader_settings(const Document& document, const YAML::Node& node, LoaderExpressions& loader);
 
 // Item count and shape are fixed per problem (the dataset is); loader settings may read parameters.
 void check_stream_names(const KernelSpec& spec);
