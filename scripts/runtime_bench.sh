@@ -8,7 +8,8 @@
 # through kernlathe::StreamedKernel the same way, and the streamed example checks every image on the host.
 # Usage (on a GPU host, from anywhere): scripts/runtime_bench.sh BIN_DIR LOG_DIR [SECONDS_PER_KERNEL]
 # RUNTIME_KERNELS (space-separated) replaces the default list of kernels; SKIP_TUNING=1 uses results/best as it is,
-# TUNE_ONLY=1 stops after the tuning runs.
+# TUNE_ONLY=1 stops after the tuning runs; STREAM_SECONDS sets the streamed kernels' tuning time (an evaluation of
+# one takes ~1 s: several passes over 512 MiB to 1 GiB of files). The entries stored are copied to LOG_DIR/best.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-build}"
@@ -39,7 +40,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 
 for kernel in "${kernels[@]}" "${streamed[@]}"; do
   if [[ "${SKIP_TUNING:-0}" != 1 ]]; then
-    "$bin/tune" run "$kernel" --time "${seconds}s" --budget 200 --out "$logs/runs/$kernel" --json \
+    kernel_seconds="$seconds"
+    [[ " ${streamed[*]} " == *" $kernel "* ]] && kernel_seconds="${STREAM_SECONDS:-$seconds}"
+    "$bin/tune" run "$kernel" --time "${kernel_seconds}s" --budget 200 --out "$logs/runs/$kernel" --json \
       >"$logs/tune-$kernel.json" 2>"$logs/tune-$kernel.err"
     note "tune run $kernel: exit $? $(python3 -c "
 import json; r = json.load(open('$logs/tune-$kernel.json')); b = r['best'][0]
@@ -47,6 +50,8 @@ print('evaluated', r.get('evaluated'), 'best %.4f ms' % b['median_ms'], 'stored'
   fi
 done
 
+mkdir -p "$logs/best"
+for kernel in "${kernels[@]}" "${streamed[@]}"; do cp "results/best/$kernel.json" "$logs/best/" 2>/dev/null; done
 [[ "${TUNE_ONLY:-0}" == 1 ]] && exit 0
 
 rm -rf "$logs/export"
@@ -55,7 +60,7 @@ note "tune export: exit $? ($(tail -n 1 "$logs/export.log"))"
 # tune measures each stored configuration again in this session (second evaluation of a 2-evaluation run: the
 # default first, then the stored entry's configuration), in a scratch copy of the best cache so nothing stored changes.
 : >"$logs/remeasured.txt"
-for kernel in "${kernels[@]}"; do
+for kernel in "${kernels[@]}" "${streamed[@]}"; do
   rm -rf "$logs/remeasure-best" && cp -r results/best "$logs/remeasure-best"
   "$bin/tune" run "$kernel" --budget 2 --best-dir "$logs/remeasure-best" --out "$logs/remeasure/$kernel" --json \
     >"$logs/remeasure-$kernel.json" 2>/dev/null
@@ -81,7 +86,9 @@ note "runtime GPU tests: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$logs/runtim
 grep -E '^\[ (runtime|stream)' "$logs/runtime_gpu_tests.log" | tee -a "$summary"
 
 for example in gemm softmax; do
-  if [[ -x "$bin/kernlathe_${example}_example" ]]; then
+  exported="$example"
+  [[ $example == gemm ]] && exported=gemm_bf16
+  if [[ -x "$bin/kernlathe_${example}_example" && -f "$logs/export/database/$exported.json" ]]; then
     "$bin/kernlathe_${example}_example" "$logs/export" >"$logs/example-$example.log" 2>&1
     note "example $example: exit $?"
     cat "$logs/example-$example.log" | tee -a "$summary"

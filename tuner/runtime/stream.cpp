@@ -185,19 +185,25 @@ StreamReport StreamedKernel::run(const ItemSource& source, const Arguments& argu
   batch_kernel.input_parameter = plan.input_argument;
   batch_kernel.output_parameter = plan.output_argument;
 
-  // The first exception a consumer throws stops the pipeline (as a failed check does) and is rethrown here.
+  // The first exception a consumer throws stops the pipeline (as a failed check does) and is rethrown here. Without
+  // a consumer the pipeline gets no check at all: the completer then frees each slot itself instead of handing it to
+  // a host worker first, as in `tune`'s timed passes (H200, conv3x3_stream_small: 18.0 ms a pass with an empty
+  // check, 13.3 ms recorded by tune without one).
   std::mutex consumer_mutex;
   std::exception_ptr consumer_error;
-  loader::BatchCheck check = [&](const loader::BatchRange& batch, std::span<const std::byte> results) -> std::optional<std::string> {
-    try {
-      if (consume) consume(ItemBatch{batch.index, batch.first_item, batch.item_count}, results);
-      return std::nullopt;
-    } catch (...) {
-      std::lock_guard hold(consumer_mutex);
-      if (!consumer_error) consumer_error = std::current_exception();
-      return fmt::format("the consumer of batch {} threw", batch.index);
-    }
-  };
+  loader::BatchCheck check;
+  if (consume) {
+    check = [&](const loader::BatchRange& batch, std::span<const std::byte> results) -> std::optional<std::string> {
+      try {
+        consume(ItemBatch{batch.index, batch.first_item, batch.item_count}, results);
+        return std::nullopt;
+      } catch (...) {
+        std::lock_guard hold(consumer_mutex);
+        if (!consumer_error) consumer_error = std::current_exception();
+        return fmt::format("the consumer of batch {} threw", batch.index);
+      }
+    };
+  }
 
   SourceAdapter adapter(source);
   loader::PipelineResult result;
