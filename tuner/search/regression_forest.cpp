@@ -77,6 +77,7 @@ struct RegressionForest::Builder {
   Split best_split_on(int feature, std::size_t begin, std::size_t end) const {
     const std::vector<std::size_t>& order = sorted[static_cast<std::size_t>(feature)];
     const std::vector<double>& values = columns[static_cast<std::size_t>(feature)];
+    if (constant_in(static_cast<std::size_t>(feature), begin, end)) return {};
     double total = 0;
     for (std::size_t i = begin; i < end; ++i) total += targets[order[i]];
     Split best;
@@ -93,6 +94,13 @@ struct RegressionForest::Builder {
       if (best.feature < 0 || score > best.score) best = {feature, 0.5 * (below + above), score};
     }
     return best;
+  }
+
+  // Whether feature f takes one value over the node: its range in sorted[f] starts and ends with the same value.
+  // Such a feature stays constant in every node below, where no cut on it is possible whichever members its range
+  // holds, so its array is no longer partitioned.
+  bool constant_in(std::size_t f, std::size_t begin, std::size_t end) const {
+    return columns[f][sorted[f][begin]] == columns[f][sorted[f][end - 1]];
   }
 
   // Moves the samples of [begin, end) that go left to its front, both parts in their order; returns where the
@@ -141,7 +149,8 @@ struct RegressionForest::Builder {
     const std::vector<double>& values = columns[static_cast<std::size_t>(best.feature)];
     const auto goes_left = [&](std::size_t sample) { return values[sample] <= best.threshold; };
     const std::size_t middle = partition(members, begin, end, goes_left);
-    for (std::vector<std::size_t>& array : sorted) partition(array, begin, end, goes_left);
+    for (std::size_t f = 0; f < sorted.size(); ++f)
+      if (!constant_in(f, begin, end)) partition(sorted[f], begin, end, goes_left);
     const int left_child = grow(tree, begin, middle, depth + 1);
     const int right_child = grow(tree, middle, end, depth + 1);
     Node& node = tree[static_cast<std::size_t>(node_index)];
