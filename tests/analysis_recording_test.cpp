@@ -129,8 +129,11 @@ TEST(Recording, AFolderStandsForEveryRecordBelowIt) {
   TemporaryFolder folder("analysis-recording");
   write_record(folder.path() / "toy" / "sm_90" / "N=64", toy_parameters(), {measured(toy(64, "row", false), 2.0)}, "B");
   write_record(folder.path() / "toy" / "sm_80" / "N=64", toy_parameters(), {measured(toy(64, "row", false), 3.0)}, "A");
-  const std::vector<Recording> recordings = load_recordings({folder.path()});
+  std::vector<std::filesystem::path> read;
+  const std::vector<Recording> recordings =
+      load_recordings({folder.path()}, [&](const std::filesystem::path& file) { read.push_back(file); });
   ASSERT_EQ(recordings.size(), 2u);
+  EXPECT_EQ(read, (std::vector<std::filesystem::path>{recordings[0].source, recordings[1].source}));
   EXPECT_EQ(recordings[0].device, "A");  // sorted by path: sm_80 first
   EXPECT_EQ(recordings[1].device, "B");
   EXPECT_EQ(recordings[0].family, recordings[1].family);

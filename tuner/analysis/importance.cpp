@@ -16,7 +16,7 @@ namespace {
 
 // What the main effects and pairs leave of a forest's variance is taken over the whole product of values up to
 // this many combinations, and over this many random combinations beyond.
-constexpr std::size_t variance_points = 4096;
+constexpr std::size_t variance_points = 2048;
 // Fewer valid configurations than this leave a forest of a handful of leaves: no importance is reported.
 constexpr std::size_t minimum_samples = 8;
 

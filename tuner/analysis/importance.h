@@ -12,7 +12,7 @@
 // of a tree is a box, and the mean of a tree over a product of value sets is a sum over its leaves weighted by the
 // share of each parameter's values the box holds. The components are orthogonal, so the variance of f is the sum
 // of these variances plus that of the remainder (effects of three or more parameters together); only the remainder
-// is estimated, over the whole product when it has at most 4096 combinations and over 4096 combinations drawn from
+// is estimated, over the whole product when it has at most 2048 combinations and over 2048 combinations drawn from
 // it otherwise. Shares therefore never add up to more than 1.
 //
 // Uncertainty: the valid configurations are resampled with replacement and a forest fitted to each resample; a

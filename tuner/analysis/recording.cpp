@@ -175,7 +175,9 @@ void note_unusable_times(Recording& recording) {
                                           unusable));
 }
 
-void collect(const std::filesystem::path& path, std::vector<Recording>& recordings) {
+using ReadingProgress = std::function<void(const std::filesystem::path&)>;
+
+void collect(const std::filesystem::path& path, std::vector<Recording>& recordings, const ReadingProgress& reading) {
   std::error_code error;
   const auto status = std::filesystem::status(path, error);
   if (!std::filesystem::exists(status)) throw InputError(SourceLocation{path.string()}, "no such file or folder");
@@ -189,9 +191,10 @@ void collect(const std::filesystem::path& path, std::vector<Recording>& recordin
       throw InputError(SourceLocation{path.string()},
                        "the folder holds no record (evaluations.csv) and no T4 file (*.T4.json, *.T4.json.gz)");
     std::sort(found.begin(), found.end());
-    for (const auto& file : found) collect(file, recordings);
+    for (const auto& file : found) collect(file, recordings, reading);
     return;
   }
+  if (reading && (is_t4_file_name(path) || path.extension() == ".csv")) reading(path);
   if (is_t4_file_name(path)) {
     recordings.push_back(load_t4_recording(path, default_t1_for(path)));
   } else if (path.extension() == ".csv") {
@@ -347,9 +350,9 @@ Recording load_t4_recording(const std::filesystem::path& t4_file, const std::fil
   return recording;
 }
 
-std::vector<Recording> load_recordings(const std::vector<std::filesystem::path>& paths) {
+std::vector<Recording> load_recordings(const std::vector<std::filesystem::path>& paths, const ReadingProgress& reading) {
   std::vector<Recording> recordings;
-  for (const auto& path : paths) collect(path, recordings);
+  for (const auto& path : paths) collect(path, recordings, reading);
   return recordings;
 }
 

@@ -8,6 +8,7 @@
 // changed can still be analysed.
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,9 @@ double numeric_value(const Parameter& parameter, const Value& value);
 // Every recording the paths name, in the order given; a folder gives the evaluations.csv and *.T4.json(.gz) files
 // below it, sorted by path. InputError (exit 2) naming the path for a missing path, a file that is neither a record
 // nor a T4 file, a folder that holds none, a record or T4 file that cannot be read, and a recording in which no
-// configuration ran correctly.
-std::vector<Recording> load_recordings(const std::vector<std::filesystem::path>& paths);
+// configuration ran correctly. reading (when given) is told each file before it is read.
+std::vector<Recording> load_recordings(const std::vector<std::filesystem::path>& paths,
+                                       const std::function<void(const std::filesystem::path&)>& reading = {});
 
 // One project record: csv is an evaluations.csv (or <stem>.csv with <stem>.run.json beside it). Only rows of the
 // newest run's spec hash are taken (others measured another version of the kernel; a note counts them).

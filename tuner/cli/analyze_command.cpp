@@ -24,8 +24,8 @@ void AnalyzeCommand::add_to(CLI::App& command) {
 int AnalyzeCommand::run() const {
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::filesystem::path> paths(results.begin(), results.end());
-  std::vector<Recording> recordings = load_recordings(paths);
-  fmt::print(stderr, "read {} recording{}\n", recordings.size(), recordings.size() == 1 ? "" : "s");
+  std::vector<Recording> recordings =
+      load_recordings(paths, [](const std::filesystem::path& file) { fmt::print(stderr, "reading {}\n", file.string()); });
 
   ImportanceOptions options;
   options.seed = seed;
