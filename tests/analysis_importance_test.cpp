@@ -103,6 +103,7 @@ TEST(ParameterImportance, TwoOfEightParametersMatterAndRankFirst) {
   const ImportanceResult result = analyse_importance(landscape.names, landscape.features, landscape.times, options);
   ASSERT_TRUE(result.not_computed.empty()) << result.not_computed;
   ASSERT_EQ(result.parameters.size(), 8u);
+  EXPECT_EQ(result.interactions.size(), 28u);  // every pair
   EXPECT_EQ(result.resamples, 16);
   EXPECT_EQ(result.samples, 1500u);
   std::vector<std::string> top = {result.parameters[0].parameter, result.parameters[1].parameter};

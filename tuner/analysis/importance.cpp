@@ -280,7 +280,6 @@ ImportanceResult analyse_importance(const std::vector<std::string>& names,
     }
   std::stable_sort(interactions.begin(), interactions.end(),
                    [](const auto& a, const auto& b) { return a.share.mean > b.share.mean; });
-  if (interactions.size() > options.interactions) interactions.resize(options.interactions);
   result.interactions = std::move(interactions);
   return result;
 }

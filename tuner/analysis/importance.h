@@ -37,7 +37,6 @@ struct ImportanceOptions {
   std::uint64_t seed = 1;    // the same seed gives the same figures, whatever the number of threads
   int trees = 16;            // per forest
   double interval = 0.90;    // central interval of the resampled values
-  std::size_t interactions = 5;  // strongest pairs reported
   unsigned threads = 0;      // resamples fitted in parallel; 0: one thread per core
 };
 
@@ -64,7 +63,7 @@ struct ImportanceResult {
   int resamples = 0;
   double interval = 0;
   std::vector<ParameterImportance> parameters;      // ranked by mean main effect, largest first
-  std::vector<InteractionImportance> interactions;  // the strongest pairs, largest first
+  std::vector<InteractionImportance> interactions;  // every pair, largest first
   std::vector<std::string> constant_parameters;     // one value among the valid configurations: not analysed
   Estimate explained;        // main effects and all pairs together
   std::string not_computed;  // why nothing was computed (too few valid configurations); empty otherwise

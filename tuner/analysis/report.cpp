@@ -9,6 +9,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// The text lists the strongest pairs; --json has them all.
+constexpr std::size_t interactions_shown = 5;
+
 Json value_json(const Value& value) {
   return std::visit([](const auto& alternative) -> Json { return alternative; }, value);
 }
@@ -228,9 +231,12 @@ void recording_text(std::string& out, const Recording& recording, const Recordin
                        importance.explained.low, importance.explained.high);
     if (!importance.interactions.empty()) {
       out += "strongest interactions (variance of the two-way effect beyond the main effects, same share)\n";
-      for (const InteractionImportance& pair : importance.interactions)
+      const std::size_t shown = std::min(importance.interactions.size(), interactions_shown);
+      for (std::size_t i = 0; i < shown; ++i) {
+        const InteractionImportance& pair = importance.interactions[i];
         out += fmt::format("  {:<28} {:>11.3f}  [{:.3f}, {:.3f}]\n", pair.first + " x " + pair.second, pair.share.mean,
                            pair.share.low, pair.share.high);
+      }
     }
   }
 
@@ -262,8 +268,10 @@ void recording_text(std::string& out, const Recording& recording, const Recordin
     for (const FailureExplanation& explanation : analysis.failures) {
       std::vector<std::string> counts;
       for (const auto& [status, count] : explanation.statuses) counts.push_back(fmt::format("{} {}", count, status_name(status)));
-      out += fmt::format("  {} {} ({}){}\n", explanation.count, failure_kind_noun(explanation.kind), fmt::join(counts, ", "),
-                         explanation.example_message.empty() ? "" : fmt::format(", e.g. \"{}\"", explanation.example_message.substr(0, 80)));
+      // The first line of the first message: compile errors carry the first lines of the log.
+      const std::string example = explanation.example_message.substr(0, explanation.example_message.find('\n'));
+      out += fmt::format("  {} {} ({}){}\n", explanation.count, failure_kind_noun(explanation.kind),
+                         fmt::join(counts, ", "), example.empty() ? "" : fmt::format(", e.g. \"{:.100}\"", example));
       if (explanation.suggestions.empty()) out += "    no single-parameter or product constraint excludes any of them\n";
       for (const ConstraintSuggestion& suggestion : explanation.suggestions)
         out += fmt::format("    {}\n", suggestion.sentence(explanation.kind));

@@ -37,7 +37,8 @@ int AnalyzeCommand::run() const {
   if (json) {
     nlohmann::ordered_json output = report_to_json(report);
     output["seconds"] = seconds;
-    fmt::print("{}\n", output.dump(2));
+    // Recorded messages are the compiler's and the driver's text: bytes that are not UTF-8 are replaced, not fatal.
+    fmt::print("{}\n", output.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
   } else {
     fmt::print("{}", report_to_text(report));
   }
