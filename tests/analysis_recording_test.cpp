@@ -83,8 +83,10 @@ TEST(Recording, RowsOfAnOlderSpecHashAreLeftOut) {
   const auto csv = write_record(folder.path(), toy_parameters(),
                                 {measured(toy(128, "row", false), 3.0), measured(toy(256, "col", false), 4.0)},
                                 "NVIDIA H200", "toy", "N=64", "new");
+  // A third run, stopped before its first evaluation, records no row: the newest run with rows counts.
+  write_record(folder.path(), toy_parameters(), {}, "NVIDIA B200", "toy", "N=64", "newer");
   const Recording recording = load_project_record(csv);
-  EXPECT_EQ(recording.device, "NVIDIA H200");  // the newest run
+  EXPECT_EQ(recording.device, "NVIDIA H200");
   ASSERT_EQ(recording.evaluations.size(), 2u);
   EXPECT_DOUBLE_EQ(recording.evaluations[0].time.median_ms, 3.0);
   ASSERT_EQ(recording.notes.size(), 1u);

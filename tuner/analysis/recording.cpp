@@ -265,15 +265,14 @@ Recording load_project_record(const std::filesystem::path& csv) {
   recording.source = csv;
   if (rows.empty()) throw InputError(SourceLocation{csv.string()}, "the record holds a header but no rows: nothing to analyse");
 
-  // The newest run's spec hash decides which rows measured the kernel as it is described; without run.json, the
-  // hash of the last row.
+  // The newest run with rows decides which rows measured the kernel as it is described (a run stopped before its
+  // first evaluation has none); without run.json, the hash of the last row.
   std::string hash = rows.back().hash;
   const RunMetadata* run = nullptr;
-  for (auto it = runs.rbegin(); it != runs.rend(); ++it)
-    if (!it->spec_hash.empty()) {
+  for (auto it = runs.rbegin(); it != runs.rend() && run == nullptr; ++it)
+    if (std::any_of(rows.begin(), rows.end(), [&](const RecordedEvaluation& row) { return row.hash == it->spec_hash; })) {
       hash = it->spec_hash;
       run = &*it;
-      break;
     }
   std::vector<Evaluation> evaluations;
   std::size_t other_hash = 0;

@@ -51,7 +51,8 @@ std::vector<Recording> load_recordings(const std::vector<std::filesystem::path>&
                                        const std::function<void(const std::filesystem::path&)>& reading = {});
 
 // One project record: csv is an evaluations.csv (or <stem>.csv with <stem>.run.json beside it). Only rows of the
-// newest run's spec hash are taken (others measured another version of the kernel; a note counts them).
+// spec hash of the newest run that recorded any are taken (others measured another version of the kernel; a note
+// counts them).
 Recording load_project_record(const std::filesystem::path& csv);
 
 // One T4 file with its T1 space.
