@@ -81,14 +81,6 @@ TEST(Landscape, ValuesNeverRecordedAndConstantParametersAreLeftOut) {
   EXPECT_EQ(summary.main_effects[0].values.size(), 3u);
 }
 
-TEST(Landscape, QuantilesInterpolateBetweenOrderStatistics) {
-  EXPECT_DOUBLE_EQ(quantile_of_sorted({}, 0.5), 0);
-  EXPECT_DOUBLE_EQ(quantile_of_sorted({3}, 0.25), 3);
-  EXPECT_DOUBLE_EQ(quantile_of_sorted({1, 2, 3, 4}, 0.5), 2.5);
-  EXPECT_DOUBLE_EQ(quantile_of_sorted({1, 2, 3, 4}, 0.25), 1.75);
-  EXPECT_DOUBLE_EQ(quantile_of_sorted({1, 2, 3, 4}, 1.0), 4);
-}
-
 TEST(Landscape, NoValidConfigurationIsAnError) {
   Recording recording = tiny();
   recording.evaluations.resize(0);

@@ -59,6 +59,8 @@ class CandidateSearch {
   }
 
   std::vector<Candidate> run() {
+    std::vector<bool> size_like(parameters_.size());
+    for (std::size_t p = 0; p < parameters_.size(); ++p) size_like[p] = is_size_like(p);
     for (std::size_t p = 0; p < parameters_.size(); ++p) {
       const std::vector<Tally> by_value = tallies_by_value(p);
       const auto recorded = std::count_if(by_value.begin(), by_value.end(),
@@ -70,7 +72,7 @@ class CandidateSearch {
     for (std::size_t p = 0; p < parameters_.size(); ++p)
       for (std::size_t q = p + 1; q < parameters_.size(); ++q) {
         value_pairs(p, q);
-        if (size_like(p) && size_like(q)) product_thresholds(p, q);
+        if (size_like[p] && size_like[q]) product_thresholds(p, q);
       }
     return std::move(candidates_);
   }
@@ -159,7 +161,7 @@ class CandidateSearch {
 
   // Sizes (tile, block and vector widths), whose products are resource limits: integers of three or more values.
   // A product with a 0/1 flag reads as a disguised "or" and is left to the value pairs.
-  bool size_like(std::size_t p) const {
+  bool is_size_like(std::size_t p) const {
     return all_integers(parameters_[p]) && distinct_recorded(p) >= 3;
   }
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "tuner/analysis/landscape.h"
+#include "tuner/search/benchmark.h"
 
 namespace kernlathe {
 namespace {
@@ -34,10 +34,9 @@ Extent extent_in(const std::vector<double>& domain, double lower, double upper) 
 
 Estimate estimate_of(std::vector<double> values, double interval) {
   if (values.empty()) return {};
-  std::sort(values.begin(), values.end());
   const double tail = (1 - interval) / 2;
   return {std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size()),
-          quantile_of_sorted(values, tail), quantile_of_sorted(values, 1 - tail)};
+          quantile_of(values, tail), quantile_of(values, 1 - tail)};
 }
 
 }  // namespace

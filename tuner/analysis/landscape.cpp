@@ -6,16 +6,9 @@
 
 #include <fmt/format.h>
 
-namespace kernlathe {
+#include "tuner/search/benchmark.h"
 
-double quantile_of_sorted(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double position = std::clamp(q, 0.0, 1.0) * static_cast<double>(sorted.size() - 1);
-  const auto below = static_cast<std::size_t>(std::floor(position));
-  const std::size_t above = std::min(below + 1, sorted.size() - 1);
-  const double fraction = position - static_cast<double>(below);
-  return sorted[below] + fraction * (sorted[above] - sorted[below]);
-}
+namespace kernlathe {
 
 LandscapeSummary summarize_landscape(const Recording& recording) {
   LandscapeSummary summary;
@@ -39,7 +32,7 @@ LandscapeSummary summarize_landscape(const Recording& recording) {
   std::sort(times.begin(), times.end());
   summary.best_ms = times.front();
   summary.worst_ms = times.back();
-  summary.median_ms = quantile_of_sorted(times, 0.5);
+  summary.median_ms = quantile_of(times, 0.5);
   summary.best_configuration = best->configuration;
   summary.within_5_percent = static_cast<std::size_t>(
       std::upper_bound(times.begin(), times.end(), summary.best_ms * 1.05) - times.begin());
@@ -72,9 +65,9 @@ LandscapeSummary summarize_landscape(const Recording& recording) {
       std::sort(value_times.begin(), value_times.end());
       ValueEffect value{parameter.values[v], value_times.size(), failed_by_value[v]};
       if (!value_times.empty()) {
-        value.median_ms = quantile_of_sorted(value_times, 0.5);
-        value.lower_quartile_ms = quantile_of_sorted(value_times, 0.25);
-        value.upper_quartile_ms = quantile_of_sorted(value_times, 0.75);
+        value.median_ms = quantile_of(value_times, 0.5);
+        value.lower_quartile_ms = quantile_of(value_times, 0.25);
+        value.upper_quartile_ms = quantile_of(value_times, 0.75);
         value.best_ms = value_times.front();
       }
       effect.values.push_back(value);

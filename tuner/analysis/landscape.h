@@ -48,7 +48,4 @@ struct LandscapeSummary {
 // The recording must hold a valid configuration (load_recordings makes sure of it); TunerError otherwise.
 LandscapeSummary summarize_landscape(const Recording& recording);
 
-// The q-quantile (0..1) of sorted values, interpolated linearly between order statistics; 0 for no values.
-double quantile_of_sorted(const std::vector<double>& sorted, double q);
-
 }  // namespace kernlathe

@@ -20,10 +20,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-bool ends_with(const std::string& text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::optional<std::int64_t> parse_integer(const std::string& text) {
   std::int64_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -227,7 +223,7 @@ double numeric_value(const Parameter& parameter, const Value& value) {
 
 bool is_t4_file_name(const std::filesystem::path& path) {
   const std::string name = path.filename().string();
-  return ends_with(name, ".T4.json") || ends_with(name, ".T4.json.gz");
+  return name.ends_with(".T4.json") || name.ends_with(".T4.json.gz");
 }
 
 Recording load_project_record(const std::filesystem::path& csv) {
