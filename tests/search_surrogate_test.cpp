@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -91,6 +92,42 @@ TEST(RegressionForest, SameGeneratorStateSamePredictionsAndEmptyFitPredictsZero)
   empty.fit({}, {}, options, random);
   EXPECT_EQ(empty.predict({1, 2, 3}).mean, 0.0);
   EXPECT_EQ(empty.predict({1, 2, 3}).spread, 0.0);
+}
+
+TEST(RegressionForest, LeafBoxesPartitionTheFeatureSpaceAndCarryThePredictions) {
+  // Target x0 * x1 on a 6 x 4 grid: every tree cuts both features, so leaves are bounded boxes in the middle.
+  std::vector<std::vector<double>> samples;
+  std::vector<double> targets;
+  for (int x0 = 0; x0 < 6; ++x0)
+    for (int x1 = 0; x1 < 4; ++x1) {
+      samples.push_back({static_cast<double>(x0), static_cast<double>(x1)});
+      targets.push_back(x0 * x1);
+    }
+  RegressionForest forest;
+  std::mt19937_64 random(3);
+  forest.fit(samples, targets, exact_options(), random);
+  EXPECT_EQ(forest.feature_count(), 2u);
+  for (std::size_t tree = 0; tree < forest.tree_count(); ++tree) {
+    const auto leaves = forest.leaf_boxes(tree);
+    EXPECT_GT(leaves.size(), 6u) << "tree " << tree;
+    // Each grid point lies in exactly one box, and that box's value is the tree's prediction there.
+    for (const std::vector<double>& point : samples) {
+      int containing = 0;
+      for (const auto& leaf : leaves) {
+        ASSERT_EQ(leaf.lower.size(), 2u);
+        if (leaf.lower[0] < point[0] && point[0] <= leaf.upper[0] && leaf.lower[1] < point[1] &&
+            point[1] <= leaf.upper[1]) {
+          ++containing;
+          EXPECT_DOUBLE_EQ(leaf.value, forest.predict_with_tree(point, tree));
+        }
+      }
+      EXPECT_EQ(containing, 1) << "point " << point[0] << ", " << point[1];
+    }
+  }
+  // The outermost boxes are open towards infinity.
+  const auto leaves = forest.leaf_boxes(0);
+  EXPECT_TRUE(std::any_of(leaves.begin(), leaves.end(), [](const auto& leaf) { return std::isinf(leaf.lower[0]); }));
+  EXPECT_TRUE(std::any_of(leaves.begin(), leaves.end(), [](const auto& leaf) { return std::isinf(leaf.upper[1]); }));
 }
 
 Parameter parameter_of(const std::string& name, std::vector<Value> values, ParameterType type) {

@@ -15,6 +15,7 @@
 
 #include "tuner/cache/best_cache.h"
 #include "tuner/cache/export.h"
+#include "tuner/cli/analyze_command.h"
 #include "tuner/cli/replay_command.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
@@ -602,6 +603,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* replay = app.add_subcommand("replay", "benchmark search strategies on recorded data (no GPU)");
   replay_command.add_to(*replay);
 
+  AnalyzeCommand analyze_command;
+  CLI::App* analyze = app.add_subcommand("analyze", "which parameters matter on which GPU, from recorded data (no GPU)");
+  analyze_command.add_to(*analyze);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -621,6 +626,7 @@ int run_cli(int argc, char** argv) {
   if (run->parsed()) return run_command.run();
   if (best->parsed()) return best_command.run();
   if (replay->parsed()) return replay_command.run();
+  if (analyze->parsed()) return analyze_command.run();
   if (export_app->parsed()) return export_command.run();
   return exit_bad_input;
 }

@@ -35,6 +35,17 @@ class RegressionForest {
   // One tree's prediction, tree < tree_count(): a draw from the forest's belief (Thompson sampling).
   double predict_with_tree(const std::vector<double>& features, std::size_t tree) const;
   std::size_t tree_count() const { return trees_.size(); }
+  std::size_t feature_count() const { return feature_count_; }
+
+  // A leaf of one tree seen as a box of feature space: every sample that reaches it has lower[j] < features[j]
+  // <= upper[j] (infinite where no split bounds feature j). The functional ANOVA of tuner/analysis integrates the
+  // forest over these boxes instead of sampling it.
+  struct LeafBox {
+    std::vector<double> lower;
+    std::vector<double> upper;
+    double value = 0;
+  };
+  std::vector<LeafBox> leaf_boxes(std::size_t tree) const;
 
  private:
   struct Node {
@@ -48,6 +59,7 @@ class RegressionForest {
 
   struct Builder;
   std::vector<Tree> trees_;
+  std::size_t feature_count_ = 0;
 };
 
 }  // namespace kernlathe

@@ -20,7 +20,7 @@ constexpr std::uint64_t whole_space_limit = 20000;
 constexpr std::size_t sampled_candidates = 2000;
 constexpr std::size_t polished_centres = 5;
 // Observations beyond this many (the fastest kept, failures first to go) are left out of a fit, which costs
-// O(n log n) per tree and node level.
+// O(n log n) per feature to sort, then O(n) per feature, tree and node level.
 constexpr std::size_t model_limit = 500;
 // 16 trees: half the fitting time of 32, which did no better; leaves of one sample (see surrogate.h). On the
 // convolution landscapes leaves of one with the space-filling design took the median evaluations to within 5%
