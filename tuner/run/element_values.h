@@ -1,20 +1,15 @@
 #pragma once
 // Host-side element values of every Dtype: initial contents of buffers, the poison pattern, and conversions used to
-// report mismatches. f16 and bf16 are converted by hand (round to nearest, ties to even), so no CUDA header is
-// needed and the conversions are tested on any machine.
+// report mismatches (f16 and bf16 through tuner/common/float16.h, so no CUDA header is needed).
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "tuner/common/float16.h"
 #include "tuner/spec/model.h"
 
 namespace kernlathe {
-
-std::uint16_t float_to_half_bits(float value);
-float half_bits_to_float(std::uint16_t bits);
-std::uint16_t float_to_bfloat16_bits(float value);
-float bfloat16_bits_to_float(std::uint16_t bits);
 
 // Writes value converted to dtype at destination (dtype_size(dtype) bytes). Integers take the floor of value,
 // clamped to the type's range, so uniform [low, high) over integers gives each integer in range equal weight.

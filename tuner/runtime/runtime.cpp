@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "kernlathe/embedded.h"
+#include "tuner/common/float16.h"
 #include "tuner/driver/cuda_driver.h"
 #include "tuner/driver/tensor_map.h"
 #include "tuner/nvrtc/cubin_cache.h"
@@ -45,7 +46,7 @@ double milliseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Writes a scalar of the argument's dtype; f16 and bf16 scalars are not supported by the runtime.
+// Writes a scalar of the argument's dtype (f16 and bf16 rounded to nearest even).
 void store_scalar(const ArgumentDescription& argument, const Value& value, std::byte* destination, const std::string& kernel) {
   double number = 0;
   std::int64_t integer = 0;
@@ -57,6 +58,8 @@ void store_scalar(const ArgumentDescription& argument, const Value& value, std::
   const std::string& dtype = argument.dtype;
   if (dtype == "f32") store(static_cast<float>(number));
   else if (dtype == "f64") store(number);
+  else if (dtype == "f16") store(float_to_half_bits(static_cast<float>(number)));
+  else if (dtype == "bf16") store(float_to_bfloat16_bits(static_cast<float>(number)));
   else if (dtype == "i32") store(static_cast<std::int32_t>(integer));
   else if (dtype == "u32") store(static_cast<std::uint32_t>(integer));
   else if (dtype == "i64") store(integer);
