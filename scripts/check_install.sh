@@ -14,6 +14,15 @@ cmake -S "$source_dir/examples" -B "$work/examples" -G Ninja -DCMAKE_PREFIX_PATH
 cmake --build "$work/examples" >/dev/null
 test -x "$work/examples/kernlathe_gemm_example"
 test -x "$work/examples/kernlathe_softmax_example"
+test -x "$work/examples/kernlathe_stream_conv3x3_example"
+# The runtime links no CUDA library of its own: the driver and NVRTC are opened at run time (the examples link the
+# CUDA runtime and cuBLAS for their own allocations and checks, which need neither).
+for example in "$work"/examples/kernlathe_*_example; do
+  if readelf -d "$example" | grep -E 'NEEDED.*(libcuda\.so|libnvrtc)'; then
+    echo "check_install: $(basename "$example") needs libcuda or libnvrtc at load time" >&2
+    exit 1
+  fi
+done
 # A version the package does not satisfy is refused.
 mkdir -p "$work/too_new"
 printf 'cmake_minimum_required(VERSION 3.25)\nproject(x LANGUAGES CXX)\nfind_package(kernlathe 9.0 CONFIG REQUIRED)\n' > "$work/too_new/CMakeLists.txt"

@@ -1,7 +1,5 @@
 #include "tuner/nvrtc/nvrtc_compiler.h"
 
-#include <nvrtc.h>
-
 #include <chrono>
 #include <memory>
 #include <sstream>
@@ -10,6 +8,7 @@
 
 #include "tuner/common/error.h"
 #include "tuner/nvrtc/cubin_cache.h"
+#include "tuner/nvrtc/nvrtc_library.h"
 
 namespace kernlathe {
 
@@ -21,20 +20,20 @@ namespace {
     nvrtcResult tuner_nvrtc_result = (call);                                                                  \
     if (tuner_nvrtc_result != NVRTC_SUCCESS) {                                                                \
       throw TunerError(fmt::format("{}:{}: {} failed: {}", __FILE__, __LINE__, #call,                         \
-                                   nvrtcGetErrorString(tuner_nvrtc_result)));                                 \
+                                   nvrtc().nvrtcGetErrorString(tuner_nvrtc_result)));                                 \
     }                                                                                                         \
   } while (false)
 
 struct ProgramDeleter {
-  void operator()(nvrtcProgram program) const { nvrtcDestroyProgram(&program); }
+  void operator()(nvrtcProgram program) const { nvrtc().nvrtcDestroyProgram(&program); }
 };
 using ProgramHandle = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, ProgramDeleter>;
 
 std::string program_log(nvrtcProgram program) {
   std::size_t size = 0;
-  KERNLATHE_NVRTC_CHECK(nvrtcGetProgramLogSize(program, &size));
+  KERNLATHE_NVRTC_CHECK(nvrtc().nvrtcGetProgramLogSize(program, &size));
   std::string log(size, '\0');
-  KERNLATHE_NVRTC_CHECK(nvrtcGetProgramLog(program, log.data()));
+  KERNLATHE_NVRTC_CHECK(nvrtc().nvrtcGetProgramLog(program, log.data()));
   while (!log.empty() && log.back() == '\0') log.pop_back();
   return log;
 }
@@ -47,34 +46,34 @@ void compile_into(const CompileRequest& request, const CubinCache& cache, Compil
     header_contents.push_back(contents.c_str());
   }
   nvrtcProgram raw_program = nullptr;
-  KERNLATHE_NVRTC_CHECK(nvrtcCreateProgram(&raw_program, request.source.c_str(), request.source_name.c_str(),
+  KERNLATHE_NVRTC_CHECK(nvrtc().nvrtcCreateProgram(&raw_program, request.source.c_str(), request.source_name.c_str(),
                                        static_cast<int>(header_names.size()), header_contents.data(),
                                        header_names.data()));
   ProgramHandle program(raw_program);
-  KERNLATHE_NVRTC_CHECK(nvrtcAddNameExpression(raw_program, request.name_expression.c_str()));
+  KERNLATHE_NVRTC_CHECK(nvrtc().nvrtcAddNameExpression(raw_program, request.name_expression.c_str()));
 
   std::vector<const char*> options;
   for (const std::string& option : request.options) options.push_back(option.c_str());
-  nvrtcResult compiled = nvrtcCompileProgram(raw_program, static_cast<int>(options.size()), options.data());
+  nvrtcResult compiled = nvrtc().nvrtcCompileProgram(raw_program, static_cast<int>(options.size()), options.data());
   result.log = program_log(raw_program);
   if (compiled != NVRTC_SUCCESS) {
     // NVRTC_ERROR_INVALID_OPTION and friends come with an empty log; say which failure it was.
-    result.error = result.log.empty() ? fmt::format("nvrtcCompileProgram failed: {}", nvrtcGetErrorString(compiled))
+    result.error = result.log.empty() ? fmt::format("nvrtcCompileProgram failed: {}", nvrtc().nvrtcGetErrorString(compiled))
                                       : first_error_lines(result.log);
     return;
   }
 
   const char* lowered_name = nullptr;
-  KERNLATHE_NVRTC_CHECK(nvrtcGetLoweredName(raw_program, request.name_expression.c_str(), &lowered_name));
+  KERNLATHE_NVRTC_CHECK(nvrtc().nvrtcGetLoweredName(raw_program, request.name_expression.c_str(), &lowered_name));
   std::size_t cubin_size = 0;
-  KERNLATHE_NVRTC_CHECK(nvrtcGetCUBINSize(raw_program, &cubin_size));
+  KERNLATHE_NVRTC_CHECK(nvrtc().nvrtcGetCUBINSize(raw_program, &cubin_size));
   if (cubin_size == 0) {
     result.error = fmt::format("NVRTC produced no cubin; is {} a real architecture (sm_XX, not compute_XX)?",
                                request.arch);
     return;
   }
   std::string cubin(cubin_size, '\0');
-  KERNLATHE_NVRTC_CHECK(nvrtcGetCUBIN(raw_program, cubin.data()));
+  KERNLATHE_NVRTC_CHECK(nvrtc().nvrtcGetCUBIN(raw_program, cubin.data()));
 
   CachedCubin entry = cache.store(result.key, cubin, lowered_name);
   result.lowered_name = entry.lowered_name;
@@ -87,7 +86,7 @@ void compile_into(const CompileRequest& request, const CubinCache& cache, Compil
 std::string nvrtc_version() {
   int major = 0;
   int minor = 0;
-  KERNLATHE_NVRTC_CHECK(nvrtcVersion(&major, &minor));
+  KERNLATHE_NVRTC_CHECK(nvrtc().nvrtcVersion(&major, &minor));
   return fmt::format("{}.{}", major, minor);
 }
 

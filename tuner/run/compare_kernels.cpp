@@ -1,7 +1,7 @@
 #include "tuner/run/compare_kernels.h"
 
 #include <fmt/format.h>
-#include <nvrtc.h>
+#include "tuner/nvrtc/nvrtc_library.h"
 
 namespace kernlathe {
 namespace {
@@ -79,7 +79,7 @@ KERNLATHE_COMPARE_KERNEL(i64, long long)
 
 void check_nvrtc(nvrtcResult result, const char* call) {
   if (result != NVRTC_SUCCESS) {
-    throw TunerError(fmt::format("compare kernels: {} failed: {}", call, nvrtcGetErrorString(result)));
+    throw TunerError(fmt::format("compare kernels: {} failed: {}", call, nvrtc().nvrtcGetErrorString(result)));
   }
 }
 
@@ -91,25 +91,25 @@ std::string compare_kernel_name(Dtype dtype) { return "compare_" + dtype_name(dt
 
 std::vector<char> compile_compare_kernels(int arch_major, int arch_minor) {
   nvrtcProgram program = nullptr;
-  check_nvrtc(nvrtcCreateProgram(&program, source, "tuner_compare.cu", 0, nullptr, nullptr), "nvrtcCreateProgram");
+  check_nvrtc(nvrtc().nvrtcCreateProgram(&program, source, "tuner_compare.cu", 0, nullptr, nullptr), "nvrtcCreateProgram");
   std::string architecture = fmt::format("--gpu-architecture=sm_{}{}", arch_major, arch_minor);
   const char* options[] = {architecture.c_str(), "--std=c++17"};
-  nvrtcResult compiled = nvrtcCompileProgram(program, 2, options);
+  nvrtcResult compiled = nvrtc().nvrtcCompileProgram(program, 2, options);
   std::vector<char> cubin;
   if (compiled != NVRTC_SUCCESS) {
     std::size_t log_size = 0;
-    nvrtcGetProgramLogSize(program, &log_size);
+    nvrtc().nvrtcGetProgramLogSize(program, &log_size);
     std::string log(log_size, '\0');
-    nvrtcGetProgramLog(program, log.data());
-    nvrtcDestroyProgram(&program);
+    nvrtc().nvrtcGetProgramLog(program, log.data());
+    nvrtc().nvrtcDestroyProgram(&program);
     throw TunerError(fmt::format("compare kernels failed to compile for sm_{}{}: {}\n{}", arch_major, arch_minor,
-                                 nvrtcGetErrorString(compiled), log));
+                                 nvrtc().nvrtcGetErrorString(compiled), log));
   }
   std::size_t cubin_size = 0;
-  check_nvrtc(nvrtcGetCUBINSize(program, &cubin_size), "nvrtcGetCUBINSize");
+  check_nvrtc(nvrtc().nvrtcGetCUBINSize(program, &cubin_size), "nvrtcGetCUBINSize");
   cubin.resize(cubin_size);
-  check_nvrtc(nvrtcGetCUBIN(program, cubin.data()), "nvrtcGetCUBIN");
-  nvrtcDestroyProgram(&program);
+  check_nvrtc(nvrtc().nvrtcGetCUBIN(program, cubin.data()), "nvrtcGetCUBIN");
+  nvrtc().nvrtcDestroyProgram(&program);
   return cubin;
 }
 
