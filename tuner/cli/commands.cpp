@@ -16,6 +16,7 @@
 #include "tuner/cache/best_cache.h"
 #include "tuner/cache/export.h"
 #include "tuner/cli/analyze_command.h"
+#include "tuner/cli/t4_command.h"
 #include "tuner/cli/replay_command.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
@@ -607,6 +608,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* analyze = app.add_subcommand("analyze", "which parameters matter on which GPU, from recorded data (no GPU)");
   analyze_command.add_to(*analyze);
 
+  T4Command t4_command;
+  CLI::App* t4 = app.add_subcommand("t4", "write records as community T4 result files with their T1 spaces (no GPU)");
+  t4_command.add_to(*t4);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -627,6 +632,7 @@ int run_cli(int argc, char** argv) {
   if (best->parsed()) return best_command.run();
   if (replay->parsed()) return replay_command.run();
   if (analyze->parsed()) return analyze_command.run();
+  if (t4->parsed()) return t4_command.run();
   if (export_app->parsed()) return export_command.run();
   return exit_bad_input;
 }
