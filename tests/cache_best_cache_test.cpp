@@ -108,6 +108,15 @@ TEST_F(BestCacheTest, FasterReplacesSlowerDoesNotStaleIsReplaced) {
   EXPECT_EQ(cache.read("saxpy")->entries.size(), 1u);
 }
 
+TEST_F(BestCacheTest, ACallerThatMeasuredBothSideBySideDecides) {
+  // A final round measured the stored configuration beside the new one: its figures replace a lucky stored time.
+  BestCache cache(directory_);
+  ASSERT_TRUE(cache.update(description(), entry(1024, 0.40)));
+  EXPECT_FALSE(cache.update(description(), entry(1024, 0.45)));
+  EXPECT_TRUE(cache.update(description(), entry(1024, 0.45), BestCache::Replace::always));
+  EXPECT_EQ(lookup(cache, "saxpy", "sm_90", 1024)->time.median_ms, 0.45);
+}
+
 TEST_F(BestCacheTest, OneEntryPerDeviceArchAndProblemSortedInAReadableFile) {
   BestCache cache(directory_);
   cache.update(description(), entry(4096, 1.0, "hash-a", "sm_90"));

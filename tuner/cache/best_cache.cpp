@@ -104,7 +104,7 @@ std::filesystem::path BestCache::file_for(const std::string& kernel) const {
   return directory_ / (kernel + ".json");
 }
 
-bool BestCache::update(const KernelDescription& description, const DatabaseEntry& entry) {
+bool BestCache::update(const KernelDescription& description, const DatabaseEntry& entry, Replace replace) {
   std::filesystem::path file = file_for(description.kernel);
   std::filesystem::create_directories(directory_);
   std::filesystem::path lock_path = file;
@@ -119,7 +119,7 @@ bool BestCache::update(const KernelDescription& description, const DatabaseEntry
   });
   if (existing != database.entries.end()) {
     bool stale = !stale_reason(database, *existing).empty();
-    if (!stale && !(entry.time.median_ms < existing->time.median_ms)) return false;
+    if (!stale && replace == Replace::when_faster && !(entry.time.median_ms < existing->time.median_ms)) return false;
     *existing = entry;
   } else {
     database.entries.push_back(entry);

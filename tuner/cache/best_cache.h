@@ -20,11 +20,15 @@ class BestCache {
  public:
   explicit BestCache(std::filesystem::path directory);
 
+  // when_faster: the caller knows only the stored figure. always: the caller measured the stored configuration
+  // beside the new one in the same run (a final round) and decided.
+  enum class Replace { when_faster, always };
+
   // Stores entry, with description as the kernel's description, when the database has no entry for the entry's
-  // (device, arch, problem), when entry is faster, or when the stored entry is stale (another spec hash, or an entry
-  // of format 1). Returns whether it stored. Creates the directory when missing. A kernel name that cannot be a
-  // file name -> InputError.
-  bool update(const KernelDescription& description, const DatabaseEntry& entry);
+  // (device, arch, problem), when entry is faster (or `replace` is always), or when the stored entry is stale
+  // (another spec hash, or an entry of format 1). Returns whether it stored. Creates the directory when missing. A
+  // kernel name that cannot be a file name -> InputError.
+  bool update(const KernelDescription& description, const DatabaseEntry& entry, Replace replace = Replace::when_faster);
 
   // The kernel's database, nullopt when there is no file. A corrupt file or one of a newer format -> InputError
   // naming the file.

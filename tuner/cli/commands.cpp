@@ -267,6 +267,8 @@ struct RunCommand {
   bool no_cubin_cache = false;
   double timeout = 10;
   std::string best_dir = "results/best";
+  int final_candidates = 5;
+  int final_rounds = 3;
 
   int run() const {
     TuneOptions options;
@@ -290,6 +292,8 @@ struct RunCommand {
     options.use_cubin_cache = !no_cubin_cache;
     options.timeout_seconds = timeout;
     options.best_cache_dir = best_dir;
+    options.final_candidates = final_candidates;
+    options.final_rounds = final_rounds;
     options.show_progress = true;
     if (!common.arch.empty() && replay.empty())
       throw InputError("--arch applies to --replay only: `tune run` measures on the real GPU");
@@ -337,13 +341,18 @@ struct RunCommand {
     }
     // With a baseline the ratio that matters is the fraction of it; otherwise the fraction of the copy ceiling.
     const bool baseline = report.baseline_ms > 0;
-    fmt::print("\n{:<4} {:>11} {:>9} {:>9} {:>8} {:>9} {:>9}  {}\n", "rank", "median ms", "GB/s", "GFLOP/s",
-               baseline ? "of base" : "of copy", "vs dflt", "vs median", "configuration");
+    if (report.final_rounds > 0)
+      fmt::print("\nranked by the final round: the mean of {} interleaved rounds with its 95% interval\n", report.final_rounds);
+    fmt::print("\n{:<4} {:>11} {:>21} {:>9} {:>9} {:>8} {:>9} {:>9}  {}\n", "rank", "time ms", "95% interval", "GB/s",
+               "GFLOP/s", baseline ? "of base" : "of copy", "vs dflt", "vs median", "configuration");
     for (std::size_t i = 0; i < report.best.size(); ++i) {
       const RankedResult& r = report.best[i];
       const double fraction = baseline ? r.fraction_of_baseline : r.fraction_of_ceiling;
-      fmt::print("{:<4} {:>11} {:>9.1f} {:>9.1f} {:>8} {:>9} {:>9.2f}  {}\n", i + 1, format_ms(r.evaluation.time.median_ms),
-                 r.gbps, r.gflops, fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-",
+      const std::string interval =
+          r.final_round ? fmt::format("[{}, {}]", format_ms(r.final_round->low_ms), format_ms(r.final_round->high_ms)) : "-";
+      fmt::print("{:<4} {:>11} {:>21} {:>9.1f} {:>9.1f} {:>8} {:>9} {:>9.2f}  {}\n", i + 1,
+                 format_ms(r.evaluation.time.median_ms), interval, r.gbps, r.gflops,
+                 fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-",
                  r.speedup_over_default > 0 ? fmt::format("{:.2f}x", r.speedup_over_default) : "-",
                  r.speedup_over_median, configuration_text(report, r.evaluation));
     }
@@ -353,6 +362,7 @@ struct RunCommand {
     if (report.streamed) print_stream_breakdown(report);
     if (!report.records.empty()) fmt::print("records: {}\n", report.records.string());
     if (report.best_cache_updated) fmt::print("best configuration stored in the cache under results/best\n");
+    if (!report.best_cache_decision.empty()) fmt::print("best cache: {}\n", report.best_cache_decision);
   }
 
   // Streamed specs (tuner/loader): where each pass's time went, for the top configurations and the default (the
@@ -418,6 +428,8 @@ struct RunCommand {
     }
     output["stop_reason"] = report.stop_reason;
     output["best_cache_updated"] = report.best_cache_updated;
+    output["final_rounds"] = report.final_rounds;
+    if (!report.best_cache_decision.empty()) output["best_cache_decision"] = report.best_cache_decision;
     output["records"] = report.records.string();
     if (report.default_evaluation) output["default_time_ms"] = report.default_evaluation->time.median_ms;
     output["median_time_ms"] = report.median_time_ms;
@@ -438,6 +450,11 @@ struct RunCommand {
                       {"speedup_over_default", r.speedup_over_default},
                       {"speedup_over_median", r.speedup_over_median}});
       if (report.streamed) best.back()["stream"] = stream_json(r.evaluation.stream);
+      best.back()["search_median_ms"] = r.search_median_ms;
+      if (r.final_round) {
+        best.back()["final_round"] = {{"mean_ms", r.final_round->mean_ms}, {"low_ms", r.final_round->low_ms},
+                                      {"high_ms", r.final_round->high_ms}, {"round_ms", r.final_round->round_ms}};
+      }
     }
     output["best"] = best;
     if (report.streamed && report.default_evaluation) output["default_stream"] = stream_json(report.default_evaluation->stream);
@@ -581,6 +598,11 @@ int run_cli(int argc, char** argv) {
   run->add_flag("--no-cubin-cache", run_command.no_cubin_cache, "compile every configuration afresh");
   run->add_option("--timeout", run_command.timeout, "seconds a configuration may run before it is killed");
   run->add_option("--best-dir", run_command.best_dir, "best-configuration cache directory");
+  run->add_option("--final", run_command.final_candidates,
+                  "final round: the N best of the search, the default and the stored configuration measured again, "
+                  "interleaved (default 5; 0: no final round)")
+      ->check(CLI::Range(0, 100));
+  run->add_option("--final-rounds", run_command.final_rounds, "rounds of the final round (default 3)")->check(CLI::Range(1, 50));
 
   BestCommand best_command;
   CLI::App* best = app.add_subcommand("best", "print the stored best configurations of a kernel");

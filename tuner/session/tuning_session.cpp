@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "tuner/cache/best_cache.h"
+#include "tuner/session/final_round.h"
 #include "tuner/cache/kernel_description.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
@@ -263,6 +264,7 @@ TuneReport tune(const TuneOptions& options) {
   if (default_is_valid) enqueue(default_configuration);
   // Then the configuration the best cache holds for this device and problem, stale or not: a short run after an edit
   // of the template measures the old winner again instead of risking a worse entry (replays store nothing).
+  std::optional<Configuration> stored_configuration;  // the best cache's configuration for this device and problem
   if (!replay && options.update_best_cache) {
     std::optional<KernelDatabase> stored;
     try {
@@ -275,7 +277,10 @@ TuneReport tune(const TuneOptions& options) {
     for (const DatabaseEntry& entry : stored ? stored->entries : std::vector<DatabaseEntry>{}) {
       if (entry.device_name != device.name || entry.arch != arch || entry.problem != problem) continue;
       std::optional<Configuration> previous = configuration_from_values(spec.space, entry.configuration);
-      if (previous && space.is_valid(*previous)) enqueue(*previous);
+      if (previous && space.is_valid(*previous)) {
+        enqueue(*previous);
+        stored_configuration = previous;
+      }
     }
   }
   refill();
@@ -358,6 +363,68 @@ TuneReport tune(const TuneOptions& options) {
   add_verified(results);
   std::stable_sort(ok.begin(), ok.end(),
                    [](const Evaluation* a, const Evaluation* b) { return a->time.median_ms < b->time.median_ms; });
+
+  // The final round: the search's best, the default and the stored configuration measured again, interleaved, so
+  // the ranking and what is stored compare figures taken side by side rather than minutes apart.
+  std::map<std::string, FinalFigures> final_figures;  // by configuration key
+  if (!replay && options.final_candidates > 0 && options.final_rounds > 0 && !ok.empty()) {
+    std::vector<Configuration> candidates;
+    const auto add_candidate = [&](const Configuration& configuration) {
+      for (const Configuration& present : candidates)
+        if (present == configuration) return;
+      candidates.push_back(configuration);
+    };
+    for (std::size_t rank = 0; rank < ok.size() && rank < static_cast<std::size_t>(options.final_candidates); ++rank)
+      add_candidate(ok[rank]->configuration);
+    for (const Evaluation* evaluation : ok) {
+      if ((default_is_valid && evaluation->configuration == default_configuration) ||
+          (stored_configuration && evaluation->configuration == *stored_configuration))
+        add_candidate(evaluation->configuration);
+    }
+    const auto measure_again = [&](const Configuration& configuration) {
+      if (!pool) return measurer->measure(configuration, nullptr, space);
+      // Compiled before in this run: the cubin cache answers (or the pool compiles it again with the cache off).
+      CompileResult compiled = pool->submit(instantiate(spec, space, configuration, arch_for(device, spec.needs_arch_specific))).get();
+      if (!compiled.ok) {
+        Evaluation failed;
+        failed.configuration = configuration;
+        failed.status = Status::compile_error;
+        failed.message = compiled.error;
+        return failed;
+      }
+      return measurer->measure(configuration, &compiled, space);
+    };
+    const std::size_t total = candidates.size() * static_cast<std::size_t>(options.final_rounds);
+    std::size_t done = 0;
+    if (options.show_progress)
+      fmt::print(stderr, "final round: {} configurations x {} rounds, interleaved\n", candidates.size(), options.final_rounds);
+    std::vector<FinalFigures> figures = run_final_round(candidates, options.final_rounds, measure_again, [&](int, std::size_t) {
+      ++done;
+      if (options.show_progress) fmt::print(stderr, "\rfinal round: {}/{}", done, total);
+    });
+    if (options.show_progress) fmt::print(stderr, "\n");
+    report.final_rounds = options.final_rounds;
+    for (std::size_t index = 0; index < candidates.size(); ++index) {
+      if (!figures[index].complete)
+        fmt::print(stderr, "tune: {} left the final round ({})\n", to_string(spec.space, candidates[index]), figures[index].failure);
+      final_figures.emplace(configuration_key(spec.space, candidates[index]), std::move(figures[index]));
+    }
+    // Configurations with a complete final round rank first, by its mean; the rest after them, as the search had it.
+    const auto final_of = [&](const Evaluation* evaluation) -> const FinalFigures* {
+      auto found = final_figures.find(configuration_key(spec.space, evaluation->configuration));
+      return found != final_figures.end() && found->second.complete ? &found->second : nullptr;
+    };
+    std::stable_sort(ok.begin(), ok.end(), [&](const Evaluation* a, const Evaluation* b) {
+      const FinalFigures* fa = final_of(a);
+      const FinalFigures* fb = final_of(b);
+      if ((fa != nullptr) != (fb != nullptr)) return fa != nullptr;
+      return fa ? fa->mean_ms < fb->mean_ms : a->time.median_ms < b->time.median_ms;
+    });
+    if (report.default_evaluation) {
+      if (const FinalFigures* figures_of_default = final_of(&*report.default_evaluation))
+        report.default_evaluation->time.median_ms = figures_of_default->mean_ms;
+    }
+  }
   if (!ok.empty()) {
     std::vector<double> times;
     for (const Evaluation* evaluation : ok) times.push_back(evaluation->time.median_ms);
@@ -367,6 +434,12 @@ TuneReport tune(const TuneOptions& options) {
   for (std::size_t rank = 0; rank < ok.size() && rank < 5; ++rank) {
     RankedResult ranked;
     ranked.evaluation = *ok[rank];
+    ranked.search_median_ms = ranked.evaluation.time.median_ms;
+    if (auto found = final_figures.find(configuration_key(spec.space, ranked.evaluation.configuration));
+        found != final_figures.end() && found->second.complete) {
+      ranked.final_round = found->second;
+      ranked.evaluation.time.median_ms = found->second.mean_ms;
+    }
     const double seconds = ranked.evaluation.time.median_ms * 1e-3;
     ranked.gflops = evaluate_metric(spec.metrics.flops, space, ranked.evaluation.configuration) / seconds / 1e9;
     ranked.gbps = evaluate_metric(spec.metrics.bytes, space, ranked.evaluation.configuration) / seconds / 1e9;
@@ -387,13 +460,57 @@ TuneReport tune(const TuneOptions& options) {
     entry.driver = measurer->driver_version();
     for (const auto& [symbol, value] : spec.problem) entry.problem[symbol] = value;
     entry.configuration = configuration_values(spec.space, best.configuration);
+    const RankedResult& winner = report.best.front();
     entry.time = {best.time.median_ms, best.time.relative_spread, best.time.samples};
-    entry.gflops = report.best.front().gflops;
-    entry.gbps = report.best.front().gbps;
+    if (winner.final_round) {
+      // The mean of the rounds; spread: the width of its 95% interval relative to it; samples: the rounds.
+      const FinalFigures& figures = *winner.final_round;
+      entry.time = {figures.mean_ms, figures.mean_ms > 0 ? (figures.high_ms - figures.low_ms) / figures.mean_ms : 0,
+                    static_cast<int>(figures.round_ms.size())};
+    }
+    entry.gflops = winner.gflops;
+    entry.gbps = winner.gbps;
     entry.date = iso8601_now();
     entry.spec_hash = kernel_hash(spec);
     entry.tool_version = KERNLATHE_VERSION;
-    report.best_cache_updated = BestCache(options.best_cache_dir).update(describe_kernel(spec, space), entry);
+    // The stored configuration measured in the same final round decides: the cache changes hands only when the
+    // winner is faster beyond the noise, and otherwise keeps its configuration with the figures of this round.
+    const FinalFigures* stored_figures = nullptr;
+    if (stored_configuration) {
+      auto found = final_figures.find(configuration_key(spec.space, *stored_configuration));
+      if (found != final_figures.end() && found->second.complete) stored_figures = &found->second;
+    }
+    BestCache cache(options.best_cache_dir);
+    if (stored_figures && winner.final_round && best.configuration != *stored_configuration) {
+      if (faster_beyond_noise(*winner.final_round, *stored_figures)) {
+        report.best_cache_decision = fmt::format("replaced: {:.4g} ms [{:.4g}, {:.4g}] is faster beyond the noise than the "
+                                                 "stored configuration's {:.4g} ms [{:.4g}, {:.4g}]",
+                                                 winner.final_round->mean_ms, winner.final_round->low_ms,
+                                                 winner.final_round->high_ms, stored_figures->mean_ms,
+                                                 stored_figures->low_ms, stored_figures->high_ms);
+        report.best_cache_updated = cache.update(describe_kernel(spec, space), entry, BestCache::Replace::always);
+      } else {
+        report.best_cache_decision = fmt::format("kept the stored configuration: {:.4g} ms [{:.4g}, {:.4g}] against the "
+                                                 "winner's {:.4g} ms [{:.4g}, {:.4g}], within the noise",
+                                                 stored_figures->mean_ms, stored_figures->low_ms, stored_figures->high_ms,
+                                                 winner.final_round->mean_ms, winner.final_round->low_ms,
+                                                 winner.final_round->high_ms);
+        entry.configuration = configuration_values(spec.space, *stored_configuration);
+        entry.time = {stored_figures->mean_ms,
+                      stored_figures->mean_ms > 0 ? (stored_figures->high_ms - stored_figures->low_ms) / stored_figures->mean_ms : 0,
+                      static_cast<int>(stored_figures->round_ms.size())};
+        const double seconds = stored_figures->mean_ms * 1e-3;
+        entry.gflops = evaluate_metric(spec.metrics.flops, space, *stored_configuration) / seconds / 1e9;
+        entry.gbps = evaluate_metric(spec.metrics.bytes, space, *stored_configuration) / seconds / 1e9;
+        report.best_cache_updated = cache.update(describe_kernel(spec, space), entry, BestCache::Replace::always);
+      }
+    } else {
+      if (stored_figures && winner.final_round)
+        report.best_cache_decision = "the stored configuration won the final round again: its figures refreshed";
+      report.best_cache_updated = cache.update(describe_kernel(spec, space), entry,
+                                               stored_figures && winner.final_round ? BestCache::Replace::always
+                                                                                    : BestCache::Replace::when_faster);
+    }
   }
   return report;
 }

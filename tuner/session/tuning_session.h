@@ -16,6 +16,7 @@
 #include "tuner/record/evaluation.h"
 #include "tuner/run/measurement.h"
 #include "tuner/search/stop_condition.h"
+#include "tuner/session/final_round.h"
 #include "tuner/spec/model.h"
 #include "tuner/spec/spec_loader.h"
 
@@ -43,10 +44,18 @@ struct TuneOptions {
   std::string replay_arch;
   std::filesystem::path worker_executable;  // the `tune` binary, for compile and evaluation workers
   bool show_progress = true;                 // a progress line on stderr
+  // The final round (tuner/session/final_round.h): the best `final_candidates` configurations of the search, the
+  // default and the best cache's configuration measured again `final_rounds` times, round-robin. 0: no final round.
+  int final_candidates = 5;
+  int final_rounds = 3;
 };
 
 struct RankedResult {
+  // With a final round, evaluation.time.median_ms is the final round's mean (and every figure below is taken from
+  // it); search_median_ms keeps what the search measured.
   Evaluation evaluation;
+  double search_median_ms = 0;
+  std::optional<FinalFigures> final_round;  // set for configurations of the final round
   double gflops = 0;          // 0 when the spec states no flops
   double gbps = 0;            // 0 when the spec states no bytes
   double speedup_over_default = 0;
@@ -83,6 +92,8 @@ struct TuneReport {
   std::filesystem::path records;
   std::string stop_reason;
   bool best_cache_updated = false;
+  int final_rounds = 0;                    // rounds of the final round that ran (0: none)
+  std::string best_cache_decision;         // with a final round: why the best cache was or was not replaced
 };
 
 // Runs a tuning session. Throws InputError (bad spec, problem, strategy), NoGpuError (no driver or device when

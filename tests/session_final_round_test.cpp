@@ -1,0 +1,81 @@
+// The final round's bookkeeping (tuner/session/final_round.h) with a scripted measurement: the order of each round,
+// the interval, what "faster beyond the noise" means, and candidates that fail drop out.
+#include "tuner/session/final_round.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace kernlathe {
+namespace {
+
+Configuration configuration(std::int64_t value) { return Configuration{Value{value}}; }
+
+TEST(FinalRound, EachRoundStartsOneCandidateLaterAndMeasuresEveryCandidateOnce) {
+  std::vector<std::int64_t> order;
+  auto measure = [&](const Configuration& candidate) {
+    order.push_back(std::get<std::int64_t>(candidate[0]));
+    Evaluation evaluation;
+    evaluation.time.median_ms = 1.0 + static_cast<double>(order.size()) * 0.001;
+    return evaluation;
+  };
+  std::vector<FinalFigures> figures = run_final_round({configuration(0), configuration(1), configuration(2)}, 3, measure);
+  EXPECT_EQ(order, (std::vector<std::int64_t>{0, 1, 2, 1, 2, 0, 2, 0, 1}));
+  ASSERT_EQ(figures.size(), 3u);
+  for (const FinalFigures& candidate : figures) {
+    EXPECT_TRUE(candidate.complete);
+    EXPECT_EQ(candidate.round_ms.size(), 3u);
+  }
+  EXPECT_DOUBLE_EQ(figures[0].round_ms[1], 1.006);  // candidate 0 was sixth in all
+}
+
+TEST(FinalRound, TheIntervalIsStudentsTOverTheRounds) {
+  FinalFigures figures = summarise_rounds({1.0, 1.2, 1.1});
+  EXPECT_DOUBLE_EQ(figures.mean_ms, 1.1);
+  // s = 0.1, n = 3, t(0.975, 2) = 4.303: half-width 4.303 * 0.1 / sqrt(3) = 0.24843
+  EXPECT_NEAR(figures.high_ms - figures.mean_ms, 0.24843, 1e-4);
+  EXPECT_NEAR(figures.mean_ms - figures.low_ms, 0.24843, 1e-4);
+  FinalFigures one = summarise_rounds({2.0});
+  EXPECT_TRUE(one.complete);
+  EXPECT_DOUBLE_EQ(one.low_ms, 2.0);
+  EXPECT_DOUBLE_EQ(one.high_ms, 2.0);
+  EXPECT_FALSE(summarise_rounds({}).complete);
+}
+
+TEST(FinalRound, FasterBeyondTheNoiseNeedsIntervalsThatDoNotOverlap) {
+  FinalFigures fast = summarise_rounds({1.00, 1.01, 0.99});
+  FinalFigures slow = summarise_rounds({1.10, 1.11, 1.09});
+  FinalFigures noisy = summarise_rounds({0.9, 1.3, 1.0});
+  EXPECT_TRUE(faster_beyond_noise(fast, slow));
+  EXPECT_FALSE(faster_beyond_noise(slow, fast));
+  EXPECT_FALSE(faster_beyond_noise(fast, noisy));  // noisy's interval reaches below fast's
+  EXPECT_FALSE(faster_beyond_noise(fast, fast));
+  FinalFigures failed = fast;
+  failed.complete = false;
+  EXPECT_FALSE(faster_beyond_noise(failed, slow));
+}
+
+TEST(FinalRound, ACandidateThatFailsIsNotMeasuredAgainAndSaysWhy) {
+  std::map<std::int64_t, int> measured;
+  auto measure = [&](const Configuration& candidate) {
+    std::int64_t value = std::get<std::int64_t>(candidate[0]);
+    Evaluation evaluation;
+    evaluation.time.median_ms = 1.0;
+    if (value == 1 && ++measured[value] == 2) {
+      evaluation.status = Status::wrong_result;
+      evaluation.message = "element 3 differs";
+    } else if (value != 1) {
+      ++measured[value];
+    }
+    return evaluation;
+  };
+  std::vector<FinalFigures> figures = run_final_round({configuration(0), configuration(1)}, 4, measure);
+  EXPECT_EQ(measured[0], 4);
+  EXPECT_EQ(measured[1], 2);  // measured once more to fail, then never
+  EXPECT_TRUE(figures[0].complete);
+  EXPECT_FALSE(figures[1].complete);
+  EXPECT_EQ(figures[1].failure, "round 2: wrong_result: element 3 differs");
+}
+
+}  // namespace
+}  // namespace kernlathe

@@ -1,0 +1,39 @@
+#pragma once
+// The final round of a run (issue 16): the best configurations of the search, the default and the configuration
+// the best cache holds are measured again, interleaved round-robin in the same process under the same conditions,
+// so the ranking, the figures reported and the best cache do not rest on one measurement each taken minutes apart
+// (clocks and temperature drift over a run at the power cap). Each round measures every candidate once with the
+// usual rule (tuner/run/measurement.h); a candidate's figure is the mean of its round medians with a 95% interval.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tuner/record/evaluation.h"
+#include "tuner/space/space.h"
+
+namespace kernlathe {
+
+struct FinalFigures {
+  std::vector<double> round_ms;  // the median of each round, in round order
+  double mean_ms = 0;
+  double low_ms = 0;             // 95% interval of the mean (Student t over the rounds)
+  double high_ms = 0;
+  bool complete = false;         // measured correctly in every round
+  std::string failure;           // why not, when not
+};
+
+// The mean and its 95% interval from round medians (at least one; one round gives an interval of zero width).
+FinalFigures summarise_rounds(std::vector<double> round_ms);
+
+// Whether `a` is faster than `b` beyond the noise: a's interval lies wholly below b's.
+bool faster_beyond_noise(const FinalFigures& a, const FinalFigures& b);
+
+// Measures every candidate `rounds` times. Round r measures the candidates in order starting at r % n, so none is
+// always first (after a pause) or last. A candidate that fails in a round is not measured again (complete false,
+// failure says the status and message). `measured` is told each measurement as it comes (for progress).
+std::vector<FinalFigures> run_final_round(const std::vector<Configuration>& candidates, int rounds,
+                                          const std::function<Evaluation(const Configuration&)>& measure,
+                                          const std::function<void(int round, std::size_t candidate)>& measured = {});
+
+}  // namespace kernlathe
