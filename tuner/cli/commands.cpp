@@ -17,6 +17,7 @@
 #include "tuner/cache/export.h"
 #include "tuner/cli/analyze_command.h"
 #include "tuner/cli/replay_command.h"
+#include "tuner/cli/report_command.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
 #include "tuner/nvrtc/nvrtc_compiler.h"
@@ -607,6 +608,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* analyze = app.add_subcommand("analyze", "which parameters matter on which GPU, from recorded data (no GPU)");
   analyze_command.add_to(*analyze);
 
+  ReportCommand report_command;
+  CLI::App* report = app.add_subcommand("report", "HTML pages of charts per kernel from recorded data (no GPU)");
+  report_command.add_to(*report);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -627,6 +632,7 @@ int run_cli(int argc, char** argv) {
   if (best->parsed()) return best_command.run();
   if (replay->parsed()) return replay_command.run();
   if (analyze->parsed()) return analyze_command.run();
+  if (report->parsed()) return report_command.run();
   if (export_app->parsed()) return export_command.run();
   return exit_bad_input;
 }
