@@ -53,7 +53,7 @@ def spans_decades(times):
 def distribution_figure(recording):
     times = valid_times(recording)
     best = times[0]
-    figure, (histogram, ecdf) = plt.subplots(1, 2, figsize=(12, 4))
+    figure, (histogram, ecdf) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
     if spans_decades(times):
         bins = np.geomspace(times[0], times[-1] * 1.0001, 40)
         histogram.set_xscale("log")
@@ -75,10 +75,9 @@ def distribution_figure(recording):
     ecdf.axvline(1.10, color="#ff7f0e", linestyle="--",
                  label=f"10% of the best: {recording['within_10_percent']['count']} configurations "
                        f"({100 * recording['within_10_percent']['share']:.1f}%)")
-    ecdf.set_xscale("log")
-    ecdf.set_xlim(1.0, max(1.5, ratio[-1] * 1.05))
+    ecdf.set_xlim(1.0, max(1.3, ratio[-1] * 1.02))
     ecdf.set_title("Share of configurations at most x times the best")
-    ecdf.set_xlabel("time / best time (log scale)")
+    ecdf.set_xlabel("time / best time")
     ecdf.set_ylabel("share of valid configurations")
     ecdf.legend(loc="lower right")
     figure.suptitle(f"Distribution of times: {label(recording)} (best {best:.4g} ms)", fontsize=13)
@@ -87,18 +86,24 @@ def distribution_figure(recording):
 
 def effects_figure(recording):
     configurations = recording["configurations"]
-    parameters = configurations["parameters"]
     times = configurations["time_ms"]
     status = configurations["status"]
+    # Parameters recorded with one value only say nothing here; the page names them.
+    varied = [k for k, p in enumerate(configurations["parameters"])
+              if len({json.dumps(v) for v in configurations["values"][k]}) > 1]
+    if not varied:
+        return None
+    parameters = [configurations["parameters"][k] for k in varied]
     columns = min(3, len(parameters))
     rows = (len(parameters) + columns - 1) // columns
-    figure, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.6 * rows), squeeze=False)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.6 * rows + 0.8), squeeze=False,
+                                layout="constrained")
     valid = np.array([t for t in times if t is not None])
     log_scale = spans_decades(valid)
     generator = np.random.default_rng(1)
     for index, parameter in enumerate(parameters):
         axis = axes[index // columns][index % columns]
-        column = configurations["values"][index]
+        column = configurations["values"][varied[index]]
         declared = parameter["values"]
         present = [v for v in declared if any(c == v for c in column)]
         names = []
@@ -126,7 +131,6 @@ def effects_figure(recording):
     figure.suptitle(f"Time per parameter value: {label(recording)}\n"
                     "dots: configurations; bar: median; line: interquartile range; red triangle: best",
                     fontsize=13)
-    figure.tight_layout()
     return png(figure)
 
 
@@ -180,13 +184,13 @@ def convergence_figure(recording):
         colour = COLOURS[index % len(COLOURS)]
         axis.plot(budget, middle, color=colour, linewidth=2, marker="o", markersize=3, label=name)
         axis.fill_between(budget, low, high, color=colour, alpha=0.18)
-        finite = high[np.isfinite(high)]
+        finite = middle[np.isfinite(middle)]
         if len(finite):
-            top = max(top, float(np.percentile(finite, 90)))
+            top = max(top, float(finite.max()))
     axis.axhline(1.05, color="#2ca02c", linestyle="--", linewidth=1, label="within 5% of the optimum")
     axis.set_xscale("log")
     axis.set_yscale("log")
-    axis.set_ylim(0.98, max(1.2, min(top * 1.1, 20)))
+    axis.set_ylim(0.98, max(1.2, min(top * 1.15, 20)))
     axis.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
     axis.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     axis.set_xlabel("evaluations (log scale)")
@@ -300,7 +304,13 @@ def page(kernel):
         parts.append("<h3>Distribution of times</h3>")
         parts.append(image(distribution_figure(recording), "distribution of times"))
         parts.append("<h3>Parameter effects</h3>")
-        parts.append(image(effects_figure(recording), "time per parameter value"))
+        effects = effects_figure(recording)
+        constant = [p["name"] for k, p in enumerate(recording["configurations"]["parameters"])
+                    if len({json.dumps(v) for v in recording["configurations"]["values"][k]}) <= 1]
+        if effects:
+            parts.append(image(effects, "time per parameter value"))
+        if constant:
+            parts.append(f"<p class=note>Recorded with one value only, not drawn: {html.escape(', '.join(constant))}.</p>")
         parts.append("<h3>Importance and interactions</h3>")
         heatmap = interaction_figure(recording)
         if heatmap:
