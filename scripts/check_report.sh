@@ -54,6 +54,7 @@ for page in conv3x3 gemm_bf16; do
   [[ -s "$out/$page.png" ]] || { echo "check_report: no screenshot of $page" >&2; failed=1; }
 done
 rm -rf "$out/.chromium"
+((failed)) || rm -f "$out"/.probe-*.html "$out"/.console-*.log
 if ((failed)); then
   echo "check_report: FAILED (report in $out)" >&2
   exit 1
