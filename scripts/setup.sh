@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev libyaml-cpp-dev libcsv-dev libcli11-dev libfmt-dev
-          nlohmann-json3-dev libgtest-dev libeigen3-dev zlib1g-dev)
+          nlohmann-json3-dev libgtest-dev libeigen3-dev zlib1g-dev
+          python3-venv chromium)  # tune report: matplotlib in a venv; its test opens pages in Chromium
 
 if [[ "${1:-}" != "--no-install" ]]; then
   missing=()
@@ -22,6 +23,9 @@ if [[ "${1:-}" != "--no-install" ]]; then
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
 fi
+
+# matplotlib and numpy for `tune report`, pinned, from PyPI into .venv.
+[[ "${1:-}" != "--no-install" ]] && scripts/setup-python.sh
 
 cuda_home="${CUDA_HOME:-/usr/local/cuda}"
 if [[ ! -f "$cuda_home/include/nvrtc.h" ]]; then

@@ -18,6 +18,7 @@
 #include "tuner/cli/analyze_command.h"
 #include "tuner/cli/t4_command.h"
 #include "tuner/cli/replay_command.h"
+#include "tuner/cli/report_command.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
 #include "tuner/nvrtc/nvrtc_compiler.h"
@@ -634,6 +635,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* t4 = app.add_subcommand("t4", "write records as community T4 result files with their T1 spaces (no GPU)");
   t4_command.add_to(*t4);
 
+  ReportCommand report_command;
+  CLI::App* report = app.add_subcommand("report", "HTML pages of charts per kernel from recorded data (no GPU)");
+  report_command.add_to(*report);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -655,6 +660,7 @@ int run_cli(int argc, char** argv) {
   if (replay->parsed()) return replay_command.run();
   if (analyze->parsed()) return analyze_command.run();
   if (t4->parsed()) return t4_command.run();
+  if (report->parsed()) return report_command.run();
   if (export_app->parsed()) return export_command.run();
   return exit_bad_input;
 }
