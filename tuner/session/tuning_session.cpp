@@ -462,12 +462,13 @@ TuneReport tune(const TuneOptions& options) {
     entry.configuration = configuration_values(spec.space, best.configuration);
     const RankedResult& winner = report.best.front();
     entry.time = {best.time.median_ms, best.time.relative_spread, best.time.samples};
-    if (winner.final_round) {
-      // The mean of the rounds; spread: the width of its 95% interval relative to it; samples: the rounds.
-      const FinalFigures& figures = *winner.final_round;
-      entry.time = {figures.mean_ms, figures.mean_ms > 0 ? (figures.high_ms - figures.low_ms) / figures.mean_ms : 0,
-                    static_cast<int>(figures.round_ms.size())};
-    }
+    // After a final round: the mean of the rounds; spread: the width of its 95% interval relative to it; samples:
+    // the rounds.
+    const auto summary_of = [](const FinalFigures& figures) {
+      return TimeSummary{figures.mean_ms, figures.mean_ms > 0 ? (figures.high_ms - figures.low_ms) / figures.mean_ms : 0,
+                         static_cast<int>(figures.round_ms.size())};
+    };
+    if (winner.final_round) entry.time = summary_of(*winner.final_round);
     entry.gflops = winner.gflops;
     entry.gbps = winner.gbps;
     entry.date = iso8601_now();
@@ -496,9 +497,7 @@ TuneReport tune(const TuneOptions& options) {
                                                  winner.final_round->mean_ms, winner.final_round->low_ms,
                                                  winner.final_round->high_ms);
         entry.configuration = configuration_values(spec.space, *stored_configuration);
-        entry.time = {stored_figures->mean_ms,
-                      stored_figures->mean_ms > 0 ? (stored_figures->high_ms - stored_figures->low_ms) / stored_figures->mean_ms : 0,
-                      static_cast<int>(stored_figures->round_ms.size())};
+        entry.time = summary_of(*stored_figures);
         const double seconds = stored_figures->mean_ms * 1e-3;
         entry.gflops = evaluate_metric(spec.metrics.flops, space, *stored_configuration) / seconds / 1e9;
         entry.gbps = evaluate_metric(spec.metrics.bytes, space, *stored_configuration) / seconds / 1e9;
