@@ -30,7 +30,7 @@
 #include "kernlathe/stream.h"
 #include "tuner/driver/cuda_driver.h"
 #include "tuner/run/element_values.h"
-#include "tuner/run/measurement.h"
+#include "tuner/measure/measurement.h"
 #include "tuner/runtime/kernel_plan.h"
 #include "tuner/runtime/source_bundle.h"
 #include "tuner/spec/spec_loader.h"

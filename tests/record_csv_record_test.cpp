@@ -93,7 +93,7 @@ Evaluation measured_evaluation() {
   Evaluation evaluation;
   evaluation.configuration = {Value{std::int64_t{128}}, Value{true}, Value{std::string("column major")}};
   evaluation.status = Status::ok;
-  evaluation.time = {0.012345678901234, 0.0119, 0.0131, 0.0421, 37};
+  evaluation.time = {0.012345678901234, 0.0119, 0.0131, 0.0421, 37, 0.0121, 0.0126};
   evaluation.compile_ms = 412.75;
   evaluation.cubin_cached = true;
   evaluation.registers = 40;
@@ -103,6 +103,10 @@ Evaluation measured_evaluation() {
   evaluation.occupancy = 0.875;
   evaluation.sm_clock_mhz = 1980;
   evaluation.throttle_reasons = 0x8000000000000004ULL;
+  evaluation.power_w = 655.25;
+  evaluation.temperature_c = 58;
+  evaluation.energy_mj = 0.0081;
+  evaluation.energy_window_ms = 200.5;
   evaluation.max_error = 3.5e-7;
   evaluation.timestamp = 1714567890.123456;
   return evaluation;
@@ -136,6 +140,12 @@ void expect_same(const Evaluation& expected, const Evaluation& actual) {
   EXPECT_EQ(expected.occupancy, actual.occupancy);
   EXPECT_EQ(expected.sm_clock_mhz, actual.sm_clock_mhz);
   EXPECT_EQ(expected.throttle_reasons, actual.throttle_reasons);
+  EXPECT_EQ(expected.time.low_ms, actual.time.low_ms);
+  EXPECT_EQ(expected.time.high_ms, actual.time.high_ms);
+  EXPECT_EQ(expected.power_w, actual.power_w);
+  EXPECT_EQ(expected.temperature_c, actual.temperature_c);
+  EXPECT_EQ(expected.energy_mj, actual.energy_mj);
+  EXPECT_EQ(expected.energy_window_ms, actual.energy_window_ms);
   EXPECT_EQ(expected.max_error, actual.max_error);
   EXPECT_EQ(expected.timestamp, actual.timestamp);
 }
@@ -181,7 +191,8 @@ TEST_F(RecordTest, FileIsAPlainTableWithOneLinePerRowAndQuotingOnlyWhereNeeded) 
   EXPECT_EQ(header,
             "hash,BLOCK,USE_SHMEM,LAYOUT,status,message,time_median_ms,time_min_ms,time_max_ms,relative_spread,"
             "samples,compile_ms,cubin_cached,registers,static_shared_bytes,dynamic_shared_bytes,threads_per_block,"
-            "occupancy,sm_clock_mhz,throttle_reasons,max_error,timestamp");
+            "occupancy,sm_clock_mhz,throttle_reasons,max_error,timestamp,time_low_ms,time_high_ms,power_w,"
+            "temperature_c,energy_mj,energy_window_ms,clock_flag");
   EXPECT_NE(text.find("\nh1,128,true,column major,ok,,0.012345678901234,"), std::string::npos) << text;
   // The message's line break is written as \n: every row is one line.
   EXPECT_NE(text.find("\nh2,-1,false,\"a,b\",compile_error,\" kernel.cu(3): error: expected a \"\";\"\", got "
@@ -190,6 +201,49 @@ TEST_F(RecordTest, FileIsAPlainTableWithOneLinePerRowAndQuotingOnlyWhereNeeded) 
       << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
   EXPECT_EQ(text.back(), '\n');
+}
+
+TEST_F(RecordTest, ARowMeasuredDuringAThermalSlowdownIsFlagged) {
+  Space space = mixed_space();
+  Evaluation hot = measured_evaluation();
+  hot.throttle_reasons = 0x4 | 0x20;  // power cap (inside the policy) and SW thermal slowdown (outside)
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(measured_evaluation(), "h1");
+    writer.append(hot, "h2");
+  }
+  std::string text = read_text(csv_);
+  EXPECT_NE(text.find(",200.5,\n"), std::string::npos) << text;         // the power-cap row: empty flag
+  EXPECT_NE(text.find(",200.5,sw_thermal\n"), std::string::npos) << text;
+}
+
+// Records written before the condition columns existed are read with those fields zero, and a resumed run
+// appends rows in the file's own layout, so the file stays one table.
+TEST_F(RecordTest, RecordsWithoutConditionColumnsAreReadAndResumedInTheirLayout) {
+  Space space;
+  space.name = "saxpy";
+  space.parameters = {integer_parameter("BLOCK", {64, 128, 256}), integer_parameter("VEC", {1, 2, 4}),
+                      boolean_parameter("USE_SHMEM")};
+  std::filesystem::copy_file(std::filesystem::path(KERNLATHE_SOURCE_DIR) / "tests/data/record/saxpy_small.csv", csv_);
+  const std::string before = read_text(csv_);
+  std::vector<RecordedEvaluation> records = read_records(csv_, space);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records[0].evaluation.time.median_ms, 0.05);
+  EXPECT_EQ(records[0].evaluation.energy_mj, 0);
+  {
+    RecordWriter writer(csv_, space, metadata());
+    EXPECT_TRUE(writer.resumed());
+    Evaluation evaluation = measured_evaluation();
+    evaluation.configuration = {Value{std::int64_t{128}}, Value{std::int64_t{4}}, Value{true}};
+    writer.append(evaluation, "specB");
+  }
+  const std::string after = read_text(csv_);
+  ASSERT_EQ(after.substr(0, before.size()), before);
+  const std::string appended = after.substr(before.size());
+  EXPECT_EQ(std::count(appended.begin(), appended.end(), ','), 21) << appended;  // 22 legacy columns
+  records = read_records(csv_, space);
+  EXPECT_EQ(records.back().hash, "specB");
+  EXPECT_EQ(records.back().evaluation.time.median_ms, measured_evaluation().time.median_ms);
 }
 
 TEST_F(RecordTest, MetadataGoesToTheCompanionJsonAndResumesAppendARun) {
@@ -344,7 +398,7 @@ TEST_F(RecordTest, MalformedRowInTheMiddleNamesItsLineAndIsNeverAppendedTo) {
   } catch (const InputError& error) {
     std::string message = error.what();
     EXPECT_NE(message.find("evaluations.csv:3"), std::string::npos) << message;
-    EXPECT_NE(message.find("expected 22 fields, found 5"), std::string::npos) << message;
+    EXPECT_NE(message.find("expected 29 fields, found 5"), std::string::npos) << message;
   }
   EXPECT_THROW(RecordWriter(csv_, space, metadata()), InputError);
   EXPECT_EQ(read_text(csv_), before);
@@ -354,17 +408,17 @@ TEST_F(RecordTest, MalformedRowInTheMiddleNamesItsLineAndIsNeverAppendedTo) {
 // cut 841 rows down to 14. Wherever the quote is, the row's line is named and the file is left alone.
 TEST_F(RecordTest, AStrayQuoteMidFileIsAnErrorNamingItsLineAndNothingIsCut) {
   Space space = mixed_space();
-  const std::string good = "h,64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n";
+  const std::string good = "h,64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n";
   struct Case {
     std::string bad_row;
     std::string expected;
   };
   const std::vector<Case> cases{
       {"\"" + good, "double quote opens field 1 ('hash')"},                           // the issue's case
-      {"h,64,true,ro\"w,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n", "inside the unquoted field 4 ('LAYOUT')"},
-      {"h,64,true,\"row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n", "double quote opens field 4 ('LAYOUT')"},
-      {"h,64,true,row,ok,\"oops,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n", "never closed: lines 5 to 9"},
-      {"h,64,true,\"row\"x,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n", "unexpected 'x' after the closing double quote"},
+      {"h,64,true,ro\"w,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "inside the unquoted field 4 ('LAYOUT')"},
+      {"h,64,true,\"row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "double quote opens field 4 ('LAYOUT')"},
+      {"h,64,true,row,ok,\"oops,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "never closed: lines 5 to 9"},
+      {"h,64,true,\"row\"x,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "unexpected 'x' after the closing double quote"},
   };
   for (const Case& bad : cases) {
     std::filesystem::remove(csv_);
@@ -441,8 +495,8 @@ TEST_F(RecordTest, LegacyLineBreaksInAQuotedMessageAreStillRead) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
   append_text(csv_, "h,64,true,row,compile_error,\"error: first\nsecond \"\"line\"\"\",1,1,1,0,1,0,false,0,0,0,0,0,0,"
-                    "0,0,0\r\n");                             // lines 2-3, CRLF
-  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");  // line 4
+                    "0,0,0,0,0,0,0,0,0,\r\n");                             // lines 2-3, CRLF
+  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 4
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -463,10 +517,10 @@ TEST_F(RecordTest, LegacyLineBreaksInAQuotedMessageAreStillRead) {
 TEST_F(RecordTest, HandWrittenBlanksAndCarriageReturnsAreTextAndOnlyLineFeedsEndRows) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
-  append_text(csv_, "h, a\tb ,true,ro\rw,ok, spaced message ,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");  // line 2
+  append_text(csv_, "h, a\tb ,true,ro\rw,ok, spaced message ,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 2
   append_text(csv_, "\r\n\n");                                                                       // lines 3-4
-  append_text(csv_, "\"h2\"\r,64,true,\"x\",ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\r\n");            // line 5
-  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");                    // line 6
+  append_text(csv_, "\"h2\"\r,64,true,\"x\",ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\r\n");            // line 5
+  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");                    // line 6
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -485,7 +539,7 @@ TEST_F(RecordTest, HandWrittenBlanksAndCarriageReturnsAreTextAndOnlyLineFeedsEnd
   EXPECT_EQ(records[0].evaluation.message, " spaced message ");
   EXPECT_EQ(records[1].hash, "h2");  // the carriage return after a closing quote is a CRLF-style blank
   EXPECT_EQ(records[1].evaluation.configuration[2], Value{std::string("x")});
-  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");  // line 6 again
+  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 6 again
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -499,7 +553,7 @@ TEST_F(RecordTest, HandWrittenBlanksAndCarriageReturnsAreTextAndOnlyLineFeedsEnd
 TEST_F(RecordTest, BadParameterTextNamesTheColumn) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
-  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");
+  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -513,7 +567,7 @@ TEST_F(RecordTest, BadParameterTextNamesTheColumn) {
 TEST_F(RecordTest, UnknownStatusIsAnInputError) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
-  append_text(csv_, "h,64,true,row,exploded,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0\n");
+  append_text(csv_, "h,64,true,row,exploded,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");
   EXPECT_THROW(read_records(csv_, space), InputError);
 }
 

@@ -49,6 +49,8 @@ TEST(Protocol, SetupRoundTrip) {
   setup.reference = sample_launch();
   setup.measurement.cold = true;
   setup.measurement.max_samples = 77;
+  setup.measurement.min_seconds = 0.25;
+  setup.measurement.energy_periods = 4;
 
   WorkerSetup decoded = protocol::decode_setup(protocol::encode(setup));
   EXPECT_EQ(decoded.device, 1);
@@ -67,6 +69,8 @@ TEST(Protocol, SetupRoundTrip) {
   EXPECT_EQ(decoded.reference.lowered_name, "_Z5saxpyILi128EEvifPKfPf");
   EXPECT_TRUE(decoded.measurement.cold);
   EXPECT_EQ(decoded.measurement.max_samples, 77);
+  EXPECT_EQ(decoded.measurement.min_seconds, 0.25);
+  EXPECT_EQ(decoded.measurement.energy_periods, 4);
 }
 
 TEST(Protocol, TensorMapsAndBaselineRoundTrip) {
@@ -118,8 +122,10 @@ TEST(Protocol, TensorMapsAndBaselineRoundTrip) {
 
 TEST(Protocol, RequestRoundTrip) {
   EvaluationRequest request{sample_launch(), false, 2.5, std::nullopt};
+  request.measure_energy = true;
   EvaluationRequest decoded = protocol::decode_request(protocol::encode(request));
   EXPECT_FALSE(decoded.verify);
+  EXPECT_TRUE(decoded.measure_energy);
   EXPECT_EQ(decoded.timeout_seconds, 2.5);
   EXPECT_EQ(decoded.launch.grid[0], 4096);
 }
@@ -129,7 +135,7 @@ TEST(Protocol, EvaluationRoundTripLeavesConfigurationOut) {
   evaluation.configuration = {Value{std::int64_t{128}}};
   evaluation.status = Status::wrong_result;
   evaluation.message = "y: 1 of 8 elements differ, first at index 3: got nan, expected 1";
-  evaluation.time = {0.5, 0.4, 0.9, 0.01, 42};
+  evaluation.time = {0.5, 0.4, 0.9, 0.01, 42, 0.45, 0.55};
   evaluation.registers = 40;
   evaluation.static_shared_bytes = 1024;
   evaluation.dynamic_shared_bytes = 70000;
@@ -137,6 +143,10 @@ TEST(Protocol, EvaluationRoundTripLeavesConfigurationOut) {
   evaluation.occupancy = 0.75;
   evaluation.sm_clock_mhz = 1980;
   evaluation.throttle_reasons = 0x4;
+  evaluation.power_w = 612.5;
+  evaluation.temperature_c = 61;
+  evaluation.energy_mj = 0.31;
+  evaluation.energy_window_ms = 201.5;
   evaluation.max_error = 1e-3;
   evaluation.timestamp = 1.7e9;
 
@@ -148,6 +158,12 @@ TEST(Protocol, EvaluationRoundTripLeavesConfigurationOut) {
   EXPECT_EQ(decoded.message, evaluation.message);
   EXPECT_EQ(decoded.time.median_ms, 0.5);
   EXPECT_EQ(decoded.time.samples, 42);
+  EXPECT_EQ(decoded.time.low_ms, 0.45);
+  EXPECT_EQ(decoded.time.high_ms, 0.55);
+  EXPECT_EQ(decoded.power_w, 612.5);
+  EXPECT_EQ(decoded.temperature_c, 61);
+  EXPECT_EQ(decoded.energy_mj, 0.31);
+  EXPECT_EQ(decoded.energy_window_ms, 201.5);
   EXPECT_EQ(decoded.registers, 40);
   EXPECT_EQ(decoded.dynamic_shared_bytes, 70000);
   EXPECT_EQ(decoded.occupancy, 0.75);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 namespace kernlathe {
@@ -19,7 +20,9 @@ TEST(FinalRound, EachRoundStartsOneCandidateLaterAndMeasuresEveryCandidateOnce) 
     evaluation.time.median_ms = 1.0 + static_cast<double>(order.size()) * 0.001;
     return evaluation;
   };
-  std::vector<FinalFigures> figures = run_final_round({configuration(0), configuration(1), configuration(2)}, 3, measure);
+  const std::vector<Configuration> candidates{configuration(0), configuration(1), configuration(2)};
+  std::vector<FinalFigures> figures =
+      run_final_round(candidates.size(), 3, [&](std::size_t index) { return measure(candidates[index]); });
   EXPECT_EQ(order, (std::vector<std::int64_t>{0, 1, 2, 1, 2, 0, 2, 0, 1}));
   ASSERT_EQ(figures.size(), 3u);
   for (const FinalFigures& candidate : figures) {
@@ -69,12 +72,34 @@ TEST(FinalRound, ACandidateThatFailsIsNotMeasuredAgainAndSaysWhy) {
     }
     return evaluation;
   };
-  std::vector<FinalFigures> figures = run_final_round({configuration(0), configuration(1)}, 4, measure);
+  const std::vector<Configuration> candidates{configuration(0), configuration(1)};
+  std::vector<FinalFigures> figures =
+      run_final_round(candidates.size(), 4, [&](std::size_t index) { return measure(candidates[index]); });
   EXPECT_EQ(measured[0], 4);
   EXPECT_EQ(measured[1], 2);  // measured once more to fail, then never
   EXPECT_TRUE(figures[0].complete);
   EXPECT_FALSE(figures[1].complete);
   EXPECT_EQ(figures[1].failure, "round 2: wrong_result: element 3 differs");
+}
+
+TEST(FinalRound, EnergyIsSummarisedOnlyWhenEveryRoundMeasuredIt) {
+  int rounds_of[2] = {0, 0};
+  auto measure = [&](std::size_t index) {
+    Evaluation evaluation;
+    evaluation.time.median_ms = 2.0;
+    const int round = rounds_of[index]++;
+    // Candidate 0 has energy in every round (3, 4, 5 mJ); candidate 1 misses it in its second round.
+    if (index == 0) evaluation.energy_mj = 3.0 + round;
+    if (index == 1 && round != 1) evaluation.energy_mj = 1.0;
+    return evaluation;
+  };
+  std::vector<FinalFigures> figures = run_final_round(2, 3, measure);
+  ASSERT_EQ(figures[0].round_energy_mj.size(), 3u);
+  EXPECT_DOUBLE_EQ(figures[0].energy_mj, 4.0);
+  // Student t with 2 degrees of freedom: 4.303 * 1 / sqrt(3).
+  EXPECT_NEAR(figures[0].energy_high_mj - figures[0].energy_mj, 4.303 / std::sqrt(3.0), 1e-9);
+  EXPECT_TRUE(figures[1].round_energy_mj.empty());
+  EXPECT_EQ(figures[1].energy_mj, 0);
 }
 
 }  // namespace

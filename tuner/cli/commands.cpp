@@ -262,6 +262,9 @@ struct RunCommand {
   std::string out;
   bool resume = false;
   bool cold = false;
+  bool warm = false;
+  MeasurementOverrides measurement;  // --min-samples and the rest; unset: the defaults of the spec's kind
+  std::string energy;
   std::uint64_t seed = 1;
   int jobs = 0;
   std::string replay;
@@ -287,7 +290,16 @@ struct RunCommand {
     options.resume = resume;
     options.device = common.device;
     options.jobs = jobs;
-    options.measurement.cold = cold;
+    options.measurement = measurement;
+    if (cold && warm) throw InputError("--cold and --warm exclude each other");
+    if (cold) options.measurement.cold = true;
+    if (warm) options.measurement.cold = false;
+    if (!energy.empty()) {
+      if (energy == "off") options.measurement.energy = EnergyMeasurement::off;
+      else if (energy == "auto") options.measurement.energy = EnergyMeasurement::automatic;
+      else if (energy == "always") options.measurement.energy = EnergyMeasurement::always;
+      else throw InputError(fmt::format("--energy {}: expected off, auto or always", energy));
+    }
     options.replay_csv = replay;
     options.replay_arch = common.arch;
     options.use_cubin_cache = !no_cubin_cache;
@@ -592,7 +604,31 @@ int run_cli(int argc, char** argv) {
   run->add_flag("--resume", run_command.resume,
                 "go on from the record: configurations recorded under the same spec hash are not measured again "
                 "and are ranked with this run's");
-  run->add_flag("--cold", run_command.cold, "flush the L2 cache before every timed sample");
+  run->add_flag("--cold", run_command.cold, "flush the L2 cache before every timed sample (one launch per sample)");
+  run->add_flag("--warm", run_command.warm, "time back-to-back launches with warm caches (the default)");
+  // Measurement settings (tuner/measure/measurement.h); the defaults differ for streamed specs, whose samples are
+  // whole passes over the dataset.
+  const char* measurement_group = "Measurement (defaults: kernels / streamed passes)";
+  run->add_option("--min-samples", run_command.measurement.min_samples, "samples every configuration gets at least (10 / 3)")
+      ->group(measurement_group)->check(CLI::PositiveNumber);
+  run->add_option("--max-samples", run_command.measurement.max_samples, "samples per configuration at most (200 / 10)")
+      ->group(measurement_group)->check(CLI::PositiveNumber);
+  run->add_option("--noise", run_command.measurement.target_relative_spread,
+                  "stop sampling once (p75 - p25) / median is at most this (0.02)")
+      ->group(measurement_group)->check(CLI::NonNegativeNumber);
+  run->add_option("--min-time", run_command.measurement.min_seconds, "seconds of sampling every configuration gets (0)")
+      ->group(measurement_group)->check(CLI::NonNegativeNumber);
+  run->add_option("--max-time", run_command.measurement.max_seconds, "seconds of sampling per configuration at most (1.0 / 0.3)")
+      ->group(measurement_group)->check(CLI::PositiveNumber);
+  run->add_option("--warmup", run_command.measurement.warmup_ms, "milliseconds of warm-up launches before sampling (20 / 0)")
+      ->group(measurement_group)->check(CLI::NonNegativeNumber);
+  run->add_option("--energy", run_command.energy,
+                  "energy per launch: off, auto (in the final round; every row when --objective needs it) or always "
+                  "(every row; costs 0.1-0.3 s per configuration: NVML's counter steps every ~100 ms)")
+      ->group(measurement_group);
+  run->add_option("--energy-periods", run_command.measurement.energy_periods,
+                  "energy-counter periods per energy figure (2)")
+      ->group(measurement_group)->check(CLI::PositiveNumber);
   run->add_option("--seed", run_command.seed, "seed of the search strategy");
   run->add_option("--jobs", run_command.jobs, "compile processes (default: one per core)");
   run->add_option("--replay", run_command.replay, "take measurements from a recorded evaluations.csv (no GPU)");

@@ -27,7 +27,7 @@ namespace kernlathe::gpu {
   X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuLaunchKernel)                                         \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuStreamCreate) X(cuStreamDestroy)                   \
   X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)      \
-  X(cuEventElapsedTime) X(cuTensorMapEncodeTiled) X(cuLaunchKernelEx)                                  \
+  X(cuEventElapsedTime) X(cuEventQuery) X(cuTensorMapEncodeTiled) X(cuLaunchKernelEx)                                \
   X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) /* tuner/loader */
 
 struct CudaDriver {

@@ -323,9 +323,11 @@ std::string join(const std::vector<std::string>& names) {
   return text;
 }
 
-void check_header(const std::vector<std::string>& found, const Space& space, const std::filesystem::path& path) {
+// Whether the header has the measurement-condition columns (records written before they existed do not).
+bool check_header(const std::vector<std::string>& found, const Space& space, const std::filesystem::path& path) {
   std::vector<std::string> expected = record_columns(space);
-  if (found == expected) return;
+  if (found == expected) return true;
+  if (found == record_columns(space, /*with_conditions=*/false)) return false;
   // Name the parameter columns: the usual cause is a space edited between a run and its resume.
   auto parameter_part = [](const std::vector<std::string>& columns) {
     std::vector<std::string> parameters;
@@ -365,6 +367,12 @@ class RowParser {
  public:
   RowParser(const Space& space, const std::filesystem::path& path) : space_(space), path_(path) {
     columns_ = record_columns(space);
+  }
+
+  // Set from the header: a record without the condition columns has rows without them.
+  void set_with_conditions(bool with_conditions) {
+    with_conditions_ = with_conditions;
+    columns_ = record_columns(space_, with_conditions);
   }
 
   RecordedEvaluation parse(std::vector<std::string>& fields, int line) const {
@@ -413,6 +421,15 @@ class RowParser {
         *field = number(fields, column++, line);
       }
     }
+    if (with_conditions_) {
+      evaluation.time.low_ms = number(fields, column++, line);
+      evaluation.time.high_ms = number(fields, column++, line);
+      evaluation.power_w = number(fields, column++, line);
+      evaluation.temperature_c = integer<int>(fields, column++, line);
+      evaluation.energy_mj = number(fields, column++, line);
+      evaluation.energy_window_ms = number(fields, column++, line);
+      ++column;  // clock_flag: derived from throttle_reasons when written
+    }
     return record;
   }
 
@@ -457,19 +474,23 @@ class RowParser {
   const Space& space_;
   const std::filesystem::path& path_;
   std::vector<std::string> columns_;
+  bool with_conditions_ = true;
 };
 
 // The header, then every row parsed into an evaluation and handed to visit. header_seen (when given) tells
 // whether the text held a complete header row.
 ScanResult scan_records(std::string_view text, const std::filesystem::path& path, const Space& space,
-                        const std::function<void(RecordedEvaluation&&)>& visit, bool* header_seen) {
+                        const std::function<void(RecordedEvaluation&&)>& visit, bool* header_seen,
+                        bool* layout_with_conditions = nullptr) {
   const std::vector<std::string> columns = record_columns(space);
   RowParser parser(space, path);
   bool header_done = false;
   RecordScanner scanner(text, path, columns);
   ScanResult result = scanner.scan([&](std::vector<std::string>& fields, int line) {
     if (!header_done) {
-      check_header(fields, space, path);
+      const bool with_conditions = check_header(fields, space, path);
+      parser.set_with_conditions(with_conditions);
+      if (layout_with_conditions) *layout_with_conditions = with_conditions;
       header_done = true;
       return;
     }
@@ -502,7 +523,13 @@ const std::vector<std::string>& stream_columns() {
   return columns;
 }
 
-std::vector<std::string> record_columns(const Space& space) {
+const std::vector<std::string>& condition_columns() {
+  static const std::vector<std::string> columns{"time_low_ms", "time_high_ms",     "power_w",   "temperature_c",
+                                                "energy_mj",   "energy_window_ms", "clock_flag"};
+  return columns;
+}
+
+std::vector<std::string> record_columns(const Space& space, bool with_conditions) {
   std::vector<std::string> columns{"hash"};
   for (const Parameter& parameter : space.parameters) columns.push_back(parameter.name);
   const auto& measurement = measurement_columns();
@@ -510,6 +537,10 @@ std::vector<std::string> record_columns(const Space& space) {
   if (space.streamed) {
     const auto& stream = stream_columns();
     columns.insert(columns.end(), stream.begin(), stream.end());
+  }
+  if (with_conditions) {
+    const auto& conditions = condition_columns();
+    columns.insert(columns.end(), conditions.begin(), conditions.end());
   }
   return columns;
 }
@@ -549,7 +580,7 @@ RecordWriter::RecordWriter(std::filesystem::path csv, const Space& space, const 
     const std::string contents = read_file(path_);
     // Every row is read before anything is written: appending to a record that cannot be read back would bury
     // the problem under more rows.
-    ScanResult scanned = scan_records(contents, path_, space, [&](RecordedEvaluation&&) {}, &has_header);
+    ScanResult scanned = scan_records(contents, path_, space, [&](RecordedEvaluation&&) {}, &has_header, &with_conditions_);
     if (scanned.torn_line > 0) {
       torn_row_file_ = set_aside(path_, std::string_view(contents).substr(scanned.complete_bytes));
       torn_row_line_ = scanned.torn_line;
@@ -606,6 +637,15 @@ void RecordWriter::append(const Evaluation& evaluation, const std::string& hash)
                          stream.input_gbps}) {
       row.add(format_number(field));
     }
+  }
+  if (with_conditions_) {
+    row.add(format_number(evaluation.time.low_ms));
+    row.add(format_number(evaluation.time.high_ms));
+    row.add(format_number(evaluation.power_w));
+    row.add(std::to_string(evaluation.temperature_c));
+    row.add(format_number(evaluation.energy_mj));
+    row.add(format_number(evaluation.energy_window_ms));
+    row.add(clock_policy_flag(evaluation.throttle_reasons));
   }
   // One write() per row: with O_APPEND a row lands whole or, if the process dies mid-call, as a torn last line
   // that readers skip and the next writer sets aside.

@@ -33,11 +33,17 @@
 namespace kernlathe {
 
 // The header of a record file for space: "hash", the parameter names in declared order, then the measurement
-// columns (measurement_columns()).
-std::vector<std::string> record_columns(const Space& space);
+// columns (measurement_columns()), the stream columns for a streamed space, then the conditions of the
+// measurement (condition_columns()). Records written before the condition columns existed are read, and resumed
+// in their own layout (with_conditions false).
+std::vector<std::string> record_columns(const Space& space, bool with_conditions = true);
 const std::vector<std::string>& measurement_columns();
 // Appended after the measurement columns when space.streamed: the stream stage breakdown (StreamStages).
 const std::vector<std::string>& stream_columns();
+// The 95% interval of the median, board power and temperature after timing, energy per launch and its window,
+// and clock_flag: the throttle reasons outside the clock policy by name (tuner/measure/measurement.h), empty
+// inside it.
+const std::vector<std::string>& condition_columns();
 
 // A text key that identifies a configuration (values with their types), for sets and maps of configurations.
 std::string configuration_key(const Configuration& configuration);
@@ -70,6 +76,7 @@ class RecordWriter {
   std::filesystem::path path_;
   std::size_t parameter_count_ = 0;
   bool streamed_ = false;  // streamed spaces add stream_columns()
+  bool with_conditions_ = true;  // false when resuming a record written before condition_columns()
   int descriptor_ = -1;
   bool resumed_ = false;
   bool sync_every_row_ = false;

@@ -35,4 +35,14 @@ std::optional<Status> parse_status(std::string_view name) {
   return std::nullopt;
 }
 
+std::string clock_policy_flag(std::uint64_t throttle_reasons) {
+  static const std::pair<std::uint64_t, const char*> names[] = {
+      {0x8, "hw_slowdown"}, {0x20, "sw_thermal"}, {0x40, "hw_thermal"}, {0x80, "power_brake"}};
+  std::string flag;
+  for (const auto& [bit, name] : names) {
+    if ((throttle_reasons & bit) != 0) flag += (flag.empty() ? "" : "+") + std::string(name);
+  }
+  return flag;
+}
+
 }  // namespace kernlathe

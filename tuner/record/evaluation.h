@@ -31,6 +31,8 @@ struct TimeStatistics {
   double max_ms = 0;
   double relative_spread = 0;  // (p75 - p25) / median
   int samples = 0;
+  double low_ms = 0;   // 95% interval of the median (order statistics; min and max below 6 samples)
+  double high_ms = 0;
 };
 
 // Streamed workloads only (KernelSpec::stream): where the end-to-end time of the median timed pass went. Stage
@@ -61,11 +63,21 @@ struct Evaluation {
   double occupancy = 0;           // active warps per SM / max warps per SM, from the occupancy calculator
   int sm_clock_mhz = 0;           // 0 when NVML is not available
   std::uint64_t throttle_reasons = 0;
+  double power_w = 0;             // board power read after timing; 0 when NVML is not available
+  int temperature_c = 0;          // GPU temperature read after timing
+  double energy_mj = 0;           // energy per launch in millijoules; 0 when not measured (tuner/measure/)
+  double energy_window_ms = 0;    // the whole energy-counter periods it was measured over
   double max_error = 0;           // largest relative error seen during verification
   double timestamp = 0;           // seconds since the epoch when the evaluation finished
   StreamStages stream;            // streamed specs; time then holds the end-to-end time of a whole pass
 
   bool ok() const { return status == Status::ok; }
 };
+
+// NVML clock-event reasons (nvmlClocksEventReason*) outside the clock policy of tuner/measure/measurement.h:
+// HW slowdown, SW thermal, HW thermal and power-brake slowdowns. A power-cap throttle (0x4) is inside it.
+inline constexpr std::uint64_t reasons_outside_clock_policy = 0x8 | 0x20 | 0x40 | 0x80;
+// "" inside the policy; otherwise the reasons by name, joined with '+' ("sw_thermal+hw_slowdown").
+std::string clock_policy_flag(std::uint64_t throttle_reasons);
 
 }  // namespace kernlathe

@@ -19,6 +19,8 @@
 #include "tuner/driver/cuda_driver.h"
 #include "tuner/driver/tensor_map.h"
 #include "tuner/gpu/device.h"
+#include "tuner/gpu/driver_handles.h"
+#include "tuner/measure/kernel_timer.h"
 #include "tuner/gpu/nvml.h"
 #include "tuner/loader/cuda_pipeline_device.h"
 #include "tuner/loader/dataset.h"
@@ -46,47 +48,8 @@ struct ConfigurationFailure {
   std::string message;
 };
 
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > 0) KERNLATHE_CUDA_CHECK(cuda_driver().cuMemAlloc(&pointer_, bytes));
-  }
-  ~DeviceBuffer() {
-    if (pointer_ != 0) KERNLATHE_CUDA_CHECK_NOTHROW(cuda_driver().cuMemFree(pointer_));
-  }
-  DeviceBuffer(DeviceBuffer&& other) noexcept : pointer_(std::exchange(other.pointer_, 0)), bytes_(other.bytes_) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    std::swap(pointer_, other.pointer_);
-    std::swap(bytes_, other.bytes_);
-    return *this;
-  }
-  CUdeviceptr get() const { return pointer_; }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  CUdeviceptr pointer_ = 0;
-  std::size_t bytes_ = 0;
-};
-
-// Unloads on destruction, so thousands of configurations leave no modules behind.
-class LoadedModule {
- public:
-  LoadedModule() = default;
-  explicit LoadedModule(CUmodule module) : module_(module) {}
-  ~LoadedModule() {
-    if (module_ != nullptr) KERNLATHE_CUDA_CHECK_NOTHROW(cuda_driver().cuModuleUnload(module_));
-  }
-  LoadedModule(LoadedModule&& other) noexcept : module_(std::exchange(other.module_, nullptr)) {}
-  LoadedModule& operator=(LoadedModule&& other) noexcept {
-    std::swap(module_, other.module_);
-    return *this;
-  }
-  CUmodule get() const { return module_; }
-
- private:
-  CUmodule module_ = nullptr;
-};
+using gpu::DeviceBuffer;
+using gpu::LoadedModule;
 
 // One kernel argument's device memory: what the kernel sees, the initial contents to restore before a verified
 // run (inputs and in-out buffers), and the reference configuration's result (outputs).
@@ -141,9 +104,10 @@ class EvaluationWorker {
   void restore_buffers();
   // Compares every output with its reference; returns the wrong_result message, or nothing when all match.
   std::optional<std::string> compare_outputs(double& max_error);
-  TimeStatistics time_kernel(const PreparedKernel& kernel);
-  // Warm-up, then samples of batches of launch_once() until the spread is small or the time cap is reached.
-  TimeStatistics time_launches(const std::function<void()>& launch_once);
+  // Times launch_once() under the run's rule and, when asked, measures its energy per launch; fills the time,
+  // clock, power and energy fields of `result`.
+  void measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result);
+  Evaluation measure_baseline(bool with_energy);
   void encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box, ParameterSlot& slot) const;
   gpu::GemmProblem baseline_problem() const;
   void run_baseline();
@@ -155,8 +119,8 @@ class EvaluationWorker {
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
-  CUevent start_event_ = nullptr;
-  CUevent stop_event_ = nullptr;
+  gpu::Event start_event_;  // for the copy-bandwidth ceiling
+  gpu::Event stop_event_;
   DeviceProperties properties_;
   gpu::LaunchLimits limits_;
   std::string pci_bus_id_;
@@ -166,7 +130,7 @@ class EvaluationWorker {
   WorkerSetup setup_;
   bool ready_ = false;
   std::vector<ArgumentBuffers> buffers_;  // one per argument; scalars keep empty buffers
-  DeviceBuffer flush_buffer_;
+  KernelTimer timer_;
   std::unique_ptr<gpu::Cublas> cublas_;    // loaded at the first setup with a cuBLAS baseline
   std::optional<TimeStatistics> baseline_time_;
   std::string phase_;  // what the worker was doing, for error messages
@@ -203,14 +167,15 @@ json EvaluationWorker::handle(const json& message) {
       }
       json reply = {{"type", "setup_done"}};
       if (baseline_time_) {
-        reply["baseline"] = {{"median_ms", baseline_time_->median_ms},
-                             {"min_ms", baseline_time_->min_ms},
-                             {"max_ms", baseline_time_->max_ms},
-                             {"relative_spread", baseline_time_->relative_spread},
-                             {"samples", baseline_time_->samples},
+        reply["baseline"] = {{"time", protocol::encode(*baseline_time_)},
                              {"library", cublas_ ? cublas_->version() : std::string()}};
       }
       return reply;
+    }
+    if (type == "baseline") {
+      if (!ready_ || !setup_.baseline) return error_reply("baseline before a setup with a baseline", false);
+      Evaluation evaluation = measure_baseline(message.value("measure_energy", false));
+      return {{"type", "evaluation"}, {"evaluation", protocol::encode(evaluation)}};
     }
     if (type == "pinned_copy_in") {
       if (!ready_) return error_reply("pinned_copy_in before setup", false);
@@ -252,12 +217,12 @@ double EvaluationWorker::measure_copy_bandwidth_gbps() {
   KERNLATHE_CUDA_CHECK(cuda.cuMemsetD8Async(source.get(), 0x5a, bytes, stream_));
   std::vector<double> samples_ms;
   for (int copy = 0; copy < 11; ++copy) {
-    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_event_.get(), stream_));
     KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoDAsync(destination.get(), source.get(), bytes, stream_));
-    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
-    KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(stop_event_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_event_.get(), stream_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(stop_event_.get()));
     float milliseconds = 0;
-    KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&milliseconds, start_event_, stop_event_));
+    KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&milliseconds, start_event_.get(), stop_event_.get()));
     if (copy >= 2) samples_ms.push_back(milliseconds);
   }
   const TimeStatistics statistics = summarise(samples_ms);
@@ -281,8 +246,8 @@ void EvaluationWorker::open_device(int index) {
   // the launches. With a non-blocking stream the poison memset once landed after the kernel on an H200 and every
   // output read as unwritten.
   KERNLATHE_CUDA_CHECK(cuda.cuStreamCreate(&stream_, CU_STREAM_DEFAULT));
-  KERNLATHE_CUDA_CHECK(cuda.cuEventCreate(&start_event_, CU_EVENT_DEFAULT));
-  KERNLATHE_CUDA_CHECK(cuda.cuEventCreate(&stop_event_, CU_EVENT_DEFAULT));
+  start_event_ = gpu::Event::create();
+  stop_event_ = gpu::Event::create();
   gpu::read_clocks(pci_bus_id_);  // NVML's first call can take a second: keep it out of evaluation deadlines
   std::vector<char> compare_cubin = compile_compare_kernels(properties_.arch_major, properties_.arch_minor);
   CUmodule module = nullptr;
@@ -297,7 +262,7 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
   const gpu::CudaDriver& cuda = cuda_driver();
   ready_ = false;
   buffers_.clear();
-  flush_buffer_ = DeviceBuffer();
+  timer_ = KernelTimer();
   setup_ = setup;
   for (const WorkerArgument& argument : setup_.arguments) {
     ArgumentBuffers& buffers = buffers_.emplace_back();
@@ -315,7 +280,7 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
     }
     if (argument.role != Role::in && setup_.verification_enabled) buffers.reference = DeviceBuffer(contents.size());
   }
-  if (setup_.measurement.cold) flush_buffer_ = DeviceBuffer(static_cast<std::size_t>(2 * properties_.l2_cache_bytes));
+  timer_ = KernelTimer(stream_, setup_.measurement, static_cast<std::size_t>(properties_.l2_cache_bytes));
 
   baseline_time_.reset();
   if (setup_.baseline && setup_.baseline->library == "cublas" && !cublas_) {
@@ -354,7 +319,7 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
   if (setup_.baseline) {
     phase_ = "baseline timing";
     restore_buffers();
-    baseline_time_ = time_launches([&] { run_baseline(); });
+    baseline_time_ = timer_.time([&] { run_baseline(); }, phase_);
   }
   ready_ = true;
 }
@@ -540,50 +505,30 @@ std::optional<std::string> EvaluationWorker::compare_outputs(double& max_error) 
   return std::nullopt;
 }
 
-TimeStatistics EvaluationWorker::time_kernel(const PreparedKernel& kernel) {
-  return time_launches([&] { launch(kernel); });
+void EvaluationWorker::measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result) {
+  result.time = timer_.time(launch_once, phase_);
+  // Clocks and power right after the samples, before the energy loop changes the GPU's state.
+  const gpu::ClockReading clocks = gpu::read_clocks(pci_bus_id_);
+  result.sm_clock_mhz = clocks.sm_clock_mhz;
+  result.throttle_reasons = clocks.throttle_reasons;
+  const gpu::PowerReading power = gpu::read_power(pci_bus_id_);
+  result.power_w = power.power_w;
+  result.temperature_c = power.temperature_c;
+  if (!with_energy) return;
+  if (std::optional<EnergyFigures> energy = timer_.energy(launch_once, result.time.median_ms, pci_bus_id_, phase_)) {
+    result.energy_mj = energy->energy_per_launch_mj;
+    result.energy_window_ms = energy->window_ms;
+  }
 }
 
-TimeStatistics EvaluationWorker::time_launches(const std::function<void()>& launch_once) {
-  const gpu::CudaDriver& cuda = cuda_driver();
-  const MeasurementSettings& settings = setup_.measurement;
-  auto event_ms = [&] {
-    KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(stop_event_));
-    float elapsed = 0;
-    KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&elapsed, start_event_, stop_event_));
-    return static_cast<double>(elapsed);
-  };
-  auto flush_l2 = [&] {
-    if (flush_buffer_.bytes() == 0) return;
-    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32Async(flush_buffer_.get(), 0x5EED, flush_buffer_.bytes() / 4, stream_));
-  };
-
-  // Warm-up: module load, instruction cache and clocks settle; the fastest single launch estimates the kernel's
-  // time for choosing the batch size.
-  phase_ = "warm-up";
-  double fastest_ms = 0;
-  Clock::time_point warmup_start = Clock::now();
-  do {
-    flush_l2();
-    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
-    launch_once();
-    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
-    double elapsed = event_ms();
-    fastest_ms = fastest_ms == 0 ? elapsed : std::min(fastest_ms, elapsed);
-  } while (std::chrono::duration<double, std::milli>(Clock::now() - warmup_start).count() < settings.warmup_ms);
-
-  phase_ = "timing";
-  int batch = launches_per_sample(fastest_ms * 1000, settings.cold);
-  std::vector<double> samples;
-  Clock::time_point sampling_start = Clock::now();
-  do {
-    flush_l2();
-    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_event_, stream_));
-    for (int launch_index = 0; launch_index < batch; ++launch_index) launch_once();
-    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_event_, stream_));
-    samples.push_back(event_ms() / batch);
-  } while (!measurement_complete(samples, std::chrono::duration<double>(Clock::now() - sampling_start).count(), settings));
-  return summarise(std::move(samples));
+// The baseline measured again after setup, as the final round does, so that it shares the candidates' conditions.
+Evaluation EvaluationWorker::measure_baseline(bool with_energy) {
+  Evaluation evaluation = guarded_evaluation([&](Evaluation& result) {
+    phase_ = "baseline timing";
+    measure([&] { run_baseline(); }, with_energy, result);
+  });
+  evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return evaluation;
 }
 
 // The CUtensorMap of a tensor-map argument for one configuration: the shape comes from the setup, the box and
@@ -686,10 +631,7 @@ Evaluation EvaluationWorker::evaluate(const EvaluationRequest& request) {
       std::optional<std::string> mismatch = compare_outputs(result.max_error);
       if (mismatch) throw ConfigurationFailure{Status::wrong_result, *mismatch};
     }
-    result.time = time_kernel(kernel);
-    gpu::ClockReading clocks = gpu::read_clocks(pci_bus_id_);
-    result.sm_clock_mhz = clocks.sm_clock_mhz;
-    result.throttle_reasons = clocks.throttle_reasons;
+    measure([&] { launch(kernel); }, request.measure_energy, result);
   });
   evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return evaluation;
@@ -818,7 +760,7 @@ Evaluation EvaluationWorker::evaluate_streamed(const EvaluationRequest& request)
       if (!pass.ok()) fail_with(pass);
       samples.push_back(pass.breakdown.end_to_end_ms);
       passes.push_back(std::move(pass));
-    } while (passes.size() < 3 || (passes.size() < 10 && elapsed_seconds() < 0.3));
+    } while (!measurement_complete(samples, elapsed_seconds(), setup_.measurement));
     std::vector<std::size_t> order(passes.size());
     for (std::size_t index = 0; index < order.size(); ++index) order[index] = index;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return samples[a] < samples[b]; });
@@ -836,6 +778,9 @@ Evaluation EvaluationWorker::evaluate_streamed(const EvaluationRequest& request)
     gpu::ClockReading clocks = gpu::read_clocks(pci_bus_id_);
     result.sm_clock_mhz = clocks.sm_clock_mhz;
     result.throttle_reasons = clocks.throttle_reasons;
+    const gpu::PowerReading power = gpu::read_power(pci_bus_id_);
+    result.power_w = power.power_w;
+    result.temperature_c = power.temperature_c;
   });
   evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return evaluation;

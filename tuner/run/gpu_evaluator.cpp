@@ -225,11 +225,7 @@ void GpuEvaluator::send_setup() {
   if (answer.reply.contains("baseline")) {
     const nlohmann::json& baseline = answer.reply.at("baseline");
     BaselineTime time;
-    time.time.median_ms = baseline.at("median_ms").get<double>();
-    time.time.min_ms = baseline.at("min_ms").get<double>();
-    time.time.max_ms = baseline.at("max_ms").get<double>();
-    time.time.relative_spread = baseline.at("relative_spread").get<double>();
-    time.time.samples = baseline.at("samples").get<int>();
+    time.time = protocol::decode_time(baseline.at("time"));
     time.library = baseline.value("library", "");
     baseline_ = time;
   }
@@ -249,7 +245,30 @@ void GpuEvaluator::setup(const WorkerSetup& setup) {
 
 double GpuEvaluator::reply_deadline_seconds(const EvaluationRequest& request) const {
   double timeout = request.timeout_seconds > 0 ? request.timeout_seconds : options_.timeout_seconds;
-  return timeout + options_.measurement.warmup_ms / 1000 + options_.measurement.max_seconds + evaluation_margin_seconds;
+  // The energy loop waits at most a second for each counter step (tuner/measure/kernel_timer.h).
+  const double energy_seconds = request.measure_energy ? options_.measurement.energy_periods + 1.0 : 0.0;
+  return timeout + options_.measurement.warmup_ms / 1000 + options_.measurement.max_seconds + energy_seconds +
+         evaluation_margin_seconds;
+}
+
+Evaluation GpuEvaluator::measure_baseline(bool measure_energy) {
+  if (!setup_ || !setup_->baseline) throw TunerError("GpuEvaluator::measure_baseline called without a baseline");
+  if (!worker_) send_setup();
+  EvaluationRequest timing;
+  timing.measure_energy = measure_energy;
+  const double seconds = reply_deadline_seconds(timing);
+  Exchange answer = exchange({{"type", "baseline"}, {"measure_energy", measure_energy}}, seconds);
+  Evaluation evaluation;
+  if (answer.outcome == Exchange::Outcome::reply) {
+    if (answer.reply.value("type", "") != "evaluation") throw_error_reply(answer.reply);
+    evaluation = protocol::decode_evaluation(answer.reply.at("evaluation"));
+    if (evaluation.status == Status::crashed) stop_worker(false);
+  } else {
+    evaluation.status = answer.outcome == Exchange::Outcome::died ? Status::crashed : Status::timeout;
+    evaluation.message = answer.outcome == Exchange::Outcome::died ? "the evaluation worker " + answer.description
+                                                                   : fmt::format("the baseline gave no result within {:.1f} s", seconds);
+  }
+  return evaluation;
 }
 
 Evaluation GpuEvaluator::evaluate(const EvaluationRequest& request) {

@@ -15,7 +15,7 @@
 
 #include "tuner/gpu/device.h"
 #include "tuner/record/evaluation.h"
-#include "tuner/run/measurement.h"
+#include "tuner/measure/measurement.h"
 #include "tuner/run/protocol.h"
 
 namespace kernlathe {
@@ -57,6 +57,10 @@ class GpuEvaluator {
   // as the status. The configuration, compile_ms and cubin_cached are left for the caller to fill.
   // Throws TunerError when called before setup() or when a restarted worker cannot replay the setup.
   Evaluation evaluate(const EvaluationRequest& request);
+
+  // The baseline (cuBLAS) timed again with the configurations' rule, energy too when asked: the final round
+  // measures it beside the candidates. Throws TunerError when the setup has no baseline.
+  Evaluation measure_baseline(bool measure_energy);
 
   // Device-to-device copy bandwidth (bytes read + written, GB/s), measured by the worker after setup(); the
   // ceiling that memory-bound results are reported against. Throws TunerError when the worker fails.

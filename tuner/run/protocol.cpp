@@ -155,9 +155,11 @@ json encode(const MeasurementSettings& settings) {
   return {{"warmup_ms", settings.warmup_ms},
           {"min_samples", settings.min_samples},
           {"max_samples", settings.max_samples},
+          {"min_seconds", settings.min_seconds},
           {"max_seconds", settings.max_seconds},
           {"target_relative_spread", settings.target_relative_spread},
-          {"cold", settings.cold}};
+          {"cold", settings.cold},
+          {"energy_periods", settings.energy_periods}};
 }
 
 MeasurementSettings decode_measurement(const json& document) {
@@ -166,9 +168,11 @@ MeasurementSettings decode_measurement(const json& document) {
     settings.warmup_ms = document.at("warmup_ms").get<double>();
     settings.min_samples = document.at("min_samples").get<int>();
     settings.max_samples = document.at("max_samples").get<int>();
+    settings.min_seconds = document.at("min_seconds").get<double>();
     settings.max_seconds = document.at("max_seconds").get<double>();
     settings.target_relative_spread = document.at("target_relative_spread").get<double>();
     settings.cold = document.at("cold").get<bool>();
+    settings.energy_periods = document.at("energy_periods").get<int>();
     return settings;
   });
 }
@@ -232,7 +236,10 @@ WorkerSetup decode_setup(const json& document) {
 }
 
 json encode(const EvaluationRequest& request) {
-  json document = {{"launch", encode(request.launch)}, {"verify", request.verify}, {"timeout_seconds", request.timeout_seconds}};
+  json document = {{"launch", encode(request.launch)},
+                   {"verify", request.verify},
+                   {"measure_energy", request.measure_energy},
+                   {"timeout_seconds", request.timeout_seconds}};
   if (request.loader) document["loader"] = encode(*request.loader);
   return document;
 }
@@ -293,6 +300,7 @@ EvaluationRequest decode_request(const json& document) {
     EvaluationRequest request;
     request.launch = decode_launch(document.at("launch"));
     request.verify = document.at("verify").get<bool>();
+    request.measure_energy = document.at("measure_energy").get<bool>();
     request.timeout_seconds = document.at("timeout_seconds").get<double>();
     if (document.contains("loader")) request.loader = decode_loader(document.at("loader"));
     return request;
@@ -357,16 +365,31 @@ gpu::DeviceInfo decode_device_info(const json& document) {
   });
 }
 
+json encode(const TimeStatistics& time) {
+  return {{"median_ms", time.median_ms},       {"min_ms", time.min_ms},   {"max_ms", time.max_ms},
+          {"relative_spread", time.relative_spread}, {"samples", time.samples}, {"low_ms", time.low_ms},
+          {"high_ms", time.high_ms}};
+}
+
+TimeStatistics decode_time(const json& document) {
+  return guarded("time statistics", [&] {
+    TimeStatistics time;
+    time.median_ms = document.at("median_ms").get<double>();
+    time.min_ms = document.at("min_ms").get<double>();
+    time.max_ms = document.at("max_ms").get<double>();
+    time.relative_spread = document.at("relative_spread").get<double>();
+    time.samples = document.at("samples").get<int>();
+    time.low_ms = document.at("low_ms").get<double>();
+    time.high_ms = document.at("high_ms").get<double>();
+    return time;
+  });
+}
+
 json encode(const Evaluation& evaluation) {
   const TimeStatistics& time = evaluation.time;
   json document = {{"status", std::string(status_name(evaluation.status))},
           {"message", evaluation.message},
-          {"time",
-           {{"median_ms", time.median_ms},
-            {"min_ms", time.min_ms},
-            {"max_ms", time.max_ms},
-            {"relative_spread", time.relative_spread},
-            {"samples", time.samples}}},
+          {"time", encode(time)},
           {"compile_ms", evaluation.compile_ms},
           {"cubin_cached", evaluation.cubin_cached},
           {"registers", evaluation.registers},
@@ -376,6 +399,10 @@ json encode(const Evaluation& evaluation) {
           {"occupancy", evaluation.occupancy},
           {"sm_clock_mhz", evaluation.sm_clock_mhz},
           {"throttle_reasons", evaluation.throttle_reasons},
+          {"power_w", evaluation.power_w},
+          {"temperature_c", evaluation.temperature_c},
+          {"energy_mj", evaluation.energy_mj},
+          {"energy_window_ms", evaluation.energy_window_ms},
           {"max_error", evaluation.max_error},
           {"timestamp", evaluation.timestamp}};
   const StreamStages& stream = evaluation.stream;
@@ -398,12 +425,7 @@ Evaluation decode_evaluation(const json& document) {
     if (!parsed) throw TunerError(fmt::format("malformed evaluation message: unknown status '{}'", status));
     evaluation.status = *parsed;
     evaluation.message = document.at("message").get<std::string>();
-    const json& time = document.at("time");
-    evaluation.time.median_ms = time.at("median_ms").get<double>();
-    evaluation.time.min_ms = time.at("min_ms").get<double>();
-    evaluation.time.max_ms = time.at("max_ms").get<double>();
-    evaluation.time.relative_spread = time.at("relative_spread").get<double>();
-    evaluation.time.samples = time.at("samples").get<int>();
+    evaluation.time = decode_time(document.at("time"));
     evaluation.compile_ms = document.at("compile_ms").get<double>();
     evaluation.cubin_cached = document.at("cubin_cached").get<bool>();
     evaluation.registers = document.at("registers").get<int>();
@@ -413,6 +435,10 @@ Evaluation decode_evaluation(const json& document) {
     evaluation.occupancy = document.at("occupancy").get<double>();
     evaluation.sm_clock_mhz = document.at("sm_clock_mhz").get<int>();
     evaluation.throttle_reasons = document.at("throttle_reasons").get<std::uint64_t>();
+    evaluation.power_w = document.at("power_w").get<double>();
+    evaluation.temperature_c = document.at("temperature_c").get<int>();
+    evaluation.energy_mj = document.at("energy_mj").get<double>();
+    evaluation.energy_window_ms = document.at("energy_window_ms").get<double>();
     evaluation.max_error = document.at("max_error").get<double>();
     evaluation.timestamp = document.at("timestamp").get<double>();
     if (document.contains("stream")) {

@@ -22,7 +22,7 @@
 #include "tuner/gpu/device.h"
 #include "tuner/loader/pipeline.h"
 #include "tuner/record/evaluation.h"
-#include "tuner/run/measurement.h"
+#include "tuner/measure/measurement.h"
 #include "tuner/spec/model.h"
 
 namespace kernlathe {
@@ -104,6 +104,7 @@ struct EvaluationRequest {
   bool verify = true;
   double timeout_seconds = 0;  // 0: the evaluator's default
   std::optional<loader::LoaderConfiguration> loader = std::nullopt;  // streamed specs: the configuration's loader settings
+  bool measure_energy = false;  // energy per launch after timing (tuner/measure/kernel_timer.h)
 };
 
 namespace protocol {
@@ -117,6 +118,7 @@ nlohmann::json encode(const loader::LoaderConfiguration& loader);
 nlohmann::json encode(const MeasurementSettings& settings);
 nlohmann::json encode(const DeviceProperties& properties);
 nlohmann::json encode(const gpu::DeviceInfo& info);
+nlohmann::json encode(const TimeStatistics& time);
 // Every field of Evaluation except the configuration, which only the tuner knows.
 nlohmann::json encode(const Evaluation& evaluation);
 
@@ -130,6 +132,7 @@ loader::LoaderConfiguration decode_loader(const nlohmann::json& document);
 MeasurementSettings decode_measurement(const nlohmann::json& document);
 DeviceProperties decode_properties(const nlohmann::json& document);
 gpu::DeviceInfo decode_device_info(const nlohmann::json& document);
+TimeStatistics decode_time(const nlohmann::json& document);
 Evaluation decode_evaluation(const nlohmann::json& document);
 
 // Writes one framed message. Throws TunerError when the peer is gone (no SIGPIPE on sockets).

@@ -19,18 +19,26 @@ double t_quantile_95(std::size_t degrees_of_freedom) {
 
 }  // namespace
 
+std::pair<double, double> mean_and_half_width(const std::vector<double>& values) {
+  const std::size_t n = values.size();
+  if (n == 0) return {0, 0};
+  const double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(n);
+  double squares = 0;
+  for (double value : values) squares += (value - mean) * (value - mean);
+  const double half_width =
+      n > 1 ? t_quantile_95(n - 1) * std::sqrt(squares / static_cast<double>(n - 1)) / std::sqrt(static_cast<double>(n)) : 0;
+  return {mean, half_width};
+}
+
 FinalFigures summarise_rounds(std::vector<double> round_ms) {
   FinalFigures figures;
   figures.round_ms = std::move(round_ms);
-  const std::size_t n = figures.round_ms.size();
-  if (n == 0) return figures;
+  if (figures.round_ms.empty()) return figures;
   figures.complete = true;
-  figures.mean_ms = std::accumulate(figures.round_ms.begin(), figures.round_ms.end(), 0.0) / static_cast<double>(n);
-  double squares = 0;
-  for (double value : figures.round_ms) squares += (value - figures.mean_ms) * (value - figures.mean_ms);
-  const double half_width = n > 1 ? t_quantile_95(n - 1) * std::sqrt(squares / static_cast<double>(n - 1)) / std::sqrt(static_cast<double>(n)) : 0;
-  figures.low_ms = figures.mean_ms - half_width;
-  figures.high_ms = figures.mean_ms + half_width;
+  const auto [mean, half_width] = mean_and_half_width(figures.round_ms);
+  figures.mean_ms = mean;
+  figures.low_ms = mean - half_width;
+  figures.high_ms = mean + half_width;
   return figures;
 }
 
@@ -38,19 +46,21 @@ bool faster_beyond_noise(const FinalFigures& a, const FinalFigures& b) {
   return a.complete && b.complete && a.high_ms < b.low_ms;
 }
 
-std::vector<FinalFigures> run_final_round(const std::vector<Configuration>& candidates, int rounds,
-                                          const std::function<Evaluation(const Configuration&)>& measure,
+std::vector<FinalFigures> run_final_round(std::size_t candidates, int rounds,
+                                          const std::function<Evaluation(std::size_t candidate)>& measure,
                                           const std::function<void(int round, std::size_t candidate)>& measured) {
-  const std::size_t n = candidates.size();
+  const std::size_t n = candidates;
   std::vector<std::vector<double>> round_ms(n);
+  std::vector<std::vector<double>> round_energy_mj(n);
   std::vector<std::string> failures(n);
   for (int round = 0; round < rounds && n > 0; ++round) {
     for (std::size_t step = 0; step < n; ++step) {
       const std::size_t index = (static_cast<std::size_t>(round) + step) % n;
       if (!failures[index].empty()) continue;
-      Evaluation evaluation = measure(candidates[index]);
+      Evaluation evaluation = measure(index);
       if (evaluation.ok() && evaluation.time.median_ms > 0) {
         round_ms[index].push_back(evaluation.time.median_ms);
+        if (evaluation.energy_mj > 0) round_energy_mj[index].push_back(evaluation.energy_mj);
       } else {
         failures[index] = fmt::format("round {}: {}{}", round + 1, status_name(evaluation.status),
                                       evaluation.message.empty() ? "" : ": " + evaluation.message);
@@ -61,6 +71,13 @@ std::vector<FinalFigures> run_final_round(const std::vector<Configuration>& cand
   std::vector<FinalFigures> figures;
   for (std::size_t index = 0; index < n; ++index) {
     FinalFigures summary = summarise_rounds(round_ms[index]);
+    if (!round_energy_mj[index].empty() && round_energy_mj[index].size() == round_ms[index].size()) {
+      const auto [mean, half_width] = mean_and_half_width(round_energy_mj[index]);
+      summary.round_energy_mj = std::move(round_energy_mj[index]);
+      summary.energy_mj = mean;
+      summary.energy_low_mj = mean - half_width;
+      summary.energy_high_mj = mean + half_width;
+    }
     if (!failures[index].empty()) {
       summary.complete = false;
       summary.failure = failures[index];

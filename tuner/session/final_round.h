@@ -1,9 +1,9 @@
 #pragma once
-// The final round of a run (issue 16): the best configurations of the search, the default and the configuration
-// the best cache holds are measured again, interleaved round-robin in the same process under the same conditions,
+// The final round of a run (issue 16): the best configurations of the search, the default, the configuration
+// the best cache holds and the baseline (cuBLAS for GEMM) are measured again, interleaved round-robin in the same process under the same conditions,
 // so the ranking, the figures reported and the best cache do not rest on one measurement each taken minutes apart
 // (clocks and temperature drift over a run at the power cap). Each round measures every candidate once with the
-// usual rule (tuner/run/measurement.h); a candidate's figure is the mean of its round medians with a 95% interval.
+// usual rule (tuner/measure/measurement.h); a candidate's figure is the mean of its round medians with a 95% interval.
 
 #include <functional>
 #include <string>
@@ -21,19 +21,28 @@ struct FinalFigures {
   double high_ms = 0;
   bool complete = false;         // measured correctly in every round
   std::string failure;           // why not, when not
+  // Energy per launch, when every round measured it: the same summary over the rounds' energy figures.
+  std::vector<double> round_energy_mj;
+  double energy_mj = 0;
+  double energy_low_mj = 0;
+  double energy_high_mj = 0;
 };
 
 // The mean and its 95% interval from round medians (at least one; one round gives an interval of zero width).
 FinalFigures summarise_rounds(std::vector<double> round_ms);
 
+// The mean and the half width of its 95% interval (Student t), for any per-round figure.
+std::pair<double, double> mean_and_half_width(const std::vector<double>& values);
+
 // Whether `a` is faster than `b` beyond the noise: a's interval lies wholly below b's.
 bool faster_beyond_noise(const FinalFigures& a, const FinalFigures& b);
 
-// Measures every candidate `rounds` times. Round r measures the candidates in order starting at r % n, so none is
-// always first (after a pause) or last. A candidate that fails in a round is not measured again (complete false,
-// failure says the status and message). `measured` is told each measurement as it comes (for progress).
-std::vector<FinalFigures> run_final_round(const std::vector<Configuration>& candidates, int rounds,
-                                          const std::function<Evaluation(const Configuration&)>& measure,
+// Measures each of `candidates` candidates `rounds` times through measure(index). Round r measures the
+// candidates in order starting at r % n, so none is always first (after a pause) or last. A candidate that fails
+// in a round is not measured again (complete false, failure says the status and message). `measured` is told each
+// measurement as it comes (for progress).
+std::vector<FinalFigures> run_final_round(std::size_t candidates, int rounds,
+                                          const std::function<Evaluation(std::size_t candidate)>& measure,
                                           const std::function<void(int round, std::size_t candidate)>& measured = {});
 
 }  // namespace kernlathe

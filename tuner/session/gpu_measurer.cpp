@@ -182,13 +182,18 @@ class GpuMeasurer final : public Measurer {
   double baseline_ms() const override {
     return evaluator_.baseline_time() ? evaluator_.baseline_time()->time.median_ms : 0;
   }
+  Evaluation measure_baseline(bool measure_energy) override {
+    if (!spec_.baseline.present()) return Measurer::measure_baseline(measure_energy);
+    return evaluator_.measure_baseline(measure_energy);
+  }
   std::string baseline_library() const override {
     return evaluator_.baseline_time() ? evaluator_.baseline_time()->library : "";
   }
 
-  Evaluation measure(const Configuration& configuration, const CompileResult* compiled,
-                     const SpaceEnumerator& space) override {
+  Evaluation measure(const Configuration& configuration, const CompileResult* compiled, const SpaceEnumerator& space,
+                     bool measure_energy) override {
     EvaluationRequest request;
+    request.measure_energy = measure_energy;
     try {
       request.launch = launch_for(configuration, *compiled, space);
     } catch (const InputError& error) {

@@ -7,7 +7,7 @@
 
 #include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/record/evaluation.h"
-#include "tuner/run/measurement.h"
+#include "tuner/measure/measurement.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
 
@@ -28,9 +28,18 @@ class Measurer {
   virtual std::string baseline_library() const { return ""; }
   // Called once the space exists: allocate buffers, compute the reference outputs.
   virtual void prepare(const SpaceEnumerator& space) = 0;
-  // compiled is null when needs_compilation() is false.
+  // compiled is null when needs_compilation() is false. measure_energy: energy per launch too (a GPU measurer
+  // with an energy counter; a replay takes what the record holds).
   virtual Evaluation measure(const Configuration& configuration, const CompileResult* compiled,
-                             const SpaceEnumerator& space) = 0;
+                             const SpaceEnumerator& space, bool measure_energy) = 0;
+  // The baseline measured again, for the final round; status invalid where there is none (no baseline, replay).
+  virtual Evaluation measure_baseline(bool measure_energy) {
+    (void)measure_energy;
+    Evaluation none;
+    none.status = Status::invalid;
+    none.message = "no baseline to measure";
+    return none;
+  }
 };
 
 struct GpuMeasurerOptions {

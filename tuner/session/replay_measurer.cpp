@@ -29,7 +29,7 @@ class ReplayMeasurer final : public Measurer {
   bool needs_compilation() const override { return false; }
   void prepare(const SpaceEnumerator&) override {}
 
-  Evaluation measure(const Configuration& configuration, const CompileResult*, const SpaceEnumerator&) override {
+  Evaluation measure(const Configuration& configuration, const CompileResult*, const SpaceEnumerator&, bool) override {
     return source_.evaluate(configuration);
   }
 

@@ -126,11 +126,23 @@ Constants run_constants(const KernelSpec& spec, const DeviceProperties& device) 
 
 std::filesystem::path current_executable() { return std::filesystem::read_symlink("/proc/self/exe"); }
 
+MeasurementSettings measurement_settings_for(const KernelSpec& spec, const MeasurementOverrides& overrides) {
+  MeasurementSettings settings =
+      apply(spec.stream.enabled ? MeasurementSettings::streamed_passes() : MeasurementSettings{}, overrides);
+  try {
+    check_settings(settings);
+  } catch (const std::invalid_argument& error) {
+    throw InputError(fmt::format("measurement settings: {}", error.what()));
+  }
+  return settings;
+}
+
 TuneReport tune(const TuneOptions& options) {
   const auto started = Clock::now();
   const auto elapsed_seconds = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
 
   KernelSpec spec = load_kernel_spec(options.spec_file, options.problem);
+  const MeasurementSettings measurement = measurement_settings_for(spec, options.measurement);
   const bool replay = !options.replay_csv.empty();
   const std::filesystem::path worker =
       options.worker_executable.empty() ? current_executable() : options.worker_executable;
@@ -151,7 +163,7 @@ TuneReport tune(const TuneOptions& options) {
     gpu_options.cubin_cache_dir = cubin_cache;
     gpu_options.device = options.device;
     gpu_options.timeout_seconds = options.timeout_seconds;
-    gpu_options.measurement = options.measurement;
+    gpu_options.measurement = measurement;
     measurer = make_gpu_measurer(spec, gpu_options);
   }
   const DeviceProperties& device = measurer->device();
@@ -299,6 +311,10 @@ TuneReport tune(const TuneOptions& options) {
       best_ms = evaluation.time.median_ms;
   const std::filesystem::path compile_logs = out_dir.empty() ? std::filesystem::path() : out_dir / "compile_logs";
 
+  // Energy costs a few counter periods per configuration (tuner/measure/kernel_timer.h): in the search only when
+  // asked for every row; the final round measures it unless it is off.
+  const bool energy_in_search = measurement.energy == EnergyMeasurement::always && !spec.stream.enabled;
+  const bool energy_in_final_round = measurement.energy != EnergyMeasurement::off && !spec.stream.enabled;
   while (!pending.empty()) {
     PendingEvaluation item = std::move(pending.front());
     pending.pop_front();
@@ -317,12 +333,12 @@ TuneReport tune(const TuneOptions& options) {
           evaluation.message += fmt::format(" (full log: {})", log_file.string());
         }
       } else {
-        evaluation = measurer->measure(item.configuration, &compiled, space);
+        evaluation = measurer->measure(item.configuration, &compiled, space, energy_in_search);
         evaluation.compile_ms = compiled.compile_ms;
         evaluation.cubin_cached = compiled.cached;
       }
     } else {
-      evaluation = measurer->measure(item.configuration, nullptr, space);
+      evaluation = measurer->measure(item.configuration, nullptr, space, energy_in_search);
     }
     evaluation.configuration = item.configuration;
     if (evaluation.timestamp == 0)
@@ -381,8 +397,14 @@ TuneReport tune(const TuneOptions& options) {
           (stored_configuration && evaluation->configuration == *stored_configuration))
         add_candidate(evaluation->configuration);
     }
-    const auto measure_again = [&](const Configuration& configuration) {
-      if (!pool) return measurer->measure(configuration, nullptr, space);
+    // The baseline joins the candidates as the last one: timed in the same rounds, so the reported fractions of
+    // cuBLAS compare figures taken side by side (it was timed once, cool, at setup).
+    const bool baseline_in_round = report.baseline_ms > 0;
+    const std::size_t baseline_index = candidates.size();
+    const auto measure_again = [&](std::size_t index) {
+      if (baseline_in_round && index == baseline_index) return measurer->measure_baseline(energy_in_final_round);
+      const Configuration& configuration = candidates[index];
+      if (!pool) return measurer->measure(configuration, nullptr, space, energy_in_final_round);
       // Compiled before in this run: the cubin cache answers (or the pool compiles it again with the cache off).
       CompileResult compiled = pool->submit(instantiate(spec, space, configuration, arch_for(device, spec.needs_arch_specific))).get();
       if (!compiled.ok) {
@@ -392,18 +414,30 @@ TuneReport tune(const TuneOptions& options) {
         failed.message = compiled.error;
         return failed;
       }
-      return measurer->measure(configuration, &compiled, space);
+      return measurer->measure(configuration, &compiled, space, energy_in_final_round);
     };
-    const std::size_t total = candidates.size() * static_cast<std::size_t>(options.final_rounds);
+    const std::size_t measured_count = candidates.size() + (baseline_in_round ? 1 : 0);
+    const std::size_t total = measured_count * static_cast<std::size_t>(options.final_rounds);
     std::size_t done = 0;
     if (options.show_progress)
-      fmt::print(stderr, "final round: {} configurations x {} rounds, interleaved\n", candidates.size(), options.final_rounds);
-    std::vector<FinalFigures> figures = run_final_round(candidates, options.final_rounds, measure_again, [&](int, std::size_t) {
+      fmt::print(stderr, "final round: {} configurations{} x {} rounds, interleaved\n", candidates.size(),
+                 baseline_in_round ? " and the baseline" : "", options.final_rounds);
+    std::vector<FinalFigures> figures = run_final_round(measured_count, options.final_rounds, measure_again, [&](int, std::size_t) {
       ++done;
       if (options.show_progress) fmt::print(stderr, "\rfinal round: {}/{}", done, total);
     });
     if (options.show_progress) fmt::print(stderr, "\n");
     report.final_rounds = options.final_rounds;
+    if (baseline_in_round) {
+      FinalFigures& baseline = figures[baseline_index];
+      if (baseline.complete) {
+        report.baseline_search_ms = report.baseline_ms;
+        report.baseline_ms = baseline.mean_ms;
+        report.baseline_final_round = baseline;
+      } else {
+        fmt::print(stderr, "tune: the baseline left the final round ({}); its setup figure stays\n", baseline.failure);
+      }
+    }
     for (std::size_t index = 0; index < candidates.size(); ++index) {
       if (!figures[index].complete)
         fmt::print(stderr, "tune: {} left the final round ({})\n", to_string(spec.space, candidates[index]), figures[index].failure);

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tuner/record/evaluation.h"
-#include "tuner/run/measurement.h"
+#include "tuner/measure/measurement.h"
 #include "tuner/search/stop_condition.h"
 #include "tuner/session/final_round.h"
 #include "tuner/spec/model.h"
@@ -37,7 +37,7 @@ struct TuneOptions {
   std::filesystem::path best_cache_dir = "results/best";
   bool update_best_cache = true;
   double timeout_seconds = 10;  // per configuration, on top of the measurement cap
-  MeasurementSettings measurement;
+  MeasurementOverrides measurement;  // on top of the defaults of the spec's kind (measurement_settings_for)
   // Replay: measurements come from a recorded CSV instead of the GPU; replay_arch names the device profile
   // whose properties the space's expressions see (the recorded run's arch when its run.json says).
   std::filesystem::path replay_csv;
@@ -49,6 +49,10 @@ struct TuneOptions {
   int final_candidates = 5;
   int final_rounds = 3;
 };
+
+// The measurement settings a run uses for this spec: the defaults of its kind (kernels, or streamed passes)
+// with the command line's overrides. Throws InputError when they contradict each other.
+MeasurementSettings measurement_settings_for(const KernelSpec& spec, const MeasurementOverrides& overrides);
 
 struct RankedResult {
   // With a final round, evaluation.time.median_ms is the final round's mean (and every figure below is taken from
@@ -84,7 +88,10 @@ struct TuneReport {
   double copy_bandwidth_gbps = 0;      // measured in the same run on the GPU; a replay reports the recorded one
   bool streamed = false;               // a streamed spec: times are end-to-end passes, evaluations carry stages
   double pinned_copy_in_gbps = 0;      // streamed specs: one large pinned host-to-device copy, same run
-  double baseline_ms = 0;              // the spec's baseline (cuBLAS), same run; a replay reports the recorded one
+  double baseline_ms = 0;              // the spec's baseline (cuBLAS), same run; a replay reports the recorded one.
+                                       // With a final round: its mean there, beside the candidates
+  double baseline_search_ms = 0;       // with a final round: the figure timed at setup
+  std::optional<FinalFigures> baseline_final_round;
   std::string baseline_library;        // "cuBLAS 13.0.2"
   std::optional<Evaluation> default_evaluation;
   double median_time_ms = 0;

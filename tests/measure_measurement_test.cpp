@@ -1,6 +1,8 @@
-#include "tuner/run/measurement.h"
+#include "tuner/measure/measurement.h"
 
 #include <gtest/gtest.h>
+
+#include <stdexcept>
 
 namespace kernlathe {
 namespace {
@@ -77,6 +79,68 @@ TEST(LaunchesPerSample, BatchesShortKernelsOnly) {
   EXPECT_EQ(launches_per_sample(5.0, false), 10);  // 2.5 * 20 us / 5 us
   EXPECT_EQ(launches_per_sample(0.001, false), 256);
   EXPECT_EQ(launches_per_sample(5.0, true), 1);  // cold: every launch after its own L2 flush
+}
+
+TEST(Summarise, MedianIntervalUsesOrderStatisticsThatCoverNinetyFivePercent) {
+  // n = 10: P(Binomial(10, 1/2) < 2) = 11/1024 <= 2.5% < P(< 3) = 56/1024, so the interval is [x(2), x(9)].
+  TimeStatistics ten = summarise({10, 1, 9, 2, 8, 3, 7, 4, 6, 5});
+  EXPECT_DOUBLE_EQ(ten.low_ms, 2);
+  EXPECT_DOUBLE_EQ(ten.high_ms, 9);
+  // n = 20: P(< 6) = 2.07% and P(< 7) = 5.77%: [x(6), x(15)].
+  std::vector<double> twenty;
+  for (int value = 1; value <= 20; ++value) twenty.push_back(value);
+  TimeStatistics summary = summarise(twenty);
+  EXPECT_DOUBLE_EQ(summary.low_ms, 6);
+  EXPECT_DOUBLE_EQ(summary.high_ms, 15);
+  // n = 6 reaches 96.9% only with the extremes; n = 5 never reaches 95%, and falls back to them too.
+  TimeStatistics six = summarise({1, 2, 3, 4, 5, 6});
+  EXPECT_DOUBLE_EQ(six.low_ms, 1);
+  EXPECT_DOUBLE_EQ(six.high_ms, 6);
+  TimeStatistics five = summarise({1, 2, 3, 4, 5});
+  EXPECT_DOUBLE_EQ(five.low_ms, 1);
+  EXPECT_DOUBLE_EQ(five.high_ms, 5);
+}
+
+TEST(MeasurementComplete, MinimumTimeHoldsASteadyMeasurementOpen) {
+  MeasurementSettings settings = settings_for_rule();
+  settings.min_seconds = 0.5;
+  EXPECT_FALSE(measurement_complete({1.0, 1.0, 1.0, 1.0}, 0.4, settings));
+  EXPECT_TRUE(measurement_complete({1.0, 1.0, 1.0, 1.0}, 0.5, settings));
+}
+
+TEST(MeasurementSettings, StreamedPassesTakeFewerSamplesAndOverridesApplyToBothKinds) {
+  MeasurementSettings passes = MeasurementSettings::streamed_passes();
+  EXPECT_EQ(passes.min_samples, 3);
+  EXPECT_EQ(passes.max_samples, 10);
+  EXPECT_DOUBLE_EQ(passes.max_seconds, 0.3);
+  EXPECT_EQ(MeasurementSettings{}.min_samples, 10);
+
+  MeasurementOverrides overrides;
+  overrides.min_samples = 5;
+  overrides.energy = EnergyMeasurement::always;
+  MeasurementSettings applied = apply(passes, overrides);
+  EXPECT_EQ(applied.min_samples, 5);
+  EXPECT_EQ(applied.max_samples, 10);  // not overridden: the kind's default stays
+  EXPECT_EQ(applied.energy, EnergyMeasurement::always);
+  EXPECT_EQ(apply(MeasurementSettings{}, overrides).max_samples, 200);
+}
+
+TEST(MeasurementSettings, ContradictionsAreRefusedWithTheReason) {
+  MeasurementSettings settings;
+  EXPECT_NO_THROW(check_settings(settings));
+  settings.min_samples = 300;  // above the default maximum of 200
+  try {
+    check_settings(settings);
+    FAIL() << "a minimum above the maximum was accepted";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(), "the maximum sample count 200 is below the minimum 300");
+  }
+  settings = MeasurementSettings{};
+  settings.min_seconds = 2.0;  // above the 1 s cap
+  EXPECT_THROW(check_settings(settings), std::invalid_argument);
+  settings = MeasurementSettings{};
+  settings.energy_periods = 0;
+  EXPECT_THROW(check_settings(settings), std::invalid_argument);
 }
 
 }  // namespace

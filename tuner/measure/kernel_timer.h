@@ -1,0 +1,51 @@
+#pragma once
+// The device side of measurement: times a configuration's launches with CUDA events under the rule of
+// measurement.h (warm-up, batches for short kernels, L2 flush in cold mode), and measures its energy per launch
+// over whole periods of NVML's energy counter. The evaluation worker times kernels, the cuBLAS baseline and
+// nothing else through here; the streamed passes use measurement_complete() directly, since a pass is timed on
+// the host.
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "tuner/gpu/driver_handles.h"
+#include "tuner/measure/measurement.h"
+
+namespace kernlathe {
+
+struct EnergyFigures {
+  double energy_per_launch_mj = 0;
+  double average_power_w = 0;
+  double window_ms = 0;  // from the first counter step to the last, while the GPU ran only this configuration
+};
+
+class KernelTimer {
+ public:
+  KernelTimer() = default;
+  // Events are created in the current context; in cold mode a flush buffer twice l2_bytes is allocated.
+  KernelTimer(CUstream stream, const MeasurementSettings& settings, std::size_t l2_bytes);
+
+  // Warm-up, then samples of batches of launch_once() until the rule says stop. `phase` names what is running,
+  // for the error message of a failing launch.
+  TimeStatistics time(const std::function<void()>& launch_once, std::string& phase);
+
+  // Keeps the GPU busy with launch_once() from one energy-counter step to settings.energy_periods steps later and
+  // returns the mean power over that window times time_per_launch_ms. Nothing when the device has no energy
+  // counter (no NVML, or a GPU older than Volta) or the counter does not step within a second.
+  std::optional<EnergyFigures> energy(const std::function<void()>& launch_once, double time_per_launch_ms,
+                                      const std::string& pci_bus_id, std::string& phase);
+
+  const MeasurementSettings& settings() const { return settings_; }
+
+ private:
+  double elapsed_ms();  // between the two events, after the stop event completes
+
+  CUstream stream_ = nullptr;
+  MeasurementSettings settings_;
+  gpu::Event start_;
+  gpu::Event stop_;
+  gpu::DeviceBuffer flush_buffer_;
+};
+
+}  // namespace kernlathe
