@@ -107,3 +107,24 @@ TEST(NvrtcCompiler, FirstErrorLinesSkipsWarningsAndSummary) {
 
 }  // namespace
 }  // namespace kernlathe
+
+namespace kernlathe {
+namespace {
+
+TEST(CompileBuiltinSource, GivesAnElfCubinAndNamesWhatFailed) {
+  const std::vector<char> cubin = compile_builtin_source("extern \"C\" __global__ void nothing() {}", "nothing.cu", 9, 0,
+                                                         "test kernel");
+  ASSERT_GT(cubin.size(), 4u);
+  EXPECT_EQ(std::string(cubin.data() + 1, 3), "ELF");
+  try {
+    compile_builtin_source("extern \"C\" __global__ void broken() { undeclared = 1; }", "broken.cu", 9, 0, "test kernel");
+    FAIL() << "a source that does not compile was accepted";
+  } catch (const TunerError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("test kernel failed to compile for sm_90"), std::string::npos) << message;
+    EXPECT_NE(message.find("undeclared"), std::string::npos) << message;  // the log comes along
+  }
+}
+
+}  // namespace
+}  // namespace kernlathe

@@ -157,6 +157,45 @@ TEST_F(EvaluatorOnDevice, CorrectKernelIsOkAndTimed) {
   EXPECT_GT(evaluation.time.median_ms, 0.01);
 }
 
+// Energy per launch over whole NVML counter periods (tuner/measure/kernel_timer.h), power and the interval of the
+// median on every row; two measurements of the same kernel agree within 5%.
+TEST_F(EvaluatorOnDevice, EnergyPerLaunchIsMeasuredOverWholeCounterPeriodsAndRepeats) {
+  EvaluationRequest request{compiled("scale"), true, 0, std::nullopt};
+  request.measure_energy = true;
+  set_up_scale();
+  Evaluation first = evaluator_->evaluate(request);
+  Evaluation second = evaluator_->evaluate(request);
+  ASSERT_EQ(first.status, Status::ok) << first.message;
+  ASSERT_EQ(second.status, Status::ok) << second.message;
+  EXPECT_GT(first.power_w, 0) << "NVML gave no power reading";
+  EXPECT_GT(first.temperature_c, 0);
+  EXPECT_LE(first.time.low_ms, first.time.median_ms);
+  EXPECT_GE(first.time.high_ms, first.time.median_ms);
+  ASSERT_GT(first.energy_mj, 0) << "no energy figure: is the NVML energy counter missing?";
+  // Two counter periods of ~100 ms on the H100 and H200.
+  EXPECT_GT(first.energy_window_ms, 50);
+  const double watts = first.energy_mj / first.time.median_ms;  // mJ per ms
+  std::printf("scale: %.4f mJ and %.4f mJ per launch (%.0f W over %.0f ms), %.0f W read after timing, %d C\n",
+              first.energy_mj, second.energy_mj, watts, first.energy_window_ms, first.power_w, first.temperature_c);
+  EXPECT_GT(watts, 50);    // a memory-bound kernel at full bandwidth draws well above idle power
+  EXPECT_LT(watts, 1200);  // and below any board's limit
+  EXPECT_NEAR(second.energy_mj / first.energy_mj, 1.0, 0.05);
+}
+
+TEST_F(EvaluatorOnDevice, CeilingsAreMeasuredAndPlausible) {
+  const Ceilings ceilings = evaluator_->ceilings();
+  std::printf("ceilings: copy %.0f GB/s, pinned H2D %.1f GB/s, duplex %.1f GB/s, FMA %.1f TFLOP/s, tensor %.1f TFLOP/s (%s)%s%s\n",
+              ceilings.copy_gbps, ceilings.pinned_h2d_gbps, ceilings.pinned_duplex_gbps, ceilings.fma_gflops / 1e3,
+              ceilings.tensor_gflops / 1e3, ceilings.tensor_source.c_str(), ceilings.failures.empty() ? "" : "; failures: ",
+              ceilings.failures.c_str());
+  EXPECT_TRUE(ceilings.failures.empty()) << ceilings.failures;
+  EXPECT_GT(ceilings.copy_gbps, 500);
+  EXPECT_GT(ceilings.pinned_h2d_gbps, 5);
+  EXPECT_GT(ceilings.pinned_duplex_gbps, ceilings.pinned_h2d_gbps * 0.9);
+  EXPECT_GT(ceilings.fma_gflops, 5000);
+  EXPECT_GT(ceilings.tensor_gflops, ceilings.fma_gflops);  // tensor cores outrun FMA on every GPU with them
+}
+
 TEST_F(EvaluatorOnDevice, DynamicSharedMemoryBeyond48KiBIsOptedInto) {
   std::int64_t threads = 1024;
   Evaluation evaluation = evaluate(compiled("scale_through_shared", threads, 100 * 1024));

@@ -16,6 +16,7 @@
 #include "tuner/cache/best_cache.h"
 #include "tuner/cache/export.h"
 #include "tuner/cli/analyze_command.h"
+#include "tuner/cli/ceilings_command.h"
 #include "tuner/cli/t4_command.h"
 #include "tuner/cli/replay_command.h"
 #include "tuner/cli/report_command.h"
@@ -344,10 +345,18 @@ struct RunCommand {
     if (report.copy_bandwidth_gbps > 0)
       fmt::print("device copy bandwidth {}: {:.0f} GB/s\n",
                  report.replay ? "recorded with these measurements" : "measured in this run", report.copy_bandwidth_gbps);
-    if (report.baseline_ms > 0)
+    if (report.baseline_final_round) {
+      const FinalFigures& figures = *report.baseline_final_round;
+      fmt::print("baseline {} measured in the final round: {} ms [{}, {}]{} (at setup: {} ms)\n",
+                 report.baseline_library.empty() ? "library" : report.baseline_library, format_ms(figures.mean_ms),
+                 format_ms(figures.low_ms), format_ms(figures.high_ms),
+                 figures.energy_mj > 0 ? fmt::format(", {:.4g} mJ per call", figures.energy_mj) : "",
+                 format_ms(report.baseline_search_ms));
+    } else if (report.baseline_ms > 0) {
       fmt::print("baseline {} {}: {} ms\n", report.baseline_library.empty() ? "library" : report.baseline_library,
                  report.replay ? "recorded with these measurements" : "measured in this run",
                  format_ms(report.baseline_ms));
+    }
     if (report.best.empty()) {
       fmt::print("no configuration passed verification\n");
       return;
@@ -372,6 +381,23 @@ struct RunCommand {
     if (report.default_evaluation)
       fmt::print("default configuration: {} ms ({})\n", format_ms(report.default_evaluation->time.median_ms),
                  status_name(report.default_evaluation->status));
+    // Energy per launch from the final round (mean of the rounds, 95% interval), where it was measured.
+    bool energy_shown = false;
+    for (std::size_t i = 0; i < report.best.size(); ++i) {
+      const RankedResult& r = report.best[i];
+      if (!r.final_round || r.final_round->energy_mj <= 0) continue;
+      if (!energy_shown) fmt::print("energy per launch (final round, NVML energy counter):\n");
+      energy_shown = true;
+      const double seconds = r.final_round->mean_ms * 1e-3;
+      fmt::print("  rank {}: {:.4g} mJ [{:.4g}, {:.4g}], {:.0f} W\n", i + 1, r.final_round->energy_mj,
+                 r.final_round->energy_low_mj, r.final_round->energy_high_mj,
+                 seconds > 0 ? r.final_round->energy_mj * 1e-3 / seconds : 0.0);
+    }
+    std::size_t flagged = 0;
+    for (const RankedResult& r : report.best) flagged += clock_policy_flag(r.evaluation.throttle_reasons).empty() ? 0 : 1;
+    if (flagged > 0)
+      fmt::print("note: {} of the ranked configurations were measured during a thermal or hardware slowdown "
+                 "(clock_flag in the record)\n", flagged);
     if (report.streamed) print_stream_breakdown(report);
     if (!report.records.empty()) fmt::print("records: {}\n", report.records.string());
     if (report.best_cache_updated) fmt::print("best configuration stored in the cache under results/best\n");
@@ -418,6 +444,18 @@ struct RunCommand {
             {"input_gbps", s.input_gbps}};
   }
 
+  static Json final_round_json(const FinalFigures& figures) {
+    Json document = {{"mean_ms", figures.mean_ms}, {"low_ms", figures.low_ms}, {"high_ms", figures.high_ms},
+                     {"round_ms", figures.round_ms}};
+    if (figures.energy_mj > 0) {
+      document["energy_mj"] = figures.energy_mj;
+      document["energy_low_mj"] = figures.energy_low_mj;
+      document["energy_high_mj"] = figures.energy_high_mj;
+      document["round_energy_mj"] = figures.round_energy_mj;
+    }
+    return document;
+  }
+
   static void print_json(const TuneReport& report) {
     Json output;
     output["kernel"] = report.kernel;
@@ -438,6 +476,10 @@ struct RunCommand {
     if (report.baseline_ms > 0) {
       output["baseline_ms"] = report.baseline_ms;
       output["baseline_library"] = report.baseline_library;
+    }
+    if (report.baseline_final_round) {
+      output["baseline_setup_ms"] = report.baseline_search_ms;
+      output["baseline_final_round"] = final_round_json(*report.baseline_final_round);
     }
     output["stop_reason"] = report.stop_reason;
     output["best_cache_updated"] = report.best_cache_updated;
@@ -464,10 +506,12 @@ struct RunCommand {
                       {"speedup_over_median", r.speedup_over_median}});
       if (report.streamed) best.back()["stream"] = stream_json(r.evaluation.stream);
       best.back()["search_median_ms"] = r.search_median_ms;
-      if (r.final_round) {
-        best.back()["final_round"] = {{"mean_ms", r.final_round->mean_ms}, {"low_ms", r.final_round->low_ms},
-                                      {"high_ms", r.final_round->high_ms}, {"round_ms", r.final_round->round_ms}};
-      }
+      best.back()["time_interval_ms"] = {r.evaluation.time.low_ms, r.evaluation.time.high_ms};
+      best.back()["sm_clock_mhz"] = r.evaluation.sm_clock_mhz;
+      best.back()["power_w"] = r.evaluation.power_w;
+      best.back()["temperature_c"] = r.evaluation.temperature_c;
+      best.back()["clock_flag"] = clock_policy_flag(r.evaluation.throttle_reasons);
+      if (r.final_round) best.back()["final_round"] = final_round_json(*r.final_round);
     }
     output["best"] = best;
     if (report.streamed && report.default_evaluation) output["default_stream"] = stream_json(report.default_evaluation->stream);
@@ -671,6 +715,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* t4 = app.add_subcommand("t4", "write records as community T4 result files with their T1 spaces (no GPU)");
   t4_command.add_to(*t4);
 
+  CeilingsCommand ceilings_command;
+  CLI::App* ceilings = app.add_subcommand("ceilings", "measure the GPU's copy, host-transfer, FMA and tensor-core ceilings");
+  ceilings_command.add_to(*ceilings);
+
   ReportCommand report_command;
   CLI::App* report = app.add_subcommand("report", "HTML pages of charts per kernel from recorded data (no GPU)");
   report_command.add_to(*report);
@@ -697,6 +745,7 @@ int run_cli(int argc, char** argv) {
   if (analyze->parsed()) return analyze_command.run();
   if (t4->parsed()) return t4_command.run();
   if (report->parsed()) return report_command.run();
+  if (ceilings->parsed()) return ceilings_command.run();
   if (export_app->parsed()) return export_command.run();
   return exit_bad_input;
 }

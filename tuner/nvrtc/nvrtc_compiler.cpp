@@ -130,4 +130,32 @@ CompileResult compile_cubin(const CompileRequest& request, const std::filesystem
   return result;
 }
 
+std::vector<char> compile_builtin_source(const std::string& source, const std::string& file_name, int arch_major,
+                                         int arch_minor, const std::string& what) {
+  const NvrtcLibrary& library = nvrtc();
+  auto check = [&](nvrtcResult result, const char* call) {
+    if (result != NVRTC_SUCCESS) throw TunerError(fmt::format("{}: {} failed: {}", what, call, library.nvrtcGetErrorString(result)));
+  };
+  nvrtcProgram program = nullptr;
+  check(library.nvrtcCreateProgram(&program, source.c_str(), file_name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
+  // Destroyed on every way out, a throw included.
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> owner(&program, [](nvrtcProgram* held) { nvrtc().nvrtcDestroyProgram(held); });
+  const std::string architecture = fmt::format("--gpu-architecture=sm_{}{}", arch_major, arch_minor);
+  const char* options[] = {architecture.c_str(), "--std=c++17"};
+  const nvrtcResult compiled = library.nvrtcCompileProgram(program, 2, options);
+  if (compiled != NVRTC_SUCCESS) {
+    std::size_t log_size = 0;
+    library.nvrtcGetProgramLogSize(program, &log_size);
+    std::string log(log_size, '\0');
+    library.nvrtcGetProgramLog(program, log.data());
+    throw TunerError(fmt::format("{} failed to compile for sm_{}{}: {}\n{}", what, arch_major, arch_minor,
+                                 library.nvrtcGetErrorString(compiled), log));
+  }
+  std::size_t cubin_size = 0;
+  check(library.nvrtcGetCUBINSize(program, &cubin_size), "nvrtcGetCUBINSize");
+  std::vector<char> cubin(cubin_size);
+  check(library.nvrtcGetCUBIN(program, cubin.data()), "nvrtcGetCUBIN");
+  return cubin;
+}
+
 }  // namespace kernlathe

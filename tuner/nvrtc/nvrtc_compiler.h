@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "tuner/nvrtc/compile_request.h"
 
@@ -29,6 +30,11 @@ CompileResult compile_cubin(const CompileRequest& request, const std::filesystem
 
 // "13.0": NVRTC's major.minor, part of every cache key.
 std::string nvrtc_version();
+
+// A source the tuner carries inside itself (the verification compare kernels, the ceiling kernels) compiled to a
+// cubin for sm_<major><minor>, uncached. Throws TunerError naming `what`, with NVRTC's log, when it fails.
+std::vector<char> compile_builtin_source(const std::string& source, const std::string& file_name, int arch_major,
+                                         int arch_minor, const std::string& what);
 
 // The lines of an NVRTC log that report errors (at most max_lines), joined by newlines; the log's first
 // non-empty line when none says "error".

@@ -1,7 +1,7 @@
 #include "tuner/run/compare_kernels.h"
 
 #include <fmt/format.h>
-#include "tuner/nvrtc/nvrtc_library.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
 
 namespace kernlathe {
 namespace {
@@ -77,12 +77,6 @@ KERNLATHE_COMPARE_KERNEL(u32, unsigned int)
 KERNLATHE_COMPARE_KERNEL(i64, long long)
 )";
 
-void check_nvrtc(nvrtcResult result, const char* call) {
-  if (result != NVRTC_SUCCESS) {
-    throw TunerError(fmt::format("compare kernels: {} failed: {}", call, nvrtc().nvrtcGetErrorString(result)));
-  }
-}
-
 }  // namespace
 
 std::string compare_kernel_source() { return source; }
@@ -90,27 +84,7 @@ std::string compare_kernel_source() { return source; }
 std::string compare_kernel_name(Dtype dtype) { return "compare_" + dtype_name(dtype); }
 
 std::vector<char> compile_compare_kernels(int arch_major, int arch_minor) {
-  nvrtcProgram program = nullptr;
-  check_nvrtc(nvrtc().nvrtcCreateProgram(&program, source, "tuner_compare.cu", 0, nullptr, nullptr), "nvrtcCreateProgram");
-  std::string architecture = fmt::format("--gpu-architecture=sm_{}{}", arch_major, arch_minor);
-  const char* options[] = {architecture.c_str(), "--std=c++17"};
-  nvrtcResult compiled = nvrtc().nvrtcCompileProgram(program, 2, options);
-  std::vector<char> cubin;
-  if (compiled != NVRTC_SUCCESS) {
-    std::size_t log_size = 0;
-    nvrtc().nvrtcGetProgramLogSize(program, &log_size);
-    std::string log(log_size, '\0');
-    nvrtc().nvrtcGetProgramLog(program, log.data());
-    nvrtc().nvrtcDestroyProgram(&program);
-    throw TunerError(fmt::format("compare kernels failed to compile for sm_{}{}: {}\n{}", arch_major, arch_minor,
-                                 nvrtc().nvrtcGetErrorString(compiled), log));
-  }
-  std::size_t cubin_size = 0;
-  check_nvrtc(nvrtc().nvrtcGetCUBINSize(program, &cubin_size), "nvrtcGetCUBINSize");
-  cubin.resize(cubin_size);
-  check_nvrtc(nvrtc().nvrtcGetCUBIN(program, cubin.data()), "nvrtcGetCUBIN");
-  nvrtc().nvrtcDestroyProgram(&program);
-  return cubin;
+  return compile_builtin_source(source, "tuner_compare.cu", arch_major, arch_minor, "compare kernels");
 }
 
 }  // namespace kernlathe

@@ -20,6 +20,7 @@
 #include "tuner/driver/tensor_map.h"
 #include "tuner/gpu/device.h"
 #include "tuner/gpu/driver_handles.h"
+#include "tuner/measure/ceilings.h"
 #include "tuner/measure/kernel_timer.h"
 #include "tuner/gpu/nvml.h"
 #include "tuner/loader/cuda_pipeline_device.h"
@@ -111,7 +112,6 @@ class EvaluationWorker {
   void encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box, ParameterSlot& slot) const;
   gpu::GemmProblem baseline_problem() const;
   void run_baseline();
-  double measure_copy_bandwidth_gbps();
   // Runs fn, turning driver errors into the configuration's status; a sticky error marks the context lost.
   Evaluation guarded_evaluation(const std::function<void(Evaluation&)>& run);
 
@@ -119,8 +119,6 @@ class EvaluationWorker {
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
-  gpu::Event start_event_;  // for the copy-bandwidth ceiling
-  gpu::Event stop_event_;
   DeviceProperties properties_;
   gpu::LaunchLimits limits_;
   std::string pci_bus_id_;
@@ -184,7 +182,14 @@ json EvaluationWorker::handle(const json& message) {
     }
     if (type == "copy_bandwidth") {
       if (!ready_) return error_reply("copy_bandwidth before setup", false);
-      return {{"type", "copy_bandwidth"}, {"gbps", measure_copy_bandwidth_gbps()}};
+      return {{"type", "copy_bandwidth"}, {"gbps", measure_copy_gbps(stream_)}};
+    }
+    if (type == "ceilings") {
+      open_device(message.value("device", 0));
+      const Ceilings ceilings = measure_ceilings(stream_, properties_);
+      json reply = {{"type", "ceilings"}, {"failures", ceilings.failures}};
+      for (const auto& [key, value] : ceiling_metadata(ceilings)) reply["values"][key] = value;
+      return reply;
     }
     if (type == "evaluate") {
       if (!ready_) return error_reply("evaluate before setup", false);
@@ -205,30 +210,6 @@ json EvaluationWorker::handle(const json& message) {
   }
 }
 
-// The ceiling memory-bound results are reported against: a device-to-device copy of 1 GiB (or a quarter of the
-// free memory, if less), counting bytes read plus bytes written, median of 9 copies after 2 warm-up copies.
-double EvaluationWorker::measure_copy_bandwidth_gbps() {
-  const gpu::CudaDriver& cuda = cuda_driver();
-  std::size_t free_bytes = 0, total_bytes = 0;
-  KERNLATHE_CUDA_CHECK(cuda.cuMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t bytes = std::min<std::size_t>(std::size_t{1} << 30, free_bytes / 4) & ~std::size_t{255};
-  DeviceBuffer source(bytes);
-  DeviceBuffer destination(bytes);
-  KERNLATHE_CUDA_CHECK(cuda.cuMemsetD8Async(source.get(), 0x5a, bytes, stream_));
-  std::vector<double> samples_ms;
-  for (int copy = 0; copy < 11; ++copy) {
-    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_event_.get(), stream_));
-    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoDAsync(destination.get(), source.get(), bytes, stream_));
-    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_event_.get(), stream_));
-    KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(stop_event_.get()));
-    float milliseconds = 0;
-    KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&milliseconds, start_event_.get(), stop_event_.get()));
-    if (copy >= 2) samples_ms.push_back(milliseconds);
-  }
-  const TimeStatistics statistics = summarise(samples_ms);
-  return statistics.median_ms > 0 ? 2.0 * static_cast<double>(bytes) / (statistics.median_ms * 1e-3) / 1e9 : 0;
-}
-
 void EvaluationWorker::open_device(int index) {
   if (device_index_ == index) return;
   if (device_index_) throw TunerError("an evaluation worker serves one device; start another worker for another");
@@ -246,8 +227,6 @@ void EvaluationWorker::open_device(int index) {
   // the launches. With a non-blocking stream the poison memset once landed after the kernel on an H200 and every
   // output read as unwritten.
   KERNLATHE_CUDA_CHECK(cuda.cuStreamCreate(&stream_, CU_STREAM_DEFAULT));
-  start_event_ = gpu::Event::create();
-  stop_event_ = gpu::Event::create();
   gpu::read_clocks(pci_bus_id_);  // NVML's first call can take a second: keep it out of evaluation deadlines
   std::vector<char> compare_cubin = compile_compare_kernels(properties_.arch_major, properties_.arch_minor);
   CUmodule module = nullptr;

@@ -199,6 +199,21 @@ double GpuEvaluator::copy_bandwidth_gbps() {
   return answer.reply.at("gbps").get<double>();
 }
 
+Ceilings GpuEvaluator::ceilings() {
+  // The tensor ceiling's GEMMs and the FMA kernel's compile take about a second; cuBLAS's load may take more.
+  Exchange answer = exchange({{"type", "ceilings"}, {"device", options_.device}}, setup_seconds + 30);
+  if (answer.outcome != Exchange::Outcome::reply)
+    throw TunerError(fmt::format("the evaluation worker failed while measuring the ceilings ({})",
+                                 answer.outcome == Exchange::Outcome::died ? answer.description : "timed out"));
+  if (answer.reply.value("type", "") != "ceilings") throw_error_reply(answer.reply);
+  std::map<std::string, std::string> values;
+  if (answer.reply.contains("values"))
+    for (const auto& [key, value] : answer.reply.at("values").items()) values[key] = value.get<std::string>();
+  Ceilings ceilings = ceilings_from_metadata(values);
+  ceilings.failures = answer.reply.value("failures", "");
+  return ceilings;
+}
+
 double GpuEvaluator::pinned_copy_in_gbps() {
   if (!setup_) throw TunerError("pinned_copy_in_gbps() before setup()");
   Exchange answer = exchange({{"type", "pinned_copy_in"}}, setup_seconds);

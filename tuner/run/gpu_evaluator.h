@@ -15,6 +15,7 @@
 
 #include "tuner/gpu/device.h"
 #include "tuner/record/evaluation.h"
+#include "tuner/measure/ceilings.h"
 #include "tuner/measure/measurement.h"
 #include "tuner/run/protocol.h"
 
@@ -65,6 +66,10 @@ class GpuEvaluator {
   // Device-to-device copy bandwidth (bytes read + written, GB/s), measured by the worker after setup(); the
   // ceiling that memory-bound results are reported against. Throws TunerError when the worker fails.
   double copy_bandwidth_gbps();
+
+  // Every ceiling of tuner/measure/ceilings.h, measured by the worker (no setup needed). Throws TunerError when
+  // the worker fails.
+  Ceilings ceilings();
 
   // Host-to-device bandwidth of one large copy from pinned memory (GB/s), measured by the worker after setup():
   // the ceiling streamed workloads are reported against (tuner/loader). Throws TunerError when the worker fails.

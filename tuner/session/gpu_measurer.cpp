@@ -182,6 +182,7 @@ class GpuMeasurer final : public Measurer {
   double baseline_ms() const override {
     return evaluator_.baseline_time() ? evaluator_.baseline_time()->time.median_ms : 0;
   }
+  Ceilings ceilings() override { return evaluator_.ceilings(); }
   Evaluation measure_baseline(bool measure_energy) override {
     if (!spec_.baseline.present()) return Measurer::measure_baseline(measure_energy);
     return evaluator_.measure_baseline(measure_energy);
@@ -293,6 +294,14 @@ class GpuMeasurer final : public Measurer {
 
 std::unique_ptr<Measurer> make_gpu_measurer(const KernelSpec& spec, const GpuMeasurerOptions& options) {
   return std::make_unique<GpuMeasurer>(spec, options);
+}
+
+Ceilings query_gpu_ceilings(int index) {
+  GpuEvaluatorOptions options;
+  options.worker_executable = current_executable();
+  options.device = index;
+  GpuEvaluator evaluator(options);
+  return evaluator.ceilings();
 }
 
 DeviceProperties query_gpu_properties(int index) {

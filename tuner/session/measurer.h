@@ -7,6 +7,7 @@
 
 #include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/record/evaluation.h"
+#include "tuner/measure/ceilings.h"
 #include "tuner/measure/measurement.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
@@ -32,6 +33,8 @@ class Measurer {
   // with an energy counter; a replay takes what the record holds).
   virtual Evaluation measure(const Configuration& configuration, const CompileResult* compiled,
                              const SpaceEnumerator& space, bool measure_energy) = 0;
+  // The ceilings of tuner/measure/ceilings.h on this device; all zero when unknown (a replay).
+  virtual Ceilings ceilings() { return {}; }
   // The baseline measured again, for the final round; status invalid where there is none (no baseline, replay).
   virtual Evaluation measure_baseline(bool measure_energy) {
     (void)measure_energy;

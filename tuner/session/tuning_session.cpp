@@ -191,6 +191,11 @@ TuneReport tune(const TuneOptions& options) {
   report.pinned_copy_in_gbps = measurer->pinned_copy_in_gbps();
   report.baseline_ms = measurer->baseline_ms();
   report.baseline_library = measurer->baseline_library();
+  if (!replay && options.measure_ceilings) {
+    report.ceilings = measurer->ceilings();
+    if (!report.ceilings.failures.empty())
+      fmt::print(stderr, "tune: ceilings not measured: {}\n", report.ceilings.failures);
+  }
 
   // Records: every evaluation of this run, appended and flushed row by row. A replay writes none unless asked.
   std::filesystem::path out_dir = options.out_dir;
@@ -223,6 +228,7 @@ TuneReport tune(const TuneOptions& options) {
     if (replay) metadata.extra["replay_of"] = options.replay_csv.string();
     if (report.copy_bandwidth_gbps > 0)
       metadata.extra["copy_bandwidth_gbps"] = fmt::format("{:.1f}", report.copy_bandwidth_gbps);
+    for (const auto& [key, value] : ceiling_metadata(report.ceilings)) metadata.extra[key] = value;
     if (report.pinned_copy_in_gbps > 0)
       metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);
     if (report.baseline_ms > 0) {

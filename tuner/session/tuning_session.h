@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tuner/record/evaluation.h"
+#include "tuner/measure/ceilings.h"
 #include "tuner/measure/measurement.h"
 #include "tuner/search/stop_condition.h"
 #include "tuner/session/final_round.h"
@@ -48,6 +49,7 @@ struct TuneOptions {
   // default and the best cache's configuration measured again `final_rounds` times, round-robin. 0: no final round.
   int final_candidates = 5;
   int final_rounds = 3;
+  bool measure_ceilings = true;  // the ceilings of tuner/measure/ceilings.h at the start (about a second)
 };
 
 // The measurement settings a run uses for this spec: the defaults of its kind (kernels, or streamed passes)
@@ -88,6 +90,7 @@ struct TuneReport {
   double copy_bandwidth_gbps = 0;      // measured in the same run on the GPU; a replay reports the recorded one
   bool streamed = false;               // a streamed spec: times are end-to-end passes, evaluations carry stages
   double pinned_copy_in_gbps = 0;      // streamed specs: one large pinned host-to-device copy, same run
+  Ceilings ceilings;                   // tuner/measure/ceilings.h, measured at the start of a GPU run
   double baseline_ms = 0;              // the spec's baseline (cuBLAS), same run; a replay reports the recorded one.
                                        // With a final round: its mean there, beside the candidates
   double baseline_search_ms = 0;       // with a final round: the figure timed at setup
