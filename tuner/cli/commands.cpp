@@ -487,6 +487,7 @@ struct RunCommand {
     if (!report.best_cache_decision.empty()) output["best_cache_decision"] = report.best_cache_decision;
     output["records"] = report.records.string();
     if (report.default_evaluation) output["default_time_ms"] = report.default_evaluation->time.median_ms;
+    if (report.default_final_round) output["default_final_round"] = final_round_json(*report.default_final_round);
     output["median_time_ms"] = report.median_time_ms;
     Json best = Json::array();
     for (const RankedResult& r : report.best) {

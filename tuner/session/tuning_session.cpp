@@ -461,8 +461,10 @@ TuneReport tune(const TuneOptions& options) {
       return fa ? fa->mean_ms < fb->mean_ms : a->time.median_ms < b->time.median_ms;
     });
     if (report.default_evaluation) {
-      if (const FinalFigures* figures_of_default = final_of(&*report.default_evaluation))
+      if (const FinalFigures* figures_of_default = final_of(&*report.default_evaluation)) {
         report.default_evaluation->time.median_ms = figures_of_default->mean_ms;
+        report.default_final_round = *figures_of_default;
+      }
     }
   }
   if (!ok.empty()) {

@@ -97,6 +97,7 @@ struct TuneReport {
   std::optional<FinalFigures> baseline_final_round;
   std::string baseline_library;        // "cuBLAS 13.0.2"
   std::optional<Evaluation> default_evaluation;
+  std::optional<FinalFigures> default_final_round;  // the default configuration's figures in the final round
   double median_time_ms = 0;
   std::vector<RankedResult> best;      // fastest first, at most 5; with --resume over every recorded evaluation
   std::filesystem::path records;
