@@ -93,6 +93,7 @@ Json t4_document(const Recording& recording) {
     results.push_back(std::move(result));
   }
   Json metadata{{"timeunit", "milliseconds"},
+                {"objective_direction", "minimize"},
                 {"kernel", recording.kernel},
                 {"device", recording.device},
                 {"arch", recording.arch},
@@ -105,12 +106,14 @@ Json t4_document(const Recording& recording) {
 Json t1_document(const Recording& recording) {
   Json parameters = Json::array();
   for (const Parameter& parameter : recording.parameters) {
-    Json values = Json::array();
-    for (const Value& value : parameter.values) values.push_back(value_json(value));
+    // The schema writes Values as a Python list in a string, as published files do.
+    std::vector<std::string> literals;
+    for (const Value& value : parameter.values) literals.push_back(python_literal(value));
+    const std::string values = fmt::format("[{}]", fmt::join(literals, ", "));
     const char* type = parameter.type == ParameterType::integer ? "int"
                        : parameter.type == ParameterType::boolean ? "bool"
                                                                   : "string";
-    parameters.push_back(Json{{"Name", parameter.name}, {"Type", type}, {"Values", std::move(values)},
+    parameters.push_back(Json{{"Name", parameter.name}, {"Type", type}, {"Values", values},
                               {"Default", value_json(parameter.default_value)}});
   }
   return Json{{"General",

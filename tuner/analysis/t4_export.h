@@ -8,7 +8,8 @@
 // "correctness", "timeout", "constraints"), "correctness" (1 or 0), the "time" measurement (the median in ms) and
 // the others the record keeps (min, max, relative spread, samples), and "objectives": ["time"]. Records keep the
 // summary of a configuration's samples, not every sample, so "times.runtimes" is left out rather than invented.
-// T1: the parameters with their declared values and defaults; a record does not keep the spec's constraints, so
+// metadata.objective_direction says "minimize" (the schema has no field for it; tuner/search/t4_dataset.h reads it).
+// T1: the parameters with their declared values (a Python list in a string, as the schema types Values) and defaults; a record does not keep the spec's constraints, so
 // "Conditions" is empty and the file says so in General.Notes.
 
 #include <filesystem>
