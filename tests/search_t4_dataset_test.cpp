@@ -46,6 +46,13 @@ TEST(T4Dataset, T1SpaceHasTheTypedParametersAndPythonConstraints) {
   EXPECT_EQ(SpaceEnumerator(space, {}).valid_count(), 4362u);
 }
 
+TEST(T4Dataset, PythonExpressionSpaceOfTheShippedT1Benchmark) {
+  // kernels/t1/convolution_2d.T1.json: Values as comprehensions and ranges, conditions with chained comparisons,
+  // `not`, `//` and `%`. Counted independently (Python brute force over the 300 configurations of the product).
+  Space space = read_t1_space(std::filesystem::path(KERNLATHE_SOURCE_DIR) / "kernels/t1/convolution_2d.T1.json");
+  EXPECT_EQ(SpaceEnumerator(space, {}).valid_count(), 190u);
+}
+
 TEST(T4Dataset, ResultsGiveRecordedTimesCompileTimesAndFailures) {
   Space space = read_t1_space(data_directory / "convolution.T1.json");
   T4Results read = read_t4(data_directory / "convolution-excerpt.T4.json.gz", space);

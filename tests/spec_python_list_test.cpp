@@ -1,9 +1,9 @@
 // The Python value-list forms of community T1 files (tuner/spec/python_list.h), as published files write them.
-#include "tuner/spec/python_list.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "tuner/spec/python_list.h"
 
 namespace kernlathe {
 namespace {

@@ -1,15 +1,15 @@
 #include "tuner/search/t4_dataset.h"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <tuple>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 namespace kernlathe {
 namespace {
@@ -64,8 +64,7 @@ Status failure_status(const std::string& invalidity) {
 
 // Milliseconds per unit of metadata.timeunit ("miliseconds" is how published files spell it).
 double milliseconds_per(const Json& document, const std::filesystem::path& file) {
-  if (!document.contains("metadata") || !document["metadata"].is_object() ||
-      !document["metadata"].contains("timeunit"))
+  if (!document.contains("metadata") || !document["metadata"].is_object() || !document["metadata"].contains("timeunit"))
     return 1.0;
   const Json& unit_json = document["metadata"]["timeunit"];
   std::string unit = unit_json.is_string() ? unit_json.get<std::string>() : unit_json.dump();
@@ -74,9 +73,10 @@ double milliseconds_per(const Json& document, const std::filesystem::path& file)
   if (unit == "seconds" || unit == "s") return 1e3;
   if (unit == "microseconds" || unit == "us") return 1e-3;
   if (unit == "nanoseconds" || unit == "ns") return 1e-6;
-  throw InputError(fmt::format("{}: metadata.timeunit '{}' is not one of seconds, milliseconds, microseconds, "
-                               "nanoseconds",
-                               file.string(), unit));
+  throw InputError(
+      fmt::format("{}: metadata.timeunit '{}' is not one of seconds, milliseconds, microseconds, "
+                  "nanoseconds",
+                  file.string(), unit));
 }
 
 // The objective the results declare: the one name every result's "objectives" lists, or options.objective.
@@ -98,9 +98,10 @@ std::string declared_objective(const Json& results, const T4ReadOptions& options
     return options.objective;
   }
   if (declared.empty())
-    throw InputError(fmt::format("{}: no result declares its objective (\"objectives\"); name the measurement to "
-                                 "use with --t4-objective NAME",
-                                 file.string()));
+    throw InputError(
+        fmt::format("{}: no result declares its objective (\"objectives\"); name the measurement to "
+                    "use with --t4-objective NAME",
+                    file.string()));
   if (declared.size() > 1)
     throw InputError(fmt::format("{}: the results declare several objectives ({}); pick one with --t4-objective NAME",
                                  file.string(), fmt::join(declared, ", ")));
@@ -109,8 +110,8 @@ std::string declared_objective(const Json& results, const T4ReadOptions& options
 
 // The direction: the caller's, the metadata's, or minimise for a time. nullopt-free: throws when none is known.
 std::pair<ObjectiveDirection, std::string> objective_direction(const Json& document, const std::string& objective,
-                                                                const T4ReadOptions& options,
-                                                                const std::filesystem::path& file) {
+                                                               const T4ReadOptions& options,
+                                                               const std::filesystem::path& file) {
   if (options.direction) return {*options.direction, "the caller"};
   if (document.contains("metadata") && document["metadata"].is_object()) {
     const Json& metadata = document["metadata"];
@@ -133,10 +134,11 @@ std::pair<ObjectiveDirection, std::string> objective_direction(const Json& docum
     }
   }
   if (objective == "time") return {ObjectiveDirection::minimize, "a time objective"};
-  throw InputError(fmt::format("{}: the objective is '{}' and the file does not say whether to minimize or maximize "
-                               "it (the T4 schema has no field for it; metadata.objective_direction would say); pass "
-                               "--t4-direction maximize or --t4-direction minimize",
-                               file.string(), objective));
+  throw InputError(
+      fmt::format("{}: the objective is '{}' and the file does not say whether to minimize or maximize "
+                  "it (the T4 schema has no field for it; metadata.objective_direction would say); pass "
+                  "--t4-direction maximize or --t4-direction minimize",
+                  file.string(), objective));
 }
 
 double median_of_sorted(const std::vector<double>& sorted) {
@@ -170,13 +172,15 @@ T4Results read_t4(const std::filesystem::path& t4_file, const Space& space, cons
   T4Results read;
   T4Objective& objective = read.objective;
   objective.name = declared_objective(results, options, t4_file);
-  std::tie(objective.direction, objective.direction_from) = objective_direction(document, objective.name, options, t4_file);
+  std::tie(objective.direction, objective.direction_from) =
+      objective_direction(document, objective.name, options, t4_file);
   objective.is_time = objective.name == "time";
   objective.source = options.source;
   if (options.source == ObjectiveSource::median && !objective.is_time)
-    throw InputError(fmt::format("{}: --t4-objective-source median takes the median of the runtimes, which only "
-                                 "stands for a time objective; this file's objective is '{}'",
-                                 t4_file.string(), objective.name));
+    throw InputError(
+        fmt::format("{}: --t4-objective-source median takes the median of the runtimes, which only "
+                    "stands for a time objective; this file's objective is '{}'",
+                    t4_file.string(), objective.name));
   const double to_milliseconds = milliseconds_per(document, t4_file);
 
   read.evaluations.reserve(results.size());
@@ -189,8 +193,8 @@ T4Results read_t4(const std::filesystem::path& t4_file, const Space& space, cons
     Evaluation evaluation;
     for (const Parameter& parameter : space.parameters) {
       if (!configuration.contains(parameter.name))
-        throw InputError(fmt::format("{}: results[{}] has no value for parameter '{}'", t4_file.string(), index,
-                                     parameter.name));
+        throw InputError(
+            fmt::format("{}: results[{}] has no value for parameter '{}'", t4_file.string(), index, parameter.name));
       evaluation.configuration.push_back(parameter_value(parameter, configuration[parameter.name]));
     }
     const Json times = result.value("times", Json::object());
@@ -209,26 +213,29 @@ T4Results read_t4(const std::filesystem::path& t4_file, const Space& space, cons
         recorded = measurement["value"].get<double>() * (objective.is_time ? to_milliseconds : 1.0);
 
     const Json invalidity_json = result.value("invalidity", Json("correct"));
-    const std::string invalidity = invalidity_json.is_string() ? invalidity_json.get<std::string>() : invalidity_json.dump();
+    const std::string invalidity =
+        invalidity_json.is_string() ? invalidity_json.get<std::string>() : invalidity_json.dump();
     std::optional<double> value = recorded;
-    if (options.source == ObjectiveSource::median) value = runtimes.empty() ? std::nullopt : std::optional(median_of_sorted(runtimes));
+    if (options.source == ObjectiveSource::median)
+      value = runtimes.empty() ? std::nullopt : std::optional(median_of_sorted(runtimes));
     if (invalidity != "correct" || !value) {
       evaluation.status = invalidity == "correct" ? Status::invalid : failure_status(invalidity);
-      evaluation.message = invalidity == "correct"
-                               ? (options.source == ObjectiveSource::median
-                                      ? std::string("recorded as correct, but without runtimes")
-                                      : fmt::format("recorded as correct, but without a numeric '{}' measurement",
-                                                    objective.name))
-                               : fmt::format("recorded as failed: {}", invalidity);
+      evaluation.message =
+          invalidity == "correct"
+              ? (options.source == ObjectiveSource::median
+                     ? std::string("recorded as correct, but without runtimes")
+                     : fmt::format("recorded as correct, but without a numeric '{}' measurement", objective.name))
+              : fmt::format("recorded as failed: {}", invalidity);
       read.evaluations.push_back(std::move(evaluation));
       continue;
     }
     if (!std::isfinite(*value) || *value <= 0)
-      throw InputError(fmt::format("{}: results[{}] records objective '{}' = {}; replay compares best/optimum ratios, "
-                                   "which need positive values, so this objective is not usable",
-                                   t4_file.string(), index, objective.name, *value));
+      throw InputError(
+          fmt::format("{}: results[{}] records objective '{}' = {}; replay compares best/optimum ratios, "
+                      "which need positive values, so this objective is not usable",
+                      t4_file.string(), index, objective.name, *value));
     if (!objective.best_value || (objective.direction == ObjectiveDirection::minimize ? *value < *objective.best_value
-                                                                                        : *value > *objective.best_value))
+                                                                                      : *value > *objective.best_value))
       objective.best_value = *value;
     const double cost = objective.direction == ObjectiveDirection::minimize ? *value : 1.0 / *value;
     evaluation.time.median_ms = cost;
@@ -244,11 +251,11 @@ T4Results read_t4(const std::filesystem::path& t4_file, const Space& space, cons
     read.evaluations.push_back(std::move(evaluation));
   }
   if (!objective.best_value && !read.evaluations.empty()) {
-    throw InputError(fmt::format("{}: no result has a usable value of objective '{}' (every result failed or has no "
-                                 "{})",
-                                 t4_file.string(), objective.name,
-                                 options.source == ObjectiveSource::median ? "runtimes"
-                                                                           : "numeric measurement of that name"));
+    throw InputError(
+        fmt::format("{}: no result has a usable value of objective '{}' (every result failed or has no "
+                    "{})",
+                    t4_file.string(), objective.name,
+                    options.source == ObjectiveSource::median ? "runtimes" : "numeric measurement of that name"));
   }
   return read;
 }

@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cctype>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -39,8 +41,10 @@ void scan_top_level(std::string_view text, Visit visit) {
   for (std::size_t index = 0; index < text.size(); ++index) {
     const char c = text[index];
     if (quote != 0) {
-      if (c == '\\') ++index;
-      else if (c == quote) quote = 0;
+      if (c == '\\')
+        ++index;
+      else if (c == quote)
+        quote = 0;
       continue;
     }
     if (c == '\'' || c == '"') {
@@ -70,8 +74,10 @@ std::size_t matching_close(std::string_view text, std::size_t open) {
   for (std::size_t index = open; index < text.size(); ++index) {
     const char c = text[index];
     if (quote != 0) {
-      if (c == '\\') ++index;
-      else if (c == quote) quote = 0;
+      if (c == '\\')
+        ++index;
+      else if (c == quote)
+        quote = 0;
     } else if (c == '\'' || c == '"') {
       quote = c;
     } else if (c == '(' || c == '[' || c == '{') {
@@ -132,8 +138,7 @@ std::vector<Value> evaluate_list(std::string_view text);
 
 std::vector<Value> evaluate_range(std::string_view whole, std::string_view arguments_text) {
   std::vector<std::string_view> arguments = split_top_level(arguments_text, ',');
-  if (arguments.size() > 3 || trim(arguments.front()).empty())
-    not_understood(whole, "range() takes 1 to 3 arguments");
+  if (arguments.size() > 3 || trim(arguments.front()).empty()) not_understood(whole, "range() takes 1 to 3 arguments");
   std::int64_t start = 0;
   std::int64_t stop = 0;
   std::int64_t step = 1;

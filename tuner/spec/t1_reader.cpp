@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
-#include <optional>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -29,8 +29,8 @@ using Json = nlohmann::json;
 const std::vector<std::string> parameter_types{"int", "uint", "float", "bool", "string"};
 const std::vector<std::string> languages{"OpenCL", "CUDA", "Vulkan"};
 const std::vector<std::string> argument_types{
-    "bool",   "int8",    "uint8",   "int16",   "uint16",   "int32",  "uint32",  "int64",   "uint64",
-    "half",   "half2",   "half4",   "half8",   "half16",   "float",  "float2",  "float4",  "float8",
+    "bool",    "int8",   "uint8",   "int16",   "uint16",  "int32",    "uint32", "int64",  "uint64",
+    "half",    "half2",  "half4",   "half8",   "half16",  "float",    "float2", "float4", "float8",
     "float16", "double", "double2", "double4", "double8", "double16", "custom"};
 const std::vector<std::string> fill_types{"Constant", "Random", "Generator", "Script", "BinaryRaw", "BinaryHDF"};
 const std::vector<std::string> access_types{"ReadOnly", "WriteOnly", "ReadWrite"};
@@ -48,17 +48,24 @@ class SchemaCheck {
     if (required) problem(where, fmt::format("no \"{}\" (required)", key));
     return nullptr;
   }
-  bool object(const Json* value, const std::string& where) { return is(value, value && value->is_object(), where, "an object"); }
-  bool array(const Json* value, const std::string& where) { return is(value, value && value->is_array(), where, "an array"); }
-  void string(const Json* value, const std::string& where) { is(value, value && value->is_string(), where, "a string"); }
+  bool object(const Json* value, const std::string& where) {
+    return is(value, value && value->is_object(), where, "an object");
+  }
+  bool array(const Json* value, const std::string& where) {
+    return is(value, value && value->is_array(), where, "an array");
+  }
+  void string(const Json* value, const std::string& where) {
+    is(value, value && value->is_string(), where, "a string");
+  }
   void integer(const Json* value, const std::string& where) {
     is(value, value && value->is_number_integer(), where, "an integer");
   }
-  void number(const Json* value, const std::string& where) { is(value, value && value->is_number(), where, "a number"); }
+  void number(const Json* value, const std::string& where) {
+    is(value, value && value->is_number(), where, "a number");
+  }
   void one_of(const Json* value, const std::string& where, const std::vector<std::string>& choices) {
     if (value == nullptr) return;
-    if (!value->is_string() ||
-        std::find(choices.begin(), choices.end(), value->get<std::string>()) == choices.end())
+    if (!value->is_string() || std::find(choices.begin(), choices.end(), value->get<std::string>()) == choices.end())
       problem(where, fmt::format("{} is not one of {}", value->dump(), fmt::join(choices, ", ")));
   }
   void strings(const Json* value, const std::string& where) {
@@ -138,11 +145,13 @@ void check_kernel_specification(SchemaCheck& check, const Json& document) {
     check.one_of(check.member(argument, at, "MemoryType", true), at + ".MemoryType", memory_types);
     check.string(check.member(argument, at, "Name", false), at + ".Name");
     // The schema says integer; published files write expressions of ProblemSize.
-    if (const Json* size = check.member(argument, at, "Size", false); size && !size->is_number_integer() && !size->is_string())
+    if (const Json* size = check.member(argument, at, "Size", false);
+        size && !size->is_number_integer() && !size->is_string())
       check.problem(at + ".Size", fmt::format("{} is neither an integer nor an expression string", size->dump()));
     check.integer(check.member(argument, at, "TypeSize", false), at + ".TypeSize");
     check.one_of(check.member(argument, at, "FillType", false), at + ".FillType", fill_types);
-    if (const Json* fill = check.member(argument, at, "FillValue", false); fill && !fill->is_number() && !fill->is_string())
+    if (const Json* fill = check.member(argument, at, "FillValue", false);
+        fill && !fill->is_number() && !fill->is_string())
       check.problem(at + ".FillValue", fmt::format("{} is not a number", fill->dump()));
     check.integer(check.member(argument, at, "RandomSeed", false), at + ".RandomSeed");
     check.one_of(check.member(argument, at, "AccessType", false), at + ".AccessType", access_types);
@@ -165,7 +174,8 @@ Json read_checked(const std::filesystem::path& file, bool with_kernel) {
   const std::vector<std::string> problems = t1_problems(document, with_kernel);
   if (!problems.empty()) {
     constexpr std::size_t shown = 8;
-    std::string listing = fmt::format("{}", fmt::join(problems.begin(), problems.begin() + std::min(shown, problems.size()), "; "));
+    std::string listing =
+        fmt::format("{}", fmt::join(problems.begin(), problems.begin() + std::min(shown, problems.size()), "; "));
     if (problems.size() > shown) listing += fmt::format("; and {} more", problems.size() - shown);
     throw InputError(SourceLocation{file.string()},
                      fmt::format("not a T1 file by the published schema (TuningSchema): {}", listing));
@@ -202,7 +212,7 @@ std::optional<Value> typed_value(const std::string& type, const Value& value) {
     return value;
   }
   if (type == "bool") {
-    if (const auto* boolean = std::get_if<bool>(&value)) return value;
+    if (std::holds_alternative<bool>(value)) return value;
     if (const auto* integer = std::get_if<std::int64_t>(&value); integer && (*integer == 0 || *integer == 1))
       return Value{*integer == 1};
     return std::nullopt;
@@ -223,8 +233,8 @@ Parameter read_parameter(const Json& entry, const std::filesystem::path& file) {
   try {
     values = evaluate_python_list(values_text);
   } catch (const InputError& error) {
-    throw InputError(fmt::format("{}: parameter '{}': Values \"{}\": {}", file.string(), parameter.name, values_text,
-                                 error.what()));
+    throw InputError(
+        fmt::format("{}: parameter '{}': Values \"{}\": {}", file.string(), parameter.name, values_text, error.what()));
   }
   for (const Value& value : values) {
     std::optional<Value> typed = typed_value(type, value);
@@ -237,16 +247,20 @@ Parameter read_parameter(const Json& entry, const std::filesystem::path& file) {
       parameter.values.push_back(std::move(*typed));
   }
   if (parameter.values.empty())
-    throw InputError(fmt::format("{}: parameter '{}' has no values (Values \"{}\")", file.string(), parameter.name,
-                                 values_text));
+    throw InputError(
+        fmt::format("{}: parameter '{}' has no values (Values \"{}\")", file.string(), parameter.name, values_text));
   parameter.default_value = parameter.values.front();
   if (entry.contains("Default")) {
     const Json& declared_json = entry["Default"];
     std::optional<Value> declared;
-    if (declared_json.is_number_integer()) declared = typed_value(type, Value{declared_json.get<std::int64_t>()});
-    else if (declared_json.is_number()) declared = typed_value(type, Value{declared_json.get<double>()});
-    else if (declared_json.is_boolean()) declared = typed_value(type, Value{declared_json.get<bool>()});
-    else if (declared_json.is_string()) declared = typed_value(type, Value{declared_json.get<std::string>()});
+    if (declared_json.is_number_integer())
+      declared = typed_value(type, Value{declared_json.get<std::int64_t>()});
+    else if (declared_json.is_number())
+      declared = typed_value(type, Value{declared_json.get<double>()});
+    else if (declared_json.is_boolean())
+      declared = typed_value(type, Value{declared_json.get<bool>()});
+    else if (declared_json.is_string())
+      declared = typed_value(type, Value{declared_json.get<std::string>()});
     // A declared default outside the values is ignored rather than rejected: the space is still usable.
     if (declared && std::any_of(parameter.values.begin(), parameter.values.end(),
                                 [&](const Value& value) { return expr::operator_equal(value, *declared); }))
@@ -267,8 +281,8 @@ Space t1_space(const Json& document, const std::filesystem::path& file) {
     if (earlier == space.parameters.end()) {
       space.parameters.push_back(std::move(parameter));
     } else if (earlier->type != parameter.type || earlier->values != parameter.values) {
-      throw InputError(fmt::format("{}: parameter '{}' is declared twice with different types or values",
-                                   file.string(), parameter.name));
+      throw InputError(fmt::format("{}: parameter '{}' is declared twice with different types or values", file.string(),
+                                   parameter.name));
     }
   }
   std::vector<std::string> names;
@@ -289,7 +303,6 @@ Space t1_space(const Json& document, const std::filesystem::path& file) {
   }
   return space;
 }
-
 
 // ---------------------------------------------------------------- kernel
 
@@ -332,10 +345,9 @@ Expression t1_expression(const Json& value, const std::filesystem::path& file, c
 }
 
 Dtype argument_dtype(const std::string& type, const std::filesystem::path& file, const std::string& part) {
-  static const std::map<std::string, Dtype> supported{{"int8", Dtype::i8},    {"uint8", Dtype::u8},
-                                                      {"int32", Dtype::i32},  {"uint32", Dtype::u32},
-                                                      {"int64", Dtype::i64},  {"half", Dtype::f16},
-                                                      {"float", Dtype::f32},  {"double", Dtype::f64}};
+  static const std::map<std::string, Dtype> supported{
+      {"int8", Dtype::i8},   {"uint8", Dtype::u8}, {"int32", Dtype::i32}, {"uint32", Dtype::u32},
+      {"int64", Dtype::i64}, {"half", Dtype::f16}, {"float", Dtype::f32}, {"double", Dtype::f64}};
   auto found = supported.find(type);
   if (found == supported.end()) {
     throw InputError(SourceLocation{t1_where(file, part)},
@@ -354,9 +366,10 @@ Argument read_t1_argument(const Json& entry, std::size_t index, const Space& spa
   argument.where = where;
   argument.dtype = argument_dtype(entry["Type"].get<std::string>(), file, part + ".Type");
   if (entry.value("MemType", "") == "Constant") {
-    throw InputError(where, fmt::format("argument '{}' lives in constant memory (\"MemType\": \"Constant\"), which tune "
-                                        "does not support; pass it as a global-memory Vector",
-                                        argument.name));
+    throw InputError(where,
+                     fmt::format("argument '{}' lives in constant memory (\"MemType\": \"Constant\"), which tune "
+                                 "does not support; pass it as a global-memory Vector",
+                                 argument.name));
   }
   const std::string fill = entry.value("FillType", "Constant");
   if (fill != "Constant" && fill != "Random") {
@@ -400,9 +413,10 @@ Argument read_t1_argument(const Json& entry, std::size_t index, const Space& spa
     argument.init.value = fill_value.get<double>();
   }
   const std::string access = entry.value("AccessType", "");
-  const bool marked_output = entry.contains("Output") && entry["Output"].is_number() && entry["Output"].get<double>() != 0;
-  argument.role = access == "WriteOnly"   ? Role::out
-                  : access == "ReadWrite" ? Role::inout
+  const bool marked_output =
+      entry.contains("Output") && entry["Output"].is_number() && entry["Output"].get<double>() != 0;
+  argument.role = access == "WriteOnly"             ? Role::out
+                  : access == "ReadWrite"           ? Role::inout
                   : access.empty() && marked_output ? Role::out
                                                     : Role::in;
   return argument;
@@ -410,10 +424,10 @@ Argument read_t1_argument(const Json& entry, std::size_t index, const Space& spa
 
 // The kernel's name appears in the kernel file as a whole identifier (NVRTC's own message for a missing name
 // says nothing about the T1 file).
-void check_kernel_name(const std::string& name, const std::filesystem::path& kernel_file, const std::filesystem::path& file) {
+void check_kernel_name(const std::string& name, const std::filesystem::path& kernel_file,
+                       const std::filesystem::path& file) {
   const std::string text = spec_loading::read_whole_file(kernel_file);
-  const std::regex word("\\b" + name + "\\b");
-  if (!spec_loading::is_identifier(name) || !std::regex_search(text, word)) {
+  if (!spec_loading::is_identifier(name) || !std::regex_search(text, std::regex("\\b" + name + "\\b"))) {
     throw InputError(SourceLocation{t1_where(file, "KernelSpecification.KernelName")},
                      fmt::format("kernel '{}' does not appear in {} as an identifier", name, kernel_file.string()));
   }
@@ -426,8 +440,9 @@ LaunchGeometry t1_launch(const Json& kernel, const KernelSpec& spec, const std::
   std::array<std::string, 3> block_text{"1", "1", "1"};
   for (std::size_t axis = 0; axis < 3; ++axis) {
     if (kernel["LocalSize"].contains(axes[axis])) block_text[axis] = kernel["LocalSize"][axes[axis]].get<std::string>();
-    launch.block[axis] = Expression::parse(problem_size_symbols(block_text[axis]),
-                                           SourceLocation{t1_where(file, fmt::format("KernelSpecification.LocalSize.{}", axes[axis]))});
+    launch.block[axis] =
+        Expression::parse(problem_size_symbols(block_text[axis]),
+                          SourceLocation{t1_where(file, fmt::format("KernelSpecification.LocalSize.{}", axes[axis]))});
   }
   for (std::size_t axis = 0; axis < 3; ++axis) {
     const std::string part = fmt::format("KernelSpecification.{}", divisors[axis]);
@@ -436,7 +451,8 @@ LaunchGeometry t1_launch(const Json& kernel, const KernelSpec& spec, const std::
       // Kernel Tuner's rule: the problem size divided by the product of the divisors, rounded up.
       std::vector<std::string> factors;
       if (kernel.contains(divisors[axis])) {
-        for (const Json& divisor : kernel[divisors[axis]]) factors.push_back("(" + problem_size_symbols(divisor.get<std::string>()) + ")");
+        for (const Json& divisor : kernel[divisors[axis]])
+          factors.push_back("(" + problem_size_symbols(divisor.get<std::string>()) + ")");
       } else {
         factors.push_back("(" + problem_size_symbols(block_text[axis]) + ")");
       }
@@ -448,14 +464,13 @@ LaunchGeometry t1_launch(const Json& kernel, const KernelSpec& spec, const std::
                  ? fmt::format("ceil_div({}, {})", global, problem_size_symbols(block_text[axis]))
                  : global;
     }
-    launch.grid[axis] = Expression::parse(grid, SourceLocation{t1_where(file, spec.problem.empty()
-                                                                                   ? fmt::format("KernelSpecification.GlobalSize.{}", axes[axis])
-                                                                                   : part)});
+    launch.grid[axis] = Expression::parse(
+        grid, SourceLocation{t1_where(
+                  file, spec.problem.empty() ? fmt::format("KernelSpecification.GlobalSize.{}", axes[axis]) : part)});
   }
   launch.dynamic_shared_bytes = Expression::constant(Value{kernel.value("SharedMemory", std::int64_t{0})});
   return launch;
 }
-
 
 }  // namespace
 
@@ -468,9 +483,7 @@ std::vector<std::string> t1_problems(const nlohmann::json& document, bool with_k
   return check.problems;
 }
 
-Space read_t1_space(const std::filesystem::path& t1_file) {
-  return t1_space(read_checked(t1_file, false), t1_file);
-}
+Space read_t1_space(const std::filesystem::path& t1_file) { return t1_space(read_checked(t1_file, false), t1_file); }
 
 bool is_t1_file_name(const std::filesystem::path& file) { return file.extension() == ".json"; }
 
@@ -503,10 +516,11 @@ KernelSpec load_t1_kernel_spec(const std::filesystem::path& t1_file, const Probl
   }
   std::string name = t1_file.stem().string();
   if (name.ends_with(".T1")) name.resize(name.size() - 3);
-  if (kernel.contains("BenchmarkName") && kernel["BenchmarkName"].is_string()) name = kernel["BenchmarkName"];
+  if (kernel.contains("BenchmarkName") && kernel["BenchmarkName"].is_string())
+    name = kernel["BenchmarkName"].get<std::string>();
   else if (document.contains("General") && document["General"].contains("BenchmarkName") &&
            document["General"]["BenchmarkName"].is_string())
-    name = document["General"]["BenchmarkName"];
+    name = document["General"]["BenchmarkName"].get<std::string>();
   check_path_name(name, "benchmark name", SourceLocation{t1_where(t1_file, "BenchmarkName")});
   spec.name = name;
   spec.space = t1_space(document, t1_file);
@@ -544,15 +558,17 @@ KernelSpec load_t1_kernel_spec(const std::filesystem::path& t1_file, const Probl
       spec.problem.emplace_back(fmt::format("ProblemSize_{}", axis), size);
     }
   }
-  for (const auto& [symbol, value] : overrides) {
+  for (const auto& override_entry : overrides) {
+    const std::string& symbol = override_entry.first;
+    const std::int64_t value = override_entry.second;
     auto found = std::find_if(spec.problem.begin(), spec.problem.end(),
                               [&](const auto& entry) { return entry.first == symbol; });
     if (found == spec.problem.end()) {
       std::vector<std::string> symbols;
       for (const auto& entry : spec.problem) symbols.push_back(entry.first);
-      throw InputError(fmt::format("--problem {}={}: {} has no problem symbol '{}'; its symbols are {}", symbol, value,
-                                   t1_file.string(), symbol,
-                                   symbols.empty() ? "none (it has no ProblemSize)" : spec_loading::comma_list(symbols)));
+      throw InputError(fmt::format(
+          "--problem {}={}: {} has no problem symbol '{}'; its symbols are {}", symbol, value, t1_file.string(), symbol,
+          symbols.empty() ? "none (it has no ProblemSize)" : spec_loading::comma_list(symbols)));
     }
     if (value < 0) throw InputError(fmt::format("--problem {}={}: sizes may not be negative", symbol, value));
     found->second = value;

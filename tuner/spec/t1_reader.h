@@ -39,10 +39,9 @@
 //   stated, so none are reported.
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tuner/spec/model.h"
 #include "tuner/spec/spec_loader.h"
