@@ -171,6 +171,19 @@ TEST(T4Dataset, AnObjectiveThatIsNotUsableIsAnErrorNamingTheFile) {
             std::string::npos);
 }
 
+TEST(T4Dataset, FilesAreCheckedAgainstTheSchema) {
+  const std::filesystem::path broken = std::filesystem::temp_directory_path() / "search_t4_schema.T4.json";
+  std::ofstream(broken) << R"({"schema_version": "1.0.0", "results": [{"configuration": {"popsize": 10, "c1": 1.0},
+      "times": {"compilation": "slow"}, "invalidity": "correct", "objectives": ["score"],
+      "measurements": [{"name": "score", "value": 0.5}]}]})";
+  Space space = read_t1_space(t4_directory / "score.T1.json");
+  const std::string message = message_of([&] { read_t4(broken, space); });
+  EXPECT_NE(message.find("not a T4 file by the published schema"), std::string::npos) << message;
+  EXPECT_NE(message.find("results[0]: no \"correctness\""), std::string::npos) << message;
+  EXPECT_NE(message.find("results[0].times.compilation: not a number"), std::string::npos) << message;
+  std::filesystem::remove(broken);
+}
+
 TEST(T4Dataset, ParseObjectiveOptions) {
   EXPECT_EQ(parse_objective_direction("maximize"), ObjectiveDirection::maximize);
   EXPECT_EQ(parse_objective_direction("minimise"), ObjectiveDirection::minimize);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -148,6 +149,89 @@ double median_of_sorted(const std::vector<double>& sorted) {
 
 }  // namespace
 
+std::vector<std::string> t4_problems(const nlohmann::json& document) {
+  std::vector<std::string> problems;
+  auto problem = [&](std::string text) { problems.push_back(std::move(text)); };
+  if (!document.is_object()) return {"the document is not a JSON object"};
+  // The schema does not require schema_version (every published file and `tune t4` write it); when present it is
+  // major.minor.patch.
+  if (document.contains("schema_version") && !document["schema_version"].is_string()) {
+    problem("schema_version: not a string");
+  } else if (document.contains("schema_version")) {
+    const std::string version = document["schema_version"].get<std::string>();
+    int major = 0, minor = 0, patch = 0;
+    char rest = 0;
+    if (std::sscanf(version.c_str(), "%d.%d.%d%c", &major, &minor, &patch, &rest) != 3)
+      problem(fmt::format("schema_version: '{}' is not major.minor.patch", version));
+  }
+  if (!document.contains("results") || !document["results"].is_array()) {
+    problem("results: missing or not an array");
+    return problems;
+  }
+  static const std::set<std::string> invalidities{"correct",     "compile", "runtime",
+                                                  "correctness", "timeout", "constraints"};
+  std::size_t index = 0;
+  for (const auto& result : document["results"]) {
+    const std::string where = fmt::format("results[{}]", index++);
+    if (!result.is_object()) {
+      problem(where + ": not an object");
+      continue;
+    }
+    for (const char* required : {"configuration", "times", "invalidity", "correctness"})
+      if (!result.contains(required)) problem(fmt::format("{}: no \"{}\"", where, required));
+    if (result.contains("configuration") && !result["configuration"].is_object())
+      problem(where + ".configuration: not an object");
+    if (result.contains("timestamp") && !result["timestamp"].is_string()) problem(where + ".timestamp: not a string");
+    if (result.contains("times")) {
+      const auto& times = result["times"];
+      if (!times.is_object()) {
+        problem(where + ".times: not an object");
+      } else {
+        for (const auto& [key, value] : times.items()) {
+          if (key == "runtimes") {
+            if (!value.is_array())
+              problem(where + ".times.runtimes: not an array");
+            else
+              for (const auto& runtime : value)
+                if (!runtime.is_number()) problem(where + ".times.runtimes: holds a value that is not a number");
+          } else if (!value.is_number()) {
+            problem(fmt::format("{}.times.{}: not a number", where, key));
+          }
+        }
+      }
+    }
+    if (result.contains("invalidity") &&
+        (!result["invalidity"].is_string() || !invalidities.count(result["invalidity"].get<std::string>())))
+      problem(fmt::format("{}.invalidity: {} is none of correct, compile, runtime, correctness, timeout, constraints",
+                          where, result["invalidity"].dump()));
+    if (result.contains("correctness") && !result["correctness"].is_number())
+      problem(where + ".correctness: not a number");
+    if (result.contains("objectives") && !result["objectives"].is_array()) problem(where + ".objectives: not an array");
+    if (result.contains("measurements")) {
+      if (!result["measurements"].is_array()) {
+        problem(where + ".measurements: not an array");
+      } else {
+        std::size_t position = 0;
+        for (const auto& measurement : result["measurements"]) {
+          const std::string at = fmt::format("{}.measurements[{}]", where, position++);
+          if (!measurement.is_object()) {
+            problem(at + ": not an object");
+            continue;
+          }
+          if (measurement.contains("name") && !measurement["name"].is_string()) problem(at + ".name: not a string");
+          // The community's files name the failure in place of the value of a failed result ("RuntimeFailedConfig").
+          const bool failed = result.contains("invalidity") && result["invalidity"] != "correct";
+          if (measurement.contains("value") && !measurement["value"].is_number() &&
+              !(failed && measurement["value"].is_string()))
+            problem(at + ".value: not a number");
+          if (measurement.contains("unit") && !measurement["unit"].is_string()) problem(at + ".unit: not a string");
+        }
+      }
+    }
+  }
+  return problems;
+}
+
 std::optional<ObjectiveDirection> parse_objective_direction(std::string_view text) {
   if (text == "minimize" || text == "minimise" || text == "min") return ObjectiveDirection::minimize;
   if (text == "maximize" || text == "maximise" || text == "max") return ObjectiveDirection::maximize;
@@ -168,6 +252,13 @@ T4Results read_t4(const std::filesystem::path& t4_file, const Space& space, cons
   const Json document = parse_json(t4_file);
   if (!document.is_object() || !document.contains("results") || !document["results"].is_array())
     throw InputError(fmt::format("{}: no \"results\" array; is this a T4 file?", t4_file.string()));
+  if (const std::vector<std::string> problems = t4_problems(document); !problems.empty()) {
+    constexpr std::size_t shown = 8;
+    std::string listing =
+        fmt::format("{}", fmt::join(problems.begin(), problems.begin() + std::min(shown, problems.size()), "; "));
+    if (problems.size() > shown) listing += fmt::format("; and {} more", problems.size() - shown);
+    throw InputError(fmt::format("{}: not a T4 file by the published schema: {}", t4_file.string(), listing));
+  }
   const Json& results = document["results"];
   T4Results read;
   T4Objective& objective = read.objective;

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tuner/record/evaluation.h"
 #include "tuner/spec/model.h"
 #include "tuner/spec/t1_reader.h"
@@ -37,6 +39,13 @@ enum class ObjectiveSource { recorded, median };
 std::optional<ObjectiveDirection> parse_objective_direction(std::string_view text);
 std::optional<ObjectiveSource> parse_objective_source(std::string_view text);  // "recorded" | "median"
 std::string_view objective_direction_name(ObjectiveDirection direction);       // "minimize" | "maximize"
+
+// What keeps a document from being a T4 file by the published results schema (1.0.0), one line per problem
+// ("results[3].times.compilation: not a number"); none when it is one. Checks the keys a result requires and the
+// types the schema defines; other keys are allowed. A failed result may name its failure as a measurement's value
+// ("RuntimeFailedConfig"), and "correct" is an invalidity, as the community's files write them. read_t4 checks every
+// file with it; `tune t4` checks what it writes.
+std::vector<std::string> t4_problems(const nlohmann::json& document);
 
 struct T4ReadOptions {
   ObjectiveSource source = ObjectiveSource::recorded;
