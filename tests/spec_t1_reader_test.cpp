@@ -130,6 +130,25 @@ TEST(T1Reader, GridWithoutGridDivIsProblemSizeOverTheBlock) {
   EXPECT_EQ(std::get<std::int64_t>(spec.launch.grid[0].evaluate(configuration)), 16);  // ceil(1000 / 64)
 }
 
+TEST(T1Reader, WithoutProblemSizeTheGridIsGlobalSize) {
+  nlohmann::json document = nlohmann::json::parse(kernel_document(
+      block_parameter, R"({"Name": "data", "Type": "float", "MemoryType": "Vector", "Size": 1000},
+                          {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": 1000})"));
+  document["KernelSpecification"].erase("ProblemSize");
+  document["KernelSpecification"]["GlobalSize"]["X"] = "1000";
+  const std::map<std::string, Value> configuration{{"block_size_x", Value{std::int64_t{64}}}};
+  // OpenCL counts threads: the grid is ceil(1000 / 64) blocks.
+  document["KernelSpecification"]["GlobalSizeType"] = "OpenCL";
+  KernelSpec threads = load_t1_kernel_spec(scratch_file("opencl_size.T1.json", document.dump()));
+  EXPECT_TRUE(threads.problem.empty());
+  EXPECT_EQ(std::get<std::int64_t>(threads.launch.grid[0].evaluate(configuration)), 16);
+  // CUDA (the default) counts blocks.
+  document["KernelSpecification"].erase("GlobalSizeType");
+  KernelSpec blocks = load_t1_kernel_spec(scratch_file("cuda_size.T1.json", document.dump()));
+  EXPECT_EQ(std::get<std::int64_t>(blocks.launch.grid[0].evaluate(configuration)), 1000);
+  EXPECT_EQ(std::get<std::int64_t>(blocks.arguments[1].value.evaluate(configuration)), 1000);
+}
+
 TEST(T1Reader, ValueTypesAndDuplicates) {
   Space space = read_t1_space(source_directory / "tests/data/t4/score.T1.json");
   // popsize is declared twice with the same values, as the hub's metatuning files do: it counts once.
