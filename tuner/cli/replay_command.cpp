@@ -119,12 +119,12 @@ int ReplayCommand::run() const {
   if (objective_read) {
     // A maximised objective is replayed as its reciprocal (t4_dataset.h): the optimum is stated in its own terms.
     fmt::print(stderr,
-               "replaying {} ({} recorded configurations, {} valid in the space; objective '{}' ({}, {} value), "
-               "{} from {}, optimum {:.6g}{})\n",
+               "replaying {} ({} recorded configurations, {} valid in the space): objective '{}', {}, {}d ({}); "
+               "optimum {:.6g}{}\n",
                data_name, source->size(), space->valid_count(), objective_read->name,
-               objective_read->is_time ? "ms" : "as recorded",
-               objective_read->source == ObjectiveSource::recorded ? "recorded" : "median of the runtimes",
-               objective_direction_name(objective_read->direction), objective_read->direction_from,
+               objective_read->source == ObjectiveSource::recorded ? "the recorded value" : "the median of the runtimes",
+               objective_direction_name(objective_read->direction),
+               direction.empty() ? objective_read->direction_from : std::string("--t4-direction"),
                objective_read->best_value.value_or(std::nan("")), objective_read->is_time ? " ms" : "");
   } else {
     fmt::print(stderr, "replaying {} ({} recorded configurations, {} valid in the space, optimum {:.6g} ms)\n",

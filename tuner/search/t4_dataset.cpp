@@ -388,7 +388,7 @@ std::filesystem::path find_t1_for(const std::filesystem::path& t4_file) {
     if (std::filesystem::is_regular_file(candidate, error)) return candidate;
   std::vector<std::string> tried;
   for (const std::filesystem::path& candidate : candidates) tried.push_back(candidate.string());
-  throw InputError(fmt::format("{}: no T1 space file found for it; tried {}; name the T1 file with --t1 FILE",
+  throw InputError(fmt::format("{}: no T1 space file found for it; name it with --t1 FILE (tried {})",
                                t4_file.string(), fmt::join(tried, ", ")));
 }
 
