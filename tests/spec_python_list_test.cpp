@@ -50,6 +50,13 @@ TEST(PythonList, ComprehensionsAndRanges) {
   EXPECT_EQ(integers("list(2 * i for i in range(3))"), (std::vector<std::int64_t>{0, 2, 4}));
   EXPECT_EQ(integers("[1, 2] + list(range(3, 5))"), (std::vector<std::int64_t>{1, 2, 3, 4}));
   EXPECT_EQ(integers("tuple(range(2))"), (std::vector<std::int64_t>{0, 1}));
+  // As the benchmark hub's hotspot file writes its block widths and unroll factors.
+  const std::vector<std::int64_t> widths = integers("[1, 2, 4, 8, 16] + list(range(32, 1024+1, 32))");
+  ASSERT_EQ(widths.size(), 37u);
+  EXPECT_EQ(widths[4], 16);
+  EXPECT_EQ(widths[5], 32);
+  EXPECT_EQ(widths.back(), 1024);
+  EXPECT_EQ(integers("[i for i in range(1, 10+1)]").size(), 10u);
 }
 
 TEST(PythonList, OtherValueTypes) {

@@ -2,10 +2,8 @@
 
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
 #include <fstream>
-#include <set>
 
 #include <fmt/format.h>
 
