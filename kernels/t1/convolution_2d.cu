@@ -20,7 +20,9 @@ __global__ void convolution_2d(float* output, const float* input, const float* f
       for (int row = 0; row < filter_height; ++row) {
 #pragma unroll
         for (int column = 0; column < filter_width; ++column) {
-          sum += input[(y + row) * input_width + x + column] * filter[row * filter_width + column];
+          // An explicit fused multiply-add: every configuration rounds alike, so each one's output equals the default
+          // configuration's (the verification reference of a T1 benchmark) whatever the compiler contracts.
+          sum = __fmaf_rn(input[(y + row) * input_width + x + column], filter[row * filter_width + column], sum);
         }
       }
       output[y * width + x] = sum;
