@@ -180,5 +180,15 @@ TEST(Recording, BadInputNamesTheFileAndWhatIsWrong) {
   EXPECT_NE(message_of([&] { load_recordings({lone_t4}); }).find("lonely.T1.json does not exist"), std::string::npos);
 }
 
+TEST(Recording, T4FileWhoseObjectiveIsNotATimeIsRefused) {
+  // A maximised score (tests/data/t4/score-declared.T4.json) read as times would be misread: exit 2 naming the file.
+  const std::filesystem::path data = std::filesystem::path(KERNLATHE_SOURCE_DIR) / "tests/data/t4";
+  const std::string message =
+      message_of([&] { load_t4_recording(data / "score-declared.T4.json", data / "score.T1.json"); });
+  EXPECT_NE(message.find("score-declared.T4.json"), std::string::npos) << message;
+  EXPECT_NE(message.find("its objective is 'score'; tune analyze reads time objectives only"), std::string::npos)
+      << message;
+}
+
 }  // namespace
 }  // namespace kernlathe

@@ -83,7 +83,7 @@ TEST_F(T4Export, ReadsBackWithTheSameConfigurationsStatusesAndTimes) {
   std::vector<Evaluation> read = read_t4_results(files.t4, space);
   ASSERT_EQ(read.size(), recording.evaluations.size());
   const Status expected[] = {Status::ok, Status::ok, Status::compile_error, Status::launch_error, Status::wrong_result,
-                             Status::invalid /* the reader has no timeout: T4's "timeout" reads as invalid */};
+                             Status::timeout /* T4's "timeout" reads back as a timeout */};
   for (std::size_t index = 0; index < read.size(); ++index) {
     SCOPED_TRACE(index);
     for (std::size_t parameter = 0; parameter < 3; ++parameter)

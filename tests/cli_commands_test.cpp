@@ -243,6 +243,28 @@ TEST(Cli, CompileCheckEveryShippedSpec) {
   }
 }
 
+// The community benchmarks shipped as T1 files (kernels/t1/*.T1.json) load as specs, validate and compile with NVRTC
+// (no GPU needed), like the YAML specs above.
+TEST(Cli, T1BenchmarksValidateAndCompile) {
+  int benchmarks = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(KERNLATHE_SOURCE_DIR) / "kernels/t1")) {
+    if (!entry.path().string().ends_with(".T1.json")) continue;
+    ++benchmarks;
+    CommandResult validated = run_tune("validate " + entry.path().string() + " --json");
+    ASSERT_EQ(validated.exit_code, 0) << entry.path() << ": " << validated.err;
+    EXPECT_GT(nlohmann::json::parse(validated.out)["valid"].get<int>(), 0);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CommandResult result = run_tune("compile-check " + entry.path().string() + " --arch " + arch +
+                                      " --sample 6 --json");
+      ASSERT_EQ(result.exit_code, 0) << entry.path() << " " << arch << ": " << result.err << result.out;
+      nlohmann::json output = nlohmann::json::parse(result.out);
+      EXPECT_EQ(output["failed"], 0) << entry.path() << " " << arch;
+      EXPECT_GE(output["compiled"].get<int>(), 6) << entry.path() << " " << arch;
+    }
+  }
+  EXPECT_GE(benchmarks, 1);
+}
+
 TEST(Cli, CompileCheckReportsAFailureWithItsLog) {
   CommandResult result = run_tune("compile-check tests/data/faults/faults.yaml --arch sm_90 --all --json");
   EXPECT_EQ(result.exit_code, 1) << result.err;

@@ -326,7 +326,13 @@ Recording load_t4_recording(const std::filesystem::path& t4_file, const std::fil
   Recording recording;
   recording.source = t4_file;
   std::size_t repeated = 0;
-  recording.evaluations = one_per_configuration(read_t4_results(t4_file, space), repeated);
+  T4Results results = read_t4(t4_file, space);
+  // Analysis speaks of times (importance of log time, portability ratios); another objective would be misread.
+  if (!results.objective.is_time)
+    throw InputError(SourceLocation{t4_file.string()},
+                     fmt::format("its objective is '{}'; tune analyze reads time objectives only",
+                                 results.objective.name));
+  recording.evaluations = one_per_configuration(std::move(results.evaluations), repeated);
   if (repeated > 0)
     recording.notes.push_back(fmt::format("{} configurations appear more than once; the later result counts", repeated));
   recording.parameters = space.parameters;

@@ -2,10 +2,8 @@
 
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
 #include <fstream>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -93,6 +91,7 @@ Json t4_document(const Recording& recording) {
     results.push_back(std::move(result));
   }
   Json metadata{{"timeunit", "milliseconds"},
+                {"objective_direction", "minimize"},
                 {"kernel", recording.kernel},
                 {"device", recording.device},
                 {"arch", recording.arch},
@@ -105,12 +104,14 @@ Json t4_document(const Recording& recording) {
 Json t1_document(const Recording& recording) {
   Json parameters = Json::array();
   for (const Parameter& parameter : recording.parameters) {
-    Json values = Json::array();
-    for (const Value& value : parameter.values) values.push_back(value_json(value));
+    // The schema writes Values as a Python list in a string, as published files do.
+    std::vector<std::string> literals;
+    for (const Value& value : parameter.values) literals.push_back(python_literal(value));
+    const std::string values = fmt::format("[{}]", fmt::join(literals, ", "));
     const char* type = parameter.type == ParameterType::integer ? "int"
                        : parameter.type == ParameterType::boolean ? "bool"
                                                                   : "string";
-    parameters.push_back(Json{{"Name", parameter.name}, {"Type", type}, {"Values", std::move(values)},
+    parameters.push_back(Json{{"Name", parameter.name}, {"Type", type}, {"Values", values},
                               {"Default", value_json(parameter.default_value)}});
   }
   return Json{{"General",
@@ -121,81 +122,6 @@ Json t1_document(const Recording& recording) {
               {"ConfigurationSpace", {{"TuningParameters", std::move(parameters)}, {"Conditions", Json::array()}}}};
 }
 
-std::vector<std::string> t4_problems(const nlohmann::json& document) {
-  std::vector<std::string> problems;
-  auto problem = [&](std::string text) { problems.push_back(std::move(text)); };
-  if (!document.is_object()) return {"the document is not a JSON object"};
-  if (!document.contains("schema_version") || !document["schema_version"].is_string()) {
-    problem("schema_version: missing or not a string");
-  } else {
-    const std::string version = document["schema_version"].get<std::string>();
-    int major = 0, minor = 0, patch = 0;
-    char rest = 0;
-    if (std::sscanf(version.c_str(), "%d.%d.%d%c", &major, &minor, &patch, &rest) != 3)
-      problem(fmt::format("schema_version: '{}' is not major.minor.patch", version));
-  }
-  if (!document.contains("results") || !document["results"].is_array()) {
-    problem("results: missing or not an array");
-    return problems;
-  }
-  static const std::set<std::string> invalidities{"correct", "compile", "runtime", "correctness", "timeout", "constraints"};
-  std::size_t index = 0;
-  for (const auto& result : document["results"]) {
-    const std::string where = fmt::format("results[{}]", index++);
-    if (!result.is_object()) {
-      problem(where + ": not an object");
-      continue;
-    }
-    for (const char* required : {"configuration", "times", "invalidity", "correctness"})
-      if (!result.contains(required)) problem(fmt::format("{}: no \"{}\"", where, required));
-    if (result.contains("configuration") && !result["configuration"].is_object()) problem(where + ".configuration: not an object");
-    if (result.contains("timestamp") && !result["timestamp"].is_string()) problem(where + ".timestamp: not a string");
-    if (result.contains("times")) {
-      const auto& times = result["times"];
-      if (!times.is_object()) {
-        problem(where + ".times: not an object");
-      } else {
-        for (const auto& [key, value] : times.items()) {
-          if (key == "runtimes") {
-            if (!value.is_array()) problem(where + ".times.runtimes: not an array");
-            else
-              for (const auto& runtime : value)
-                if (!runtime.is_number()) problem(where + ".times.runtimes: holds a value that is not a number");
-          } else if (!value.is_number()) {
-            problem(fmt::format("{}.times.{}: not a number", where, key));
-          }
-        }
-      }
-    }
-    if (result.contains("invalidity") && (!result["invalidity"].is_string() ||
-                                          !invalidities.count(result["invalidity"].get<std::string>())))
-      problem(fmt::format("{}.invalidity: {} is none of correct, compile, runtime, correctness, timeout, constraints",
-                          where, result["invalidity"].dump()));
-    if (result.contains("correctness") && !result["correctness"].is_number()) problem(where + ".correctness: not a number");
-    if (result.contains("objectives") && !result["objectives"].is_array()) problem(where + ".objectives: not an array");
-    if (result.contains("measurements")) {
-      if (!result["measurements"].is_array()) {
-        problem(where + ".measurements: not an array");
-      } else {
-        std::size_t position = 0;
-        for (const auto& measurement : result["measurements"]) {
-          const std::string at = fmt::format("{}.measurements[{}]", where, position++);
-          if (!measurement.is_object()) {
-            problem(at + ": not an object");
-            continue;
-          }
-          if (measurement.contains("name") && !measurement["name"].is_string()) problem(at + ".name: not a string");
-          // The community's files name the failure in place of the value of a failed result ("RuntimeFailedConfig").
-          const bool failed = result.contains("invalidity") && result["invalidity"] != "correct";
-          if (measurement.contains("value") && !measurement["value"].is_number() && !(failed && measurement["value"].is_string()))
-            problem(at + ".value: not a number");
-          if (measurement.contains("unit") && !measurement["unit"].is_string()) problem(at + ".unit: not a string");
-        }
-      }
-    }
-  }
-  return problems;
-}
 
 T4Files write_t4_files(const Recording& recording, const std::filesystem::path& directory) {
   Json t4 = t4_document(recording);

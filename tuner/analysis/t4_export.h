@@ -8,7 +8,8 @@
 // "correctness", "timeout", "constraints"), "correctness" (1 or 0), the "time" measurement (the median in ms) and
 // the others the record keeps (min, max, relative spread, samples), and "objectives": ["time"]. Records keep the
 // summary of a configuration's samples, not every sample, so "times.runtimes" is left out rather than invented.
-// T1: the parameters with their declared values and defaults; a record does not keep the spec's constraints, so
+// metadata.objective_direction says "minimize" (the schema has no field for it; tuner/search/t4_dataset.h reads it).
+// T1: the parameters with their declared values (a Python list in a string, as the schema types Values) and defaults; a record does not keep the spec's constraints, so
 // "Conditions" is empty and the file says so in General.Notes.
 
 #include <filesystem>
@@ -18,16 +19,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/analysis/recording.h"
+#include "tuner/search/t4_dataset.h"
 
 namespace kernlathe {
 
 nlohmann::ordered_json t4_document(const Recording& recording);
 nlohmann::ordered_json t1_document(const Recording& recording);
 
-// What keeps a document from being a T4 file: one line per problem ("results[3].times.compilation: not a number"),
-// none when it is one. Checks what the format requires and types what it defines; other keys are allowed. A failed
-// result may name its failure as a measurement's value, as the community's files do.
-std::vector<std::string> t4_problems(const nlohmann::json& document);
+// t4_problems (what keeps a document from being a T4 file) lives with the reader, tuner/search/t4_dataset.h.
 
 struct T4Files {
   std::filesystem::path t4;  // <kernel>-<device>[-<problem>].T4.json

@@ -75,7 +75,10 @@ struct CommonSpecOptions {
   bool json = false;
 
   void add_to(CLI::App& command, bool with_device) {
-    command.add_option("spec", spec, "kernel spec (a path, or a name under kernels/)")->required();
+    command
+        .add_option("spec", spec,
+                    "kernel spec (a path, or a name under kernels/); a path ending in .json is a community T1 file")
+        ->required();
     command.add_option("--arch", arch, "use a built-in device profile: sm_80, sm_86, sm_89 or sm_90");
     command.add_option("--problem", problem, "override problem symbols, e.g. M=1024,N=2048");
     if (with_device) command.add_option("--device", device, "GPU index")->check(CLI::NonNegativeNumber);

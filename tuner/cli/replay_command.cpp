@@ -45,7 +45,26 @@ std::string cell(std::optional<double> value) { return value ? fmt::format("{:g}
 
 void ReplayCommand::add_to(CLI::App& command) {
   auto* t4_option = command.add_option("--t4", t4, "community T4 result file (.json or .json.gz)");
-  command.add_option("--t1", t1, "T1 space file (default: <name before '-'>.T1.json beside the T4 file)")
+  command.add_option("--t1", t1,
+                     "T1 space file (default: <name before '-'>.T1.json beside the T4 file, else the benchmark hub's "
+                     "<folder>.T1.json or <folder>.json beside or above the T4 file's folder)")
+      ->needs(t4_option);
+  command
+      .add_option("--t4-objective-source", objective_source,
+                  "what a configuration scores: 'recorded' (default), the objective's value as the T4 file records it "
+                  "(for Kernel Tuner's files the mean of the runtimes, so optima match the published ones), or "
+                  "'median', the median of times.runtimes (time objectives only)")
+      ->check(CLI::IsMember({"recorded", "median"}))
+      ->needs(t4_option);
+  command
+      .add_option("--t4-direction", direction,
+                  "minimize or maximize the objective (default: what the T4 file's metadata declares; 'time' is "
+                  "minimized; another objective with no declared direction is an error)")
+      ->check(CLI::IsMember({"minimize", "maximize"}))
+      ->needs(t4_option);
+  command
+      .add_option("--t4-objective", objective,
+                  "the measurement to use when the T4 file declares several objectives (default: the one declared)")
       ->needs(t4_option);
   auto* csv_option = command.add_option("--csv", csv, "an evaluations.csv recorded by `tune run`")->excludes(t4_option);
   auto* spec_option = command.add_option("--spec", spec, "the kernel spec the CSV was recorded with")->needs(csv_option);
@@ -76,11 +95,18 @@ int ReplayCommand::run() const {
   std::optional<ReplaySource> source;
   std::string data_name;
   KernelSpec kernel;
+  std::optional<T4Objective> objective_read;
   if (!t4.empty()) {
-    const std::filesystem::path space_file = t1.empty() ? default_t1_for(t4) : std::filesystem::path(t1);
+    const std::filesystem::path space_file = t1.empty() ? find_t1_for(t4) : std::filesystem::path(t1);
     kernel.space = read_t1_space(space_file);
     space.emplace(kernel.space, Constants{});
-    source.emplace(read_t4_results(t4, kernel.space));
+    T4ReadOptions options;
+    options.source = *parse_objective_source(objective_source);
+    if (!direction.empty()) options.direction = parse_objective_direction(direction);
+    options.objective = objective;
+    T4Results results = read_t4(t4, kernel.space, options);
+    objective_read = results.objective;
+    source.emplace(std::move(results.evaluations));
     data_name = std::filesystem::path(t4).filename().string();
   } else {
     kernel = load_kernel_spec(find_spec(spec), parse_problem_overrides(problem));
@@ -90,18 +116,36 @@ int ReplayCommand::run() const {
   }
   for (const std::string& name : strategies) make_strategy(name, *space, 1);  // unknown names fail before any run
 
-  fmt::print(stderr, "replaying {} ({} recorded configurations, {} valid in the space, optimum {:.6g} ms)\n",
-             data_name, source->size(), space->valid_count(), source->optimum_ms());
+  if (objective_read) {
+    // A maximised objective is replayed as its reciprocal (t4_dataset.h): the optimum is stated in its own terms.
+    fmt::print(stderr,
+               "replaying {} ({} recorded configurations, {} valid in the space): objective '{}', {}, {}d ({}); "
+               "optimum {:.6g}{}\n",
+               data_name, source->size(), space->valid_count(), objective_read->name,
+               objective_read->source == ObjectiveSource::recorded ? "the recorded value" : "the median of the runtimes",
+               objective_direction_name(objective_read->direction),
+               direction.empty() ? objective_read->direction_from : std::string("--t4-direction"),
+               objective_read->best_value.value_or(std::nan("")), objective_read->is_time ? " ms" : "");
+  } else {
+    fmt::print(stderr, "replaying {} ({} recorded configurations, {} valid in the space, optimum {:.6g} ms)\n",
+               data_name, source->size(), space->valid_count(), source->optimum_ms());
+  }
   const std::vector<BenchmarkRow> rows = run_benchmark(*space, *source, strategies, seeds, budget_list, batch);
 
   if (json) {
     Json output = Json::array();
     for (const BenchmarkRow& row : rows) {
-      output.push_back({{"data", data_name},
-                        {"strategy", row.strategy},
+      Json entry{{"data", data_name}};
+      if (objective_read) {
+        entry["objective"] = objective_read->name;
+        entry["direction"] = objective_direction_name(objective_read->direction);
+        entry["objective_source"] = objective_read->source == ObjectiveSource::recorded ? "recorded" : "median";
+        entry["optimum_value"] = number_or_null(objective_read->best_value);
+      }
+      entry.update(Json{{"strategy", row.strategy},
                         {"budget", row.budget},
                         {"seeds", row.seeds},
-                        {"optimum_ms", source->optimum_ms()},
+                        {"optimum_ms", objective_read && !objective_read->is_time ? Json(nullptr) : Json(source->optimum_ms())},
                         {"median_best_over_optimum", finite_or_null(row.median_best_over_optimum)},
                         {"lower_quartile_best_over_optimum", finite_or_null(row.lower_quartile_best_over_optimum)},
                         {"upper_quartile_best_over_optimum", finite_or_null(row.upper_quartile_best_over_optimum)},
@@ -109,6 +153,7 @@ int ReplayCommand::run() const {
                         {"median_evals_to_within_10pct", number_or_null(row.median_evaluations_to_within_10_percent)},
                         {"median_failures", row.median_failures},
                         {"median_simulated_seconds", row.median_simulated_seconds}});
+      output.push_back(std::move(entry));
     }
     fmt::print("{}\n", output.dump(2));
     return exit_ok;

@@ -10,6 +10,9 @@ namespace kernlathe {
 struct ReplayCommand {
   std::string t4;
   std::string t1;
+  std::string objective_source = "recorded";
+  std::string direction;
+  std::string objective;
   std::string csv;
   std::string spec;
   std::string arch = "sm_90";

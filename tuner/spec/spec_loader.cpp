@@ -9,6 +9,7 @@
 
 #include "tuner/spec/kernel_spec_reader.h"
 #include "tuner/spec/space_reader.h"
+#include "tuner/spec/t1_reader.h"
 #include "tuner/spec/yaml_reader.h"
 
 namespace kernlathe {
@@ -28,6 +29,7 @@ KernelSpec load_kernel_spec(const std::filesystem::path& file, const ProblemOver
   if (!fs::is_regular_file(file, error)) {
     throw InputError(SourceLocation{file.string()}, "kernel spec file does not exist");
   }
+  if (is_t1_file_name(file)) return load_t1_kernel_spec(file, overrides);
   return parse_kernel_spec(spec_loading::read_whole_file(file), file, overrides);
 }
 

@@ -26,7 +26,8 @@ namespace kernlathe {
 // A later entry for the same symbol wins.
 using ProblemOverrides = std::vector<std::pair<std::string, std::int64_t>>;
 
-// Paths inside a spec (template, space) are relative to the spec file.
+// Paths inside a spec (template, space) are relative to the spec file. A file whose name ends in ".json" is a
+// community T1 file with its kernel description, read by t1_reader.h.
 KernelSpec load_kernel_spec(const std::filesystem::path& file, const ProblemOverrides& overrides = {});
 // `file` names the text in messages and anchors relative paths; it need not exist.
 KernelSpec parse_kernel_spec(const std::string& yaml_text, const std::filesystem::path& file,
