@@ -85,7 +85,7 @@ int ReplayCommand::run() const {
   } else {
     kernel = load_kernel_spec(find_spec(spec), parse_problem_overrides(problem));
     space.emplace(kernel.space, run_constants(kernel, device_profile(arch)));
-    source.emplace(csv, kernel.space, "");
+    source.emplace(csv, *space, "");
     data_name = std::filesystem::path(csv).string();
   }
   for (const std::string& name : strategies) make_strategy(name, *space, 1);  // unknown names fail before any run
