@@ -256,7 +256,7 @@ std::string format_ms(double ms) { return ms > 0 ? fmt::format("{:.4f}", ms) : "
 
 struct RunCommand {
   CommonSpecOptions common;
-  std::string strategy = "surrogate";  // the default `tune replay --strategy all` picks (README)
+  std::string strategy = default_strategy_name();  // chosen by cross-validation (README "Search strategies")
   std::uint64_t budget = 0;
   std::string time_budget;
   std::string out;
@@ -585,7 +585,8 @@ int run_cli(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "tune a kernel spec on the GPU (or replay a recorded run)");
   run_command.common.add_to(*run, true);
   run->add_option("--strategy", run_command.strategy,
-                  fmt::format("search strategy: {}", fmt::join(strategy_names(), ", ")));
+                  fmt::format("search strategy: {} (default: {})", fmt::join(strategy_names(), ", "),
+                              default_strategy_name()));
   run->add_option("--budget", run_command.budget, "stop after N evaluations");
   run->add_option("--time", run_command.time_budget, "stop after a duration: 90s, 5m, 1h");
   run->add_option("--out", run_command.out, "record directory (default results/runs/<kernel>/<arch>/<problem>)");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tuner/record/evaluation.h"
+#include "tuner/search/strategy.h"
 #include "tuner/run/measurement.h"
 #include "tuner/search/stop_condition.h"
 #include "tuner/session/final_round.h"
@@ -25,7 +26,7 @@ namespace kernlathe {
 struct TuneOptions {
   std::filesystem::path spec_file;
   ProblemOverrides problem;
-  std::string strategy = "surrogate";  // what `tune replay --strategy all` picks on the community landscapes
+  std::string strategy = default_strategy_name();  // chosen by cross-validation (README "Search strategies")
   std::uint64_t seed = 1;
   StopCondition stop;
   std::filesystem::path out_dir;  // empty: results/runs/<kernel>/<arch>/<problem>
