@@ -124,10 +124,12 @@ struct SpaceCommand {
       for (const Parameter& parameter : spec.space.parameters) {
         Json values = Json::array();
         for (const Value& value : parameter.values) values.push_back(value_to_json(value));
-        parameters.push_back({{"name", parameter.name},
-                              {"type", parameter_type_name(parameter.type)},
-                              {"values", values},
-                              {"default", value_to_json(parameter.default_value)}});
+        Json described{{"name", parameter.name},
+                       {"type", parameter_type_name(parameter.type)},
+                       {"values", values},
+                       {"default", value_to_json(parameter.default_value)}};
+        if (!parameter.relevant_when.empty()) described["when"] = parameter.relevant_when.text();
+        parameters.push_back(std::move(described));
       }
       output["parameters"] = parameters;
       if (list == 0 && sample == 0) {
@@ -152,8 +154,9 @@ struct SpaceCommand {
     for (const Parameter& parameter : spec.space.parameters) {
       std::vector<std::string> values;
       for (const Value& value : parameter.values) values.push_back(expr::to_string(value));
-      fmt::print("  {:<16} {:<5} [{}] default {}\n", parameter.name, parameter_type_name(parameter.type),
-                 fmt::join(values, ", "), expr::to_string(parameter.default_value));
+      fmt::print("  {:<16} {:<5} [{}] default {}{}\n", parameter.name, parameter_type_name(parameter.type),
+                 fmt::join(values, ", "), expr::to_string(parameter.default_value),
+                 parameter.relevant_when.empty() ? "" : " when " + parameter.relevant_when.text());
     }
     for_each_shown(
         [&](const Configuration& configuration) { fmt::print("{}\n", to_string(spec.space, configuration)); });
