@@ -283,6 +283,25 @@ fs::path write_space_spec(const std::string& name, const std::string& space_line
                                         "arguments: []\nlaunch: {grid: [1], block: [32]}\n");
 }
 
+TEST(Cli, SpaceShowsConditionsAndCountsCanonicalConfigurations) {
+  const fs::path spec = write_space_spec("two_paths",
+                                         "  parameters:\n"
+                                         "    - {name: PATH, type: enum, values: [a, b]}\n"
+                                         "    - {name: X, values: [1, 2, 3], when: PATH == \"a\"}\n"
+                                         "    - {name: Y, values: [4, 5], default: 5, when: PATH == \"b\"}\n");
+  CommandResult text = run_tune("space " + spec.string() + " --arch sm_90 --list 10");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("valid         5 "), std::string::npos) << text.out;  // 3 on path a, 2 on path b
+  EXPECT_NE(text.out.find("default 1 when PATH == \"a\""), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("PATH=b X=1 Y=4"), std::string::npos) << text.out;  // X irrelevant: at its default
+  EXPECT_EQ(text.out.find("PATH=b X=2"), std::string::npos) << text.out;
+  CommandResult json = run_tune("space " + spec.string() + " --arch sm_90 --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json output = nlohmann::json::parse(json.out);
+  EXPECT_EQ(output["parameters"][2]["when"], "PATH == \"b\"");
+  EXPECT_FALSE(output["parameters"][0].contains("when"));
+}
+
 TEST(Cli, SpaceTooLargeToEnumerateIsBadInputNamingTheGroup) {
   const fs::path spec = write_space_spec("coupled_millions",
                                          "  parameters:\n"

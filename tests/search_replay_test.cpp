@@ -1,6 +1,7 @@
 #include "tuner/search/replay.h"
 
 #include <cstdlib>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -42,7 +43,7 @@ Configuration configuration(std::int64_t block, std::int64_t vec, bool shared_me
 
 TEST(ReplaySource, ReadsOneSpecVersionOrAll) {
   Space space = saxpy_space();
-  ReplaySource source(recorded_csv, space, "specA");
+  ReplaySource source(recorded_csv, SpaceEnumerator(space, {}), "specA");
   EXPECT_EQ(source.size(), 16u);
   EXPECT_EQ(source.optimum_ms(), 0.0101);
   std::optional<Evaluation> failed = source.lookup(configuration(64, 4, true));
@@ -53,7 +54,7 @@ TEST(ReplaySource, ReadsOneSpecVersionOrAll) {
   EXPECT_EQ(source.lookup(configuration(256, 4, false)), std::nullopt);
 
   // Without a hash the later row of the older kernel version wins for (64, 1, false).
-  ReplaySource every_row(recorded_csv, space, "");
+  ReplaySource every_row(recorded_csv, SpaceEnumerator(space, {}), "");
   EXPECT_EQ(every_row.size(), 16u);
   EXPECT_EQ(every_row.optimum_ms(), 0.001);
   EXPECT_EQ(every_row.lookup(configuration(64, 1, false))->time.median_ms, 0.001);
@@ -65,7 +66,7 @@ TEST(ReplaySearch, ExhaustiveFindsTheRecordedOptimum) {
   Space space = saxpy_space();
   SpaceEnumerator enumerator(space, {});
   ASSERT_EQ(enumerator.valid_count(), 16u);
-  ReplaySource source(recorded_csv, space, "specA");
+  ReplaySource source(recorded_csv, SpaceEnumerator(space, {}), "specA");
   std::unique_ptr<Strategy> strategy = make_strategy("exhaustive", enumerator, 1);
   ReplayResult result = replay_search(*strategy, source, StopCondition{}, 4);
 
@@ -95,7 +96,7 @@ TEST(ReplaySearch, ExhaustiveFindsTheRecordedOptimum) {
 TEST(ReplaySearch, StopConditionsEndTheLoop) {
   Space space = saxpy_space();
   SpaceEnumerator enumerator(space, {});
-  ReplaySource source(recorded_csv, space, "specA");
+  ReplaySource source(recorded_csv, SpaceEnumerator(space, {}), "specA");
 
   StopCondition budget;
   budget.max_evaluations = 5;
@@ -116,7 +117,7 @@ TEST(ReplaySearch, StopConditionsEndTheLoop) {
 TEST(ReplaySearch, RandomFindsTheOptimumWithinTheWholeSpaceForEverySeed) {
   Space space = saxpy_space();
   SpaceEnumerator enumerator(space, {});
-  ReplaySource source(recorded_csv, space, "specA");
+  ReplaySource source(recorded_csv, SpaceEnumerator(space, {}), "specA");
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     std::unique_ptr<Strategy> strategy = make_strategy("random", enumerator, seed);
     ReplayResult result = replay_search(*strategy, source, StopCondition{}, 7);
@@ -126,6 +127,45 @@ TEST(ReplaySearch, RandomFindsTheOptimumWithinTheWholeSpaceForEverySeed) {
     EXPECT_GE(*result.evaluations_to_within_10_percent, 1u);
     EXPECT_LE(*result.evaluations_to_within_10_percent, *result.evaluations_to_within_5_percent);
   }
+}
+
+TEST(ReplaySource, RowsDifferingOnlyInIrrelevantValuesAreOneConfigurationAndTheFastestStands) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "replay_test_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  std::filesystem::path directory = pattern;
+  Space space = saxpy_space();
+  {
+    // Recorded before VEC was conditional: three rows of BLOCK=256 without shared memory, VEC 1, 2 and 4 (the
+    // last one failed), and one with shared memory.
+    RecordWriter writer(directory / "evaluations.csv", space, RunMetadata{});
+    for (auto [vec, shared_memory, median_ms, ok] : {std::tuple{1, false, 0.30, true}, std::tuple{2, false, 0.20, true},
+                                                     std::tuple{4, false, 0.0, false}, std::tuple{2, true, 0.50, true}}) {
+      Evaluation evaluation;
+      evaluation.configuration = configuration(64, vec, shared_memory);
+      evaluation.status = ok ? Status::ok : Status::launch_error;
+      evaluation.time.median_ms = median_ms;
+      evaluation.time.samples = 10;
+      writer.append(evaluation, "h");
+    }
+  }
+  // Later VEC matters only to blocks of 128 threads or more; elsewhere VEC=1 (its default) stands for every VEC.
+  Space later = space;
+  later.parameters[1].relevant_when = Expression::parse("BLOCK >= 128");
+  SpaceEnumerator enumerator(later, {});
+  ReplaySource source(directory / "evaluations.csv", enumerator, "h");
+  // BLOCK=64 makes VEC irrelevant: the four rows fold into (64, 1, false) and (64, 1, true).
+  EXPECT_EQ(source.size(), 2u);
+  EXPECT_EQ(source.lookup(configuration(64, 1, false))->time.median_ms, 0.20);  // the fastest of three rows
+  EXPECT_EQ(source.lookup(configuration(64, 1, true))->time.median_ms, 0.50);
+  EXPECT_EQ(source.optimum_ms(), 0.20);
+  // Rows already in memory (a recording read for a report) fold the same way.
+  std::vector<Evaluation> rows;
+  for_each_record(directory / "evaluations.csv", space, [&](RecordedEvaluation&& record) {
+    rows.push_back(std::move(record.evaluation));
+  });
+  ReplaySource in_memory(std::move(rows), enumerator);
+  EXPECT_EQ(in_memory.size(), 2u);
+  EXPECT_EQ(in_memory.lookup(configuration(64, 1, false))->time.median_ms, 0.20);
 }
 
 TEST(ReplaySearch, ConfigurationsMissingFromTheDataAreToldInvalid) {
@@ -141,7 +181,7 @@ TEST(ReplaySearch, ConfigurationsMissingFromTheDataAreToldInvalid) {
     evaluation.time.samples = 10;
     writer.append(evaluation, "h");
   }
-  ReplaySource source(directory / "evaluations.csv", space, "h");
+  ReplaySource source(directory / "evaluations.csv", SpaceEnumerator(space, {}), "h");
 
   class CountingStrategy final : public Strategy {
    public:

@@ -53,9 +53,36 @@ std::vector<Configuration> drain(Strategy& strategy, std::size_t batch) {
   return proposed;
 }
 
+TEST(Strategy, EveryStrategyProposesCanonicalConfigurationsOnceInAConditionalSpace) {
+  // B matters only when A > 4 (held at 1 otherwise): 4 + 4 * 8 = 36 configurations.
+  Space space;
+  space.parameters = {integer_parameter("A", range(8)), integer_parameter("B", range(8))};
+  space.parameters[1].relevant_when = Expression::parse("A > 4");
+  SpaceEnumerator enumerator(space, {});
+  ASSERT_EQ(enumerator.valid_count(), 36u);
+  for (const std::string& name : strategy_names()) {
+    std::unique_ptr<Strategy> strategy = make_strategy(name, enumerator, 3);
+    std::set<std::uint64_t> seen;
+    for (std::size_t step = 0; step < 36; ++step) {
+      std::vector<Configuration> proposals = strategy->ask(1);
+      ASSERT_EQ(proposals.size(), 1u) << name << " step " << step;
+      const Configuration& configuration = proposals.front();
+      EXPECT_EQ(enumerator.canonical(configuration), configuration) << name;
+      EXPECT_TRUE(seen.insert(*enumerator.index_of(configuration)).second) << name;
+      Evaluation evaluation;
+      evaluation.configuration = configuration;
+      const auto a = std::get<std::int64_t>(configuration[0]), b = std::get<std::int64_t>(configuration[1]);
+      evaluation.time.median_ms = 1.0 + static_cast<double>((a - 6) * (a - 6) + (b - 3) * (b - 3));
+      strategy->tell(evaluation);
+    }
+    EXPECT_TRUE(strategy->ask(1).empty()) << name;
+  }
+}
+
 TEST(Strategy, NamesAndUnknownNameError) {
   EXPECT_EQ(strategy_names(), (std::vector<std::string>{"exhaustive", "random", "local", "annealing", "genetic",
-                                                        "differential-evolution", "bayesian", "surrogate"}));
+                                                        "differential-evolution", "bayesian", "surrogate",
+                                                        "portfolio"}));
   Space space = constrained_space();
   SpaceEnumerator enumerator(space, {});
   EXPECT_EQ(make_strategy("exhaustive", enumerator, 1)->name(), "exhaustive");

@@ -162,6 +162,29 @@ TEST(SurrogateStrategy, FeaturesAreValuesPowerOfTwoFlagsProductsAndDerivedValues
 }
 
 
+TEST(SurrogateStrategy, IrrelevantParametersAndWhatIsBuiltOnlyFromThemAreHidden) {
+  Space space;
+  space.parameters = {
+      parameter_of("PATH", {Value{std::string("simt")}, Value{std::string("wgmma")}}, ParameterType::enumeration),
+      parameter_of("BM", {Value{std::int64_t{32}}, Value{std::int64_t{64}}}, ParameterType::integer),
+      parameter_of("WG_BM", {Value{std::int64_t{64}}, Value{std::int64_t{128}}}, ParameterType::integer),
+  };
+  space.parameters[1].relevant_when = Expression::parse("PATH == \"simt\"");
+  space.parameters[2].relevant_when = Expression::parse("PATH == \"wgmma\"");
+  space.derived = {DerivedValue{"WG_TWICE", Expression::parse("2 * WG_BM")},
+                   DerivedValue{"TILE", Expression::parse("WG_BM if PATH == \"wgmma\" else BM")}};
+  SpaceEnumerator enumerator(space, {});
+  SurrogateStrategy strategy(enumerator, 1);
+  const double hidden = strategy.features(enumerator.at(0))[2];
+  EXPECT_LT(hidden, -1e20);
+  // PATH position, BM, WG_BM, BM * WG_BM, WG_TWICE, TILE. On simt WG_BM sits at its default 64 but is hidden, as are
+  // the product and WG_TWICE; TILE reads the relevant BM too and is kept.
+  const Configuration simt{Value{std::string("simt")}, Value{std::int64_t{64}}, Value{std::int64_t{64}}};
+  EXPECT_EQ(strategy.features(simt), (std::vector<double>{0, 64, hidden, hidden, hidden, 64}));
+  const Configuration wgmma{Value{std::string("wgmma")}, Value{std::int64_t{32}}, Value{std::int64_t{128}}};
+  EXPECT_EQ(strategy.features(wgmma), (std::vector<double>{1, hidden, 128, hidden, 256, 128}));
+}
+
 // The smallest distance between any two of configurations, in value positions scaled to [0, 1] per parameter.
 double smallest_pairwise_distance(const std::vector<Configuration>& configurations, double last_position) {
   double smallest = std::numeric_limits<double>::infinity();

@@ -1,9 +1,11 @@
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -263,6 +265,172 @@ TEST(SpaceEnumerator, GemmSpaceCountsAndKeepsAFreeParameterSeparate) {
   first.pop_back();
   fourth.pop_back();
   EXPECT_NE(first, fourth);
+}
+
+// ---------------------------------------------------------------- conditional parameters
+
+Parameter enum_parameter(const std::string& name, std::vector<std::string> values) {
+  Parameter parameter;
+  parameter.name = name;
+  parameter.type = ParameterType::enumeration;
+  for (std::string& value : values) parameter.values.push_back(Value{std::move(value)});
+  parameter.default_value = parameter.values.front();
+  return parameter;
+}
+
+Parameter conditional(Parameter parameter, const std::string& when, std::optional<Value> default_value = {}) {
+  parameter.relevant_when = Expression::parse(when, SourceLocation{"space.yaml", 9, 11});
+  if (default_value) parameter.default_value = *default_value;
+  return parameter;
+}
+
+// Two paths: X matters to path a only, Y (default 5) to path b only, Z to path b with Y == 4 only (a chain).
+Space two_path_space() {
+  Space space;
+  space.name = "paths";
+  space.parameters = {enum_parameter("PATH", {"a", "b"}),
+                      conditional(integer_parameter("X", {1, 2, 3}), "PATH == \"a\""),
+                      conditional(integer_parameter("Y", {4, 5}), "PATH == \"b\"", integer(5)),
+                      conditional(boolean_parameter("Z"), "PATH == \"b\" and Y == 4")};
+  return space;
+}
+
+// The reference semantics: the canonical form sets each parameter whose condition is false (given the canonical
+// values before it) to its default; the distinct canonical forms of valid configurations are the space.
+Configuration brute_force_canonical(const Space& space, const Constants& constants, Configuration configuration) {
+  std::map<std::string, Value> environment(constants.begin(), constants.end());
+  for (std::size_t p = 0; p < space.parameters.size(); ++p) {
+    const Parameter& parameter = space.parameters[p];
+    if (!parameter.relevant_when.empty() && !expr::truthy(parameter.relevant_when.evaluate(environment)))
+      configuration[p] = parameter.default_value;
+    environment[parameter.name] = configuration[p];
+  }
+  return configuration;
+}
+
+TEST(SpaceEnumerator, ConditionalParametersGiveEachCanonicalConfigurationOnce) {
+  Space space = two_path_space();
+  SpaceEnumerator enumerator(space, {});
+  // Path a: 3 values of X. Path b: Y = 5 (Z irrelevant) or Y = 4 with Z false or true.
+  ASSERT_EQ(enumerator.valid_count(), 3u + 1u + 2u);
+  std::set<std::string> expected;
+  for (const Configuration& configuration : cartesian_product(space))
+    expected.insert(to_string(space, brute_force_canonical(space, {}, configuration)));
+  std::set<std::string> enumerated;
+  for (std::uint64_t index = 0; index < enumerator.valid_count(); ++index) {
+    Configuration configuration = enumerator.at(index);
+    EXPECT_EQ(enumerator.canonical(configuration), configuration);
+    EXPECT_EQ(enumerator.index_of(configuration), index);
+    enumerated.insert(to_string(space, configuration));
+  }
+  EXPECT_EQ(enumerated, expected);
+  std::set<std::string> sampled;
+  for (const Configuration& configuration : enumerator.sample(100, 7)) sampled.insert(to_string(space, configuration));
+  EXPECT_EQ(sampled, expected);
+}
+
+TEST(SpaceEnumerator, ConfigurationsDifferingInIrrelevantParametersAreOne) {
+  SpaceEnumerator enumerator(two_path_space(), {});
+  const Configuration written{Value{std::string("b")}, integer(3), integer(5), Value{true}};
+  const Configuration canonical{Value{std::string("b")}, integer(1), integer(5), Value{false}};
+  EXPECT_EQ(enumerator.canonical(written), canonical);
+  EXPECT_TRUE(enumerator.is_valid(written));
+  EXPECT_EQ(enumerator.index_of(written), enumerator.index_of(canonical));
+  EXPECT_EQ(enumerator.relevance(written), (std::vector<bool>{true, false, true, false}));
+  const Configuration chained{Value{std::string("b")}, integer(2), integer(4), Value{true}};
+  EXPECT_EQ(enumerator.relevance(chained), (std::vector<bool>{true, false, true, true}));
+  EXPECT_EQ(enumerator.canonical(chained)[1], integer(1));
+  EXPECT_EQ(enumerator.canonical(chained)[3], Value{true});
+  EXPECT_TRUE(enumerator.has_conditions());
+  EXPECT_FALSE(SpaceEnumerator(gemm_space(), gemm_constants).has_conditions());
+}
+
+TEST(SpaceEnumerator, OneMoveSwitchesThePathAndIrrelevantMovesAreNone) {
+  SpaceEnumerator enumerator(two_path_space(), {});
+  const Configuration on_a{Value{std::string("a")}, integer(2), integer(5), Value{false}};
+  std::set<std::string> found;
+  for (const Configuration& neighbour : enumerator.neighbours(on_a, false)) {
+    EXPECT_EQ(enumerator.canonical(neighbour), neighbour);
+    found.insert(to_string(enumerator.space(), neighbour));
+  }
+  // X to 1 or 3, or PATH to b (X back to its default, Y at its default 5); moving Y or Z changes nothing.
+  EXPECT_EQ(found, (std::set<std::string>{"PATH=a X=1 Y=5 Z=false", "PATH=a X=3 Y=5 Z=false",
+                                          "PATH=b X=1 Y=5 Z=false"}));
+}
+
+TEST(SpaceEnumerator, AMoveWhoseNewlyRelevantDefaultsAreInvalidTakesAValueThatFits) {
+  Space space = two_path_space();
+  space.constraints = {constraint("PATH != \"b\" or Y == 4", 1)};  // Y's default 5 never fits path b
+  SpaceEnumerator enumerator(space, {});
+  const Configuration on_a{Value{std::string("a")}, integer(3), integer(5), Value{false}};
+  std::set<std::string> found;
+  for (const Configuration& neighbour : enumerator.neighbours(on_a, true)) found.insert(to_string(space, neighbour));
+  EXPECT_EQ(found, (std::set<std::string>{"PATH=a X=2 Y=5 Z=false", "PATH=b X=1 Y=4 Z=false"}));
+}
+
+TEST(SpaceEnumerator, ConditionsMatchBruteForceOnRandomSpaces) {
+  const Constants constants{{"K", integer(6)}};
+  int checked = 0;
+  for (unsigned seed = 2000; checked < 60; ++seed) {
+    Space space = RandomSpaceBuilder(seed).build();
+    if (space.parameters.size() < 2) continue;
+    // Every parameter after the first relevant only when the first is at one of its values or above.
+    const Parameter& first = space.parameters[0];
+    for (std::size_t p = 1; p < space.parameters.size(); ++p) {
+      std::string threshold = expr::to_string(first.values[p % first.values.size()]);
+      std::string when = first.type == ParameterType::boolean
+                             ? (p % 2 ? first.name : "not " + first.name)
+                             : fmt::format("{} >= {}", first.name, threshold);
+      space.parameters[p] = conditional(space.parameters[p], when);
+    }
+    std::unique_ptr<SpaceEnumerator> enumerator;
+    try {
+      enumerator = std::make_unique<SpaceEnumerator>(space, constants);
+    } catch (const InputError&) {
+      continue;
+    }
+    ++checked;
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::set<std::string> expected;
+    for (const Configuration& configuration : cartesian_product(space)) {
+      Configuration canonical = brute_force_canonical(space, constants, configuration);
+      if (brute_force_valid(space, constants, canonical)) expected.insert(to_string(space, canonical));
+      EXPECT_EQ(enumerator->is_valid(configuration), brute_force_valid(space, constants, canonical));
+    }
+    std::set<std::string> enumerated;
+    for (std::uint64_t index = 0; index < enumerator->valid_count(); ++index)
+      enumerated.insert(to_string(space, enumerator->at(index)));
+    EXPECT_EQ(enumerated, expected);
+    EXPECT_EQ(enumerator->valid_count(), expected.size());
+  }
+}
+
+TEST(SpaceEnumerator, AConditionReadingALaterParameterOrADerivedValueIsAnInputError) {
+  Space later = two_path_space();
+  later.parameters[1] = conditional(later.parameters[1], "Y == 4");
+  try {
+    SpaceEnumerator enumerator(later, {});
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("space.yaml:9:11: the condition 'Y == 4' of parameter 'X' reads the "
+                                        "parameter declared after it 'Y'"));
+  }
+  Space reads_derived = two_path_space();
+  reads_derived.derived = {derived("TWICE", "2 * X")};
+  reads_derived.parameters[2] = conditional(reads_derived.parameters[2], "TWICE > 2");
+  try {
+    SpaceEnumerator enumerator(reads_derived, {});
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("reads the derived value 'TWICE'"));
+  }
+}
+
+TEST(SpaceEnumerator, AConditionMayReadProblemSymbols) {
+  Space space = two_path_space();
+  space.parameters[1] = conditional(space.parameters[1], "PATH == \"a\" and K > 4");
+  EXPECT_EQ(SpaceEnumerator(space, {{"K", integer(6)}}).valid_count(), 6u);
+  EXPECT_EQ(SpaceEnumerator(space, {{"K", integer(2)}}).valid_count(), 4u);  // X irrelevant: path a is one
 }
 
 TEST(SpaceEnumerator, BindingsAndDerivedValues) {

@@ -77,6 +77,28 @@ TEST_F(SpaceReaderTest, RangeCountsDownWithANegativeStep) {
   EXPECT_EQ(parameters[3].values, std::vector<Value>{true});
 }
 
+TEST_F(SpaceReaderTest, WhenMakesAParameterConditional) {
+  Space space = parse_space(
+      "parameters:\n"
+      "  - {name: PATH, type: enum, values: [simt, wgmma]}\n"
+      "  - {name: WG_BM, values: [64, 128], default: 128, when: PATH == \"wgmma\"}\n"
+      "  - {name: BM, values: [32, 64]}\n",
+      "s.yaml");
+  ASSERT_EQ(space.parameters.size(), 3u);
+  EXPECT_TRUE(space.parameters[0].relevant_when.empty());
+  EXPECT_EQ(space.parameters[1].relevant_when.text(), "PATH == \"wgmma\"");
+  EXPECT_EQ(space.parameters[1].relevant_when.where().line, 3);
+  EXPECT_TRUE(space.parameters[2].relevant_when.empty());
+}
+
+TEST_F(SpaceReaderTest, AConditionReadingItsOwnParameter) {
+  std::string message = input_error_of([&] {
+    parse_space("parameters:\n  - {name: A, values: [1, 2]}\n  - {name: B, values: [1, 2], when: B > 1}\n", "s.yaml");
+  });
+  EXPECT_EQ(message.rfind("s.yaml:3:", 0), 0u) << message;
+  EXPECT_NE(message.find("the condition of parameter 'B' reads the parameter itself"), std::string::npos) << message;
+}
+
 TEST_F(SpaceReaderTest, UnknownParameterKey) {
   std::string message = input_error_of([&] { parse_space("parameters:\n  - {name: A, value: [1]}\n", "s.yaml"); });
   EXPECT_EQ(message.rfind("s.yaml:2:15: unknown key 'value'", 0), 0u) << message;

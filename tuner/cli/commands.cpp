@@ -128,10 +128,12 @@ struct SpaceCommand {
       for (const Parameter& parameter : spec.space.parameters) {
         Json values = Json::array();
         for (const Value& value : parameter.values) values.push_back(value_to_json(value));
-        parameters.push_back({{"name", parameter.name},
-                              {"type", parameter_type_name(parameter.type)},
-                              {"values", values},
-                              {"default", value_to_json(parameter.default_value)}});
+        Json described{{"name", parameter.name},
+                       {"type", parameter_type_name(parameter.type)},
+                       {"values", values},
+                       {"default", value_to_json(parameter.default_value)}};
+        if (!parameter.relevant_when.empty()) described["when"] = parameter.relevant_when.text();
+        parameters.push_back(std::move(described));
       }
       output["parameters"] = parameters;
       if (list == 0 && sample == 0) {
@@ -156,8 +158,9 @@ struct SpaceCommand {
     for (const Parameter& parameter : spec.space.parameters) {
       std::vector<std::string> values;
       for (const Value& value : parameter.values) values.push_back(expr::to_string(value));
-      fmt::print("  {:<16} {:<5} [{}] default {}\n", parameter.name, parameter_type_name(parameter.type),
-                 fmt::join(values, ", "), expr::to_string(parameter.default_value));
+      fmt::print("  {:<16} {:<5} [{}] default {}{}\n", parameter.name, parameter_type_name(parameter.type),
+                 fmt::join(values, ", "), expr::to_string(parameter.default_value),
+                 parameter.relevant_when.empty() ? "" : " when " + parameter.relevant_when.text());
     }
     for_each_shown(
         [&](const Configuration& configuration) { fmt::print("{}\n", to_string(spec.space, configuration)); });
@@ -260,7 +263,7 @@ std::string format_ms(double ms) { return ms > 0 ? fmt::format("{:.4f}", ms) : "
 
 struct RunCommand {
   CommonSpecOptions common;
-  std::string strategy = "surrogate";  // the default `tune replay --strategy all` picks (README)
+  std::string strategy = default_strategy_name();  // chosen by cross-validation (README "Search strategies")
   std::uint64_t budget = 0;
   std::string time_budget;
   std::string out;
@@ -645,7 +648,8 @@ int run_cli(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "tune a kernel spec on the GPU (or replay a recorded run)");
   run_command.common.add_to(*run, true);
   run->add_option("--strategy", run_command.strategy,
-                  fmt::format("search strategy: {}", fmt::join(strategy_names(), ", ")));
+                  fmt::format("search strategy: {} (default: {})", fmt::join(strategy_names(), ", "),
+                              default_strategy_name()));
   run->add_option("--budget", run_command.budget, "stop after N evaluations");
   run->add_option("--time", run_command.time_budget, "stop after a duration: 90s, 5m, 1h");
   run->add_option("--out", run_command.out, "record directory (default results/runs/<kernel>/<arch>/<problem>)");

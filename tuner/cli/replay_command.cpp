@@ -72,7 +72,10 @@ void ReplayCommand::add_to(CLI::App& command) {
   command.add_option("--arch", arch, "device profile for the spec's constraints (with --csv; default sm_90)");
   command.add_option("--problem", problem, "problem symbols the CSV was recorded with, e.g. N=1048576");
   command.add_option("--strategy", strategy,
-                     fmt::format("a strategy or 'all' ({})", fmt::join(strategy_names(), ", ")));
+                     fmt::format("a strategy or 'all' ({}; the default of tune run: {}; "
+                                 "portfolio:model_share=X,local_learns_from_model=0|1,model_first=N sets the "
+                                 "portfolio's settings)",
+                                 fmt::join(strategy_names(), ", "), default_strategy_name()));
   command.add_option("--seeds", seeds, "runs per strategy, seeds 1..N (default 25)")->check(CLI::PositiveNumber);
   command.add_option("--budget", budgets, "evaluation budgets, comma-separated (default 50,100,200)");
   command.add_option("--batch", batch, "configurations asked of the strategy at a time (default 1)")
@@ -111,7 +114,7 @@ int ReplayCommand::run() const {
   } else {
     kernel = load_kernel_spec(find_spec(spec), parse_problem_overrides(problem));
     space.emplace(kernel.space, run_constants(kernel, device_profile(arch)));
-    source.emplace(csv, kernel.space, "");
+    source.emplace(csv, *space, "");
     data_name = std::filesystem::path(csv).string();
   }
   for (const std::string& name : strategies) make_strategy(name, *space, 1);  // unknown names fail before any run

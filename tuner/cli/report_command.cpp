@@ -142,7 +142,7 @@ Json replay_json(const Recording& recording, const fs::path& kernels_directory, 
     const SpaceEnumerator space(kernel.space, run_constants(kernel, device_profile(recording.arch)));
     // The recording's rows (newest spec hash only, the later row of a configuration measured twice): what the
     // analysis saw, so the optimum here is the landscape's best.
-    const ReplaySource source(recording.evaluations);
+    const ReplaySource source(recording.evaluations, space);  // rows recorded before `when:` fold onto canonical forms
     const std::uint64_t largest = std::min<std::uint64_t>(200, std::max<std::uint64_t>(1, space.valid_count()));
     const std::vector<std::uint64_t> budgets = convergence_budgets(largest);
     const std::vector<BenchmarkRow> rows = run_benchmark(space, source, report_strategies(), seeds, budgets);

@@ -34,6 +34,10 @@ void GuidedStrategy::tell(const Evaluation& evaluation) {
   observed(observations_.back());
 }
 
+void GuidedStrategy::exclude(const Configuration& configuration) {
+  if (std::optional<std::uint64_t> index = space_.index_of(configuration)) proposed_.insert(*index);
+}
+
 bool GuidedStrategy::claim(const Configuration& configuration) {
   std::optional<std::uint64_t> index = space_.index_of(configuration);
   if (!index) return false;
@@ -94,7 +98,8 @@ Configuration GuidedStrategy::from_positions(const std::vector<int>& position) c
     int last = static_cast<int>(parameters[p].values.size()) - 1;
     configuration.push_back(parameters[p].values[static_cast<std::size_t>(std::clamp(position[p], 0, last))]);
   }
-  return configuration;
+  // A vector method moves irrelevant parameters too; what it proposes is the configuration they stand for.
+  return space_.canonical(std::move(configuration));
 }
 
 std::vector<const Observation*> GuidedStrategy::ranked() const {

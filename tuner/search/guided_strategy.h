@@ -26,6 +26,8 @@ class GuidedStrategy : public Strategy {
 
   std::vector<Configuration> ask(std::size_t count) override;
   void tell(const Evaluation& evaluation) override;
+  // Never propose configuration, without learning from its result (another search of a portfolio measured it).
+  void exclude(const Configuration& configuration);
 
  protected:
   // One new proposal, already claimed with claim(); nullopt to fall back to a uniformly random one.

@@ -7,14 +7,63 @@
 
 namespace kernlathe {
 
-ReplaySource::ReplaySource(const std::filesystem::path& csv, const Space& space, std::string hash)
+namespace {
+
+// Which of two rows of one canonical configuration stands for it: an ok row before a failure, then the faster.
+bool stands_before(const Evaluation& candidate, const Evaluation& incumbent) {
+  const bool candidate_ok = candidate.ok() && candidate.time.median_ms > 0;
+  const bool incumbent_ok = incumbent.ok() && incumbent.time.median_ms > 0;
+  if (candidate_ok != incumbent_ok) return candidate_ok;
+  return candidate_ok && candidate.time.median_ms < incumbent.time.median_ms;
+}
+
+}  // namespace
+
+ReplaySource::ReplaySource(const std::filesystem::path& csv, const SpaceEnumerator& space, std::string hash)
     : optimum_ms_(std::numeric_limits<double>::infinity()) {
-  for_each_record(csv, space, [&](RecordedEvaluation&& record) {
+  // First by configuration as written, the later row of one winning; then folded onto canonical forms.
+  std::vector<Evaluation> rows;
+  std::unordered_map<std::string, std::size_t> row_of;
+  for_each_record(csv, space.space(), [&](RecordedEvaluation&& record) {
     if (!hash.empty() && record.hash != hash) return;
-    std::string key = configuration_key(record.evaluation.configuration);
-    evaluations_.insert_or_assign(std::move(key), std::move(record.evaluation));
+    auto [found, added] = row_of.try_emplace(configuration_key(record.evaluation.configuration), rows.size());
+    if (added) {
+      rows.push_back(std::move(record.evaluation));
+    } else {
+      rows[found->second] = std::move(record.evaluation);
+    }
   });
+  add_canonical(std::move(rows), space);
   find_optimum();
+}
+
+ReplaySource::ReplaySource(std::vector<Evaluation> evaluations, const SpaceEnumerator& space)
+    : optimum_ms_(std::numeric_limits<double>::infinity()) {
+  std::vector<Evaluation> rows;
+  std::unordered_map<std::string, std::size_t> row_of;
+  for (Evaluation& evaluation : evaluations) {
+    auto [found, added] = row_of.try_emplace(configuration_key(evaluation.configuration), rows.size());
+    if (added) {
+      rows.push_back(std::move(evaluation));
+    } else {
+      rows[found->second] = std::move(evaluation);
+    }
+  }
+  add_canonical(std::move(rows), space);
+  find_optimum();
+}
+
+void ReplaySource::add_canonical(std::vector<Evaluation> rows, const SpaceEnumerator& space) {
+  for (Evaluation& evaluation : rows) {
+    if (space.has_conditions()) evaluation.configuration = space.canonical(std::move(evaluation.configuration));
+    std::string key = configuration_key(evaluation.configuration);
+    auto found = evaluations_.find(key);
+    if (found == evaluations_.end()) {
+      evaluations_.emplace(std::move(key), std::move(evaluation));
+    } else if (stands_before(evaluation, found->second)) {
+      found->second = std::move(evaluation);
+    }
+  }
 }
 
 ReplaySource::ReplaySource(std::vector<Evaluation> evaluations) : optimum_ms_(std::numeric_limits<double>::infinity()) {

@@ -21,10 +21,15 @@ double simulated_seconds(const Evaluation& evaluation);
 class ReplaySource {
  public:
   // Reads csv (record_columns(space) header). hash selects the rows of one spec version; empty takes every row.
-  // When a configuration was recorded twice, the later row wins (a re-measurement after a resume).
-  ReplaySource(const std::filesystem::path& csv, const Space& space, std::string hash);
+  // When a configuration was recorded twice, the later row wins (a re-measurement after a resume). Rows are keyed
+  // by canonical form (SpaceEnumerator::canonical): rows recorded before a parameter became conditional, that differ
+  // only in values that no longer matter, are one configuration, and the fastest of them (an ok row before any
+  // failure) stands for it.
+  ReplaySource(const std::filesystem::path& csv, const SpaceEnumerator& space, std::string hash);
   // Evaluations already in memory (a T4 file, a test's landscape); a configuration given twice keeps the later one.
   explicit ReplaySource(std::vector<Evaluation> evaluations);
+  // The same, keyed by canonical form and folded as rows read from a CSV are (a recording read for a report).
+  ReplaySource(std::vector<Evaluation> evaluations, const SpaceEnumerator& space);
 
   // The recorded evaluation, its configuration being the one asked for; nullopt when not recorded.
   std::optional<Evaluation> lookup(const Configuration& configuration) const;
@@ -40,6 +45,8 @@ class ReplaySource {
   double optimum_ms_;
 
   void find_optimum();
+  // Adds rows (in record order, later repeats of a configuration already dropped) under their canonical forms.
+  void add_canonical(std::vector<Evaluation> rows, const SpaceEnumerator& space);
 };
 
 struct ReplayResult {

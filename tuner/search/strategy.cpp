@@ -1,6 +1,7 @@
 #include "tuner/search/strategy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <unordered_set>
 
@@ -12,6 +13,7 @@
 #include "tuner/search/genetic.h"
 #include "tuner/search/local_search.h"
 #include "tuner/search/permutation.h"
+#include "tuner/search/portfolio.h"
 #include "tuner/search/surrogate.h"
 
 namespace kernlathe {
@@ -81,10 +83,61 @@ class RandomStrategy final : public IndexOrderStrategy {
 }  // namespace
 
 std::vector<std::string> strategy_names() {
-  return {"exhaustive", "random", "local", "annealing", "genetic", "differential-evolution", "bayesian", "surrogate"};
+  return {"exhaustive", "random",   "local",     "annealing", "genetic", "differential-evolution",
+          "bayesian",   "surrogate", "portfolio"};
 }
 
-std::unique_ptr<Strategy> make_strategy(std::string_view name, const SpaceEnumerator& space, std::uint64_t seed) {
+std::string default_strategy_name() { return "portfolio"; }
+
+namespace {
+
+// "portfolio:model_share=0.25,local_learns_from_model=0" -> the portfolio with those settings; only the portfolio
+// takes settings.
+PortfolioSettings portfolio_settings(std::string_view text, std::string_view full_name) {
+  PortfolioSettings settings;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const std::size_t equals = item.find('=');
+    const std::string key(item.substr(0, equals));
+    double value = -1;
+    if (equals != std::string_view::npos) {
+      try {
+        std::size_t used = 0;
+        const std::string number(item.substr(equals + 1));
+        value = std::stod(number, &used);
+        if (used != number.size()) value = -1;
+      } catch (const std::exception&) {
+        value = -1;
+      }
+    }
+    if (key == "model_share" && value >= 0 && value <= 1) {
+      settings.model_share = value;
+    } else if (key == "local_learns_from_model" && (value == 0 || value == 1)) {
+      settings.local_learns_from_model = value == 1;
+    } else if (key == "model_first" && value >= 0 && value <= 1e6 && value == std::floor(value)) {
+      settings.model_first = static_cast<std::size_t>(value);
+    } else {
+      throw InputError(fmt::format("strategy '{}': '{}' is not a setting of the portfolio (model_share=X with X "
+                                   "from 0 to 1, local_learns_from_model=0 or 1, model_first=N)",
+                                   full_name, item));
+    }
+  }
+  return settings;
+}
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_strategy(std::string_view full_name, const SpaceEnumerator& space, std::uint64_t seed) {
+  const std::size_t colon = full_name.find(':');
+  const std::string_view name = full_name.substr(0, colon);
+  if (colon != std::string_view::npos) {
+    if (name != "portfolio")
+      throw InputError(fmt::format("strategy '{}': only the portfolio takes settings (portfolio:model_share=X)",
+                                   full_name));
+    return std::make_unique<PortfolioStrategy>(space, seed, portfolio_settings(full_name.substr(colon + 1), full_name));
+  }
   if (name == "exhaustive") return std::make_unique<ExhaustiveStrategy>(space);
   if (name == "random") return std::make_unique<RandomStrategy>(space, seed);
   if (name == "local") return std::make_unique<LocalSearchStrategy>(space, seed);
@@ -93,6 +146,7 @@ std::unique_ptr<Strategy> make_strategy(std::string_view name, const SpaceEnumer
   if (name == "differential-evolution") return std::make_unique<DifferentialEvolutionStrategy>(space, seed);
   if (name == "bayesian") return std::make_unique<BayesianStrategy>(space, seed);
   if (name == "surrogate") return std::make_unique<SurrogateStrategy>(space, seed);
+  if (name == "portfolio") return std::make_unique<PortfolioStrategy>(space, seed);
   std::vector<std::string> names = strategy_names();
   std::string suggestion = expr::closest_match(name, names);
   throw InputError(fmt::format("unknown search strategy '{}'{}; known strategies: {}", name,

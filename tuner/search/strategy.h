@@ -27,7 +27,10 @@ class Strategy {
 // "exhaustive": valid configurations in index order 0, 1, ..., valid_count() - 1.
 // "random": uniformly without replacement, the same order for the same seed; O(1) memory whatever the size.
 // The strategy keeps a reference to space, which must outlive it. Unknown name -> InputError listing the names.
+// "portfolio:model_share=X,local_learns_from_model=0" is the portfolio with other settings (for benchmarks).
 std::unique_ptr<Strategy> make_strategy(std::string_view name, const SpaceEnumerator& space, std::uint64_t seed);
 std::vector<std::string> strategy_names();
+// What `tune run` and `tune tune` use when no --strategy is given: chosen by cross-validation (README).
+std::string default_strategy_name();
 
 }  // namespace kernlathe

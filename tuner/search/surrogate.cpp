@@ -28,6 +28,11 @@ constexpr std::size_t model_limit = 500;
 // MI250X, the design alone 49, 84, 93.
 constexpr ForestOptions forest_options{16, 1, 16, 0.5, true};
 
+// What the model sees of a parameter that does not matter to a configuration (a `when:` condition is false), and
+// of the features computed from it: below every value a feature takes, so one cut separates "irrelevant" from
+// every real value and the forest never learns from the default such a parameter is held at.
+constexpr double irrelevant_feature = -1e30;
+
 bool is_power_of_two(std::int64_t value) { return value > 0 && (value & (value - 1)) == 0; }
 
 std::optional<double> numeric(const Value& value) {
@@ -64,6 +69,14 @@ SurrogateStrategy::SurrogateStrategy(const SpaceEnumerator& space, std::uint64_t
     for (std::size_t j = i + 1; j < integer_parameters.size(); ++j)
       products_.push_back({integer_parameters[i], integer_parameters[j]});
   derived_features_ = !space.space().derived.empty();
+  // A derived value is hidden where every conditional parameter it reads is irrelevant (the wgmma shared bytes of a
+  // simt configuration); one that also reads a relevant one (THREADS of every path) is kept.
+  for (std::size_t d = 0; derived_features_ && d < space.space().derived.size(); ++d) {
+    std::vector<std::size_t> reads;
+    for (int p : space.parameters_read_by_derived(d))
+      if (!parameters[static_cast<std::size_t>(p)].relevant_when.empty()) reads.push_back(static_cast<std::size_t>(p));
+    derived_conditional_reads_.push_back(std::move(reads));
+  }
   score_whole_space_ = valid_count() <= whole_space_limit;
   if (score_whole_space_) feature_cache_.resize(static_cast<std::size_t>(valid_count()));
 }
@@ -73,19 +86,30 @@ std::vector<double> SurrogateStrategy::features(const Configuration& configurati
   std::vector<double> row;
   row.reserve(varying_parameters_.size() + power_of_two_flagged_.size() + products_.size());
   std::vector<int> position = positions(configuration);
+  const std::vector<bool> relevant = space_.relevance(configuration);
   for (std::size_t p : varying_parameters_) {
     std::optional<double> value = numeric(configuration[p]);
     // Enumeration values have no order of their own; their declared position is the best guess at one.
-    row.push_back(value && parameters[p].type != ParameterType::enumeration ? *value
-                                                                            : static_cast<double>(position[p]));
+    row.push_back(!relevant[p] ? irrelevant_feature
+                  : value && parameters[p].type != ParameterType::enumeration ? *value
+                                                                              : static_cast<double>(position[p]));
   }
   for (std::size_t p : power_of_two_flagged_)
-    row.push_back(is_power_of_two(std::get<std::int64_t>(configuration[p])) ? 1.0 : 0.0);
+    row.push_back(!relevant[p] ? irrelevant_feature
+                               : is_power_of_two(std::get<std::int64_t>(configuration[p])) ? 1.0 : 0.0);
   for (const Product& product : products_)
-    row.push_back(static_cast<double>(std::get<std::int64_t>(configuration[product.first])) *
-                  static_cast<double>(std::get<std::int64_t>(configuration[product.second])));
-  if (derived_features_)
-    for (const auto& [name, value] : space_.derived_values(configuration)) row.push_back(numeric(value).value_or(0.0));
+    row.push_back(!relevant[product.first] || !relevant[product.second]
+                      ? irrelevant_feature
+                      : static_cast<double>(std::get<std::int64_t>(configuration[product.first])) *
+                            static_cast<double>(std::get<std::int64_t>(configuration[product.second])));
+  if (derived_features_) {
+    std::size_t d = 0;
+    for (const auto& [name, value] : space_.derived_values(configuration)) {
+      const std::vector<std::size_t>& reads = derived_conditional_reads_[d++];
+      const bool hidden = !reads.empty() && std::none_of(reads.begin(), reads.end(), [&](std::size_t p) { return relevant[p]; });
+      row.push_back(hidden ? irrelevant_feature : numeric(value).value_or(0.0));
+    }
+  }
   return row;
 }
 

@@ -7,6 +7,10 @@
 // steers the model away from them. Candidates: every unexplored configuration where the space is small enough
 // to score whole, otherwise a random sample plus the unexplored neighbours of the fastest configurations.
 //
+// A parameter that does not matter to a configuration (its `when:` condition is false) is shown to the model as a
+// value below all others, as are the products and derived values built only from such parameters, so the forest
+// does not learn from the default an irrelevant parameter is held at.
+//
 // The first proposals form a space-filling design (each the farthest, in scaled value positions, from those
 // before it among a few random draws), so the first fit sees every corner of the space rather than a random
 // clump. Leaves hold a single sample: with a few dozen observations a leaf of two averages the fastest
@@ -49,6 +53,7 @@ class SurrogateStrategy final : public GuidedStrategy {
   std::vector<std::size_t> power_of_two_flagged_;  // integer parameters with powers of two and other values
   std::vector<Product> products_;                  // pairs of integer parameters
   bool derived_features_ = false;                  // numeric derived values join the features
+  std::vector<std::vector<std::size_t>> derived_conditional_reads_;  // per derived value: conditional parameters it reads
 
   // Feature rows by valid index, filled lazily, when the space is scored whole.
   bool score_whole_space_ = false;

@@ -1,4 +1,6 @@
 // Measurements taken from a recorded CSV: the whole run loop, strategies included, runs without a GPU.
+#include <optional>
+
 #include "tuner/record/run_metadata.h"
 #include "tuner/search/replay.h"
 #include "tuner/session/measurer.h"
@@ -8,8 +10,7 @@ namespace {
 
 class ReplayMeasurer final : public Measurer {
  public:
-  ReplayMeasurer(const KernelSpec& spec, const std::filesystem::path& csv, DeviceProperties device)
-      : device_(std::move(device)), source_(csv, spec.space, "") {
+  ReplayMeasurer(const std::filesystem::path& csv, DeviceProperties device) : device_(std::move(device)), csv_(csv) {
     // The copy ceiling the recorded run measured, so replayed results show the same fractions.
     for (const RunMetadata& run : read_run_metadata(csv)) {
       auto found = run.extra.find("copy_bandwidth_gbps");
@@ -27,15 +28,17 @@ class ReplayMeasurer final : public Measurer {
 
   const DeviceProperties& device() const override { return device_; }
   bool needs_compilation() const override { return false; }
-  void prepare(const SpaceEnumerator&) override {}
+  // The rows are read here, where the enumerator that maps them onto canonical configurations is known.
+  void prepare(const SpaceEnumerator& space) override { source_.emplace(csv_, space, ""); }
 
   Evaluation measure(const Configuration& configuration, const CompileResult*, const SpaceEnumerator&, bool) override {
-    return source_.evaluate(configuration);
+    return source_->evaluate(configuration);
   }
 
  private:
   DeviceProperties device_;
-  ReplaySource source_;
+  std::filesystem::path csv_;
+  std::optional<ReplaySource> source_;
   double copy_bandwidth_gbps_ = 0;
   double baseline_ms_ = 0;
   std::string baseline_library_;
@@ -43,11 +46,11 @@ class ReplayMeasurer final : public Measurer {
 
 }  // namespace
 
-std::unique_ptr<Measurer> make_replay_measurer(const KernelSpec& spec, const std::filesystem::path& csv,
+std::unique_ptr<Measurer> make_replay_measurer(const KernelSpec&, const std::filesystem::path& csv,
                                                const DeviceProperties& device) {
   DeviceProperties replayed = device;
   replayed.name = "replay of " + csv.string();
-  return std::make_unique<ReplayMeasurer>(spec, csv, replayed);
+  return std::make_unique<ReplayMeasurer>(csv, replayed);
 }
 
 }  // namespace kernlathe

@@ -295,6 +295,8 @@ TuneReport tune(const TuneOptions& options) {
     for (const DatabaseEntry& entry : stored ? stored->entries : std::vector<DatabaseEntry>{}) {
       if (entry.device_name != device.name || entry.arch != arch || entry.problem != problem) continue;
       std::optional<Configuration> previous = configuration_from_values(spec.space, entry.configuration);
+      // An entry stored before a parameter became conditional may hold a value that no longer matters.
+      if (previous) previous = space.canonical(std::move(*previous));
       if (previous && space.is_valid(*previous)) {
         enqueue(*previous);
         stored_configuration = previous;

@@ -16,6 +16,7 @@
 #include "tuner/record/evaluation.h"
 #include "tuner/measure/ceilings.h"
 #include "tuner/measure/measurement.h"
+#include "tuner/search/strategy.h"
 #include "tuner/search/stop_condition.h"
 #include "tuner/session/final_round.h"
 #include "tuner/spec/model.h"
@@ -26,7 +27,7 @@ namespace kernlathe {
 struct TuneOptions {
   std::filesystem::path spec_file;
   ProblemOverrides problem;
-  std::string strategy = "surrogate";  // what `tune replay --strategy all` picks on the community landscapes
+  std::string strategy = default_strategy_name();  // chosen by cross-validation (README "Search strategies")
   std::uint64_t seed = 1;
   StopCondition stop;
   std::filesystem::path out_dir;  // empty: results/runs/<kernel>/<arch>/<problem>

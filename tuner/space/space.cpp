@@ -95,6 +95,10 @@ Value Bindings::get(std::string_view name) const {
 
 struct SpaceEnumerator::Impl {
   Space space;
+  // The space's constraints, then one per conditional parameter P with condition C: `(C) or P == default`, so
+  // that an irrelevant parameter is valid at its default value only and each configuration is enumerated once.
+  std::vector<Constraint> checks;
+  std::vector<int> conditional;  // parameters with a condition, in declared order
   Constants constants;
   expr::Scope scope;
   std::vector<int> parameter_slot;
@@ -138,6 +142,9 @@ struct SpaceEnumerator::Impl {
   std::optional<std::uint32_t> value_index(int parameter, const Value& value) const;
   std::optional<std::uint64_t> index_of(const Configuration& configuration) const;
   std::vector<Value> slots_for(const Configuration& configuration) const;
+  // Sets every irrelevant parameter to its default; relevant (when given) receives each parameter's relevance.
+  void canonicalize(Configuration& configuration, std::vector<bool>* relevant) const;
+  void bind_conditions();
 };
 
 // ---------------------------------------------------------------- construction
@@ -176,7 +183,42 @@ void SpaceEnumerator::Impl::bind_expressions() {
     derived_slot.push_back(scope.add(derived.name));
     base_slots.emplace_back();
   }
-  for (Constraint& constraint : space.constraints) constraint.expression.bind(scope);
+  checks = space.constraints;
+  for (Constraint& constraint : checks) constraint.expression.bind(scope);
+  bind_conditions();
+}
+
+// A condition reads constants and parameters declared before its parameter, so one pass in declared order
+// decides every parameter's relevance, and a parameter's default never depends on a later one.
+void SpaceEnumerator::Impl::bind_conditions() {
+  for (std::size_t p = 0; p < space.parameters.size(); ++p) {
+    Parameter& parameter = space.parameters[p];
+    Expression& condition = parameter.relevant_when;
+    if (condition.empty()) continue;
+    for (const std::string& name : condition.names()) {
+      int slot = scope.slot_of(name);
+      auto later = std::find(parameter_slot.begin() + static_cast<std::ptrdiff_t>(p), parameter_slot.end(), slot);
+      const bool derived = std::find(derived_slot.begin(), derived_slot.end(), slot) != derived_slot.end();
+      if (slot >= 0 && (later != parameter_slot.end() || derived)) {
+        throw InputError(condition.where(),
+                         fmt::format("the condition '{}' of parameter '{}' reads {} '{}'; a condition reads device "
+                                     "properties, problem symbols and parameters declared before its own",
+                                     condition.text(), parameter.name,
+                                     derived ? "the derived value" : "the parameter declared after it", name));
+      }
+    }
+    condition.bind(scope);
+    const Value& fallback = parameter.default_value;
+    std::string literal = std::holds_alternative<std::string>(fallback)
+                              ? fmt::format("\"{}\"", std::get<std::string>(fallback))
+                          : std::holds_alternative<bool>(fallback) ? (std::get<bool>(fallback) ? "True" : "False")
+                                                                     : expr::to_string(fallback);
+    Constraint pinned{Expression::parse(fmt::format("({}) or {} == {}", condition.text(), parameter.name, literal),
+                                        condition.where())};
+    pinned.expression.bind(scope);
+    checks.push_back(std::move(pinned));
+    conditional.push_back(static_cast<int>(p));
+  }
 }
 
 void SpaceEnumerator::Impl::analyse_dependencies() {
@@ -212,10 +254,10 @@ void SpaceEnumerator::Impl::analyse_dependencies() {
   for (std::size_t d = 0; d < space.derived.size(); ++d) {
     dependencies(space.derived[d].expression, derived_parameters[d], derived_needs[d]);
   }
-  constraint_parameters.resize(space.constraints.size());
-  constraint_needs.resize(space.constraints.size());
-  for (std::size_t c = 0; c < space.constraints.size(); ++c) {
-    dependencies(space.constraints[c].expression, constraint_parameters[c], constraint_needs[c]);
+  constraint_parameters.resize(checks.size());
+  constraint_needs.resize(checks.size());
+  for (std::size_t c = 0; c < checks.size(); ++c) {
+    dependencies(checks[c].expression, constraint_parameters[c], constraint_needs[c]);
   }
 }
 
@@ -230,9 +272,9 @@ void SpaceEnumerator::Impl::evaluate_parameter_free() {
                              base_slots);
     }
   }
-  for (std::size_t c = 0; c < space.constraints.size(); ++c) {
+  for (std::size_t c = 0; c < checks.size(); ++c) {
     if (!constraint_parameters[c].empty()) continue;
-    const Expression& expression = space.constraints[c].expression;
+    const Expression& expression = checks[c].expression;
     bool holds = false;
     try {
       holds = expression.evaluate_bool(base_slots);
@@ -277,7 +319,7 @@ void SpaceEnumerator::Impl::form_groups() {
     group_of_parameter[p] = group_of_root[r];
     groups[group_of_root[r]].parameters.push_back(static_cast<int>(p));
   }
-  for (std::size_t c = 0; c < space.constraints.size(); ++c) {
+  for (std::size_t c = 0; c < checks.size(); ++c) {
     if (constraint_parameters[c].empty()) continue;
     groups[group_of_parameter[constraint_parameters[c][0]]].constraints.push_back(static_cast<int>(c));
   }
@@ -370,7 +412,7 @@ void SpaceEnumerator::Impl::tabulate(TabulatedConstraint& tabulated) {
     stride *= space.parameters[parameters[i]].values.size();
   }
   tabulated.table.resize(stride);
-  const Expression& expression = space.constraints[tabulated.constraint].expression;
+  const Expression& expression = checks[tabulated.constraint].expression;
   const auto& needs = constraint_needs[tabulated.constraint];
   std::vector<Value> slots = base_slots;
   std::vector<std::size_t> digits(parameters.size(), 0);
@@ -439,9 +481,9 @@ void SpaceEnumerator::Impl::walk(Group& group) {
     for (int c : level.constraints) {
       bool holds = false;
       try {
-        holds = space.constraints[c].expression.evaluate_bool(slots);
+        holds = checks[c].expression.evaluate_bool(slots);
       } catch (const expr::EvaluationError& error) {
-        throw_evaluation_error(space.constraints[c].expression, "constraint", error, constraint_parameters[c],
+        throw_evaluation_error(checks[c].expression, "constraint", error, constraint_parameters[c],
                                slots);
       }
       if (!holds) {
@@ -524,7 +566,7 @@ void SpaceEnumerator::Impl::throw_walk_failure(const Group& group, int level,
                              error, derived_parameters[d], slots);
     }
   }
-  const Expression& expression = space.constraints[constraint].expression;
+  const Expression& expression = checks[constraint].expression;
   try {
     expression.evaluate_bool(slots);
   } catch (const expr::EvaluationError& error) {
@@ -549,7 +591,7 @@ void SpaceEnumerator::Impl::throw_too_large(const Group& group, bool too_many_no
       constraints.push_back(fmt::format("{} more", group.constraints.size() - 3));
       break;
     }
-    constraints.push_back(fmt::format("'{}'", space.constraints[c].expression.text()));
+    constraints.push_back(fmt::format("'{}'", checks[c].expression.text()));
   }
   const std::string what =
       too_many_nodes
@@ -578,7 +620,7 @@ void SpaceEnumerator::Impl::throw_no_valid(const Group& group) const {
                                     "constraint",
                                     space.name, fmt::join(names, ", "));
   if (worst < 0) throw InputError(message);
-  const Expression& expression = space.constraints[worst].expression;
+  const Expression& expression = checks[worst].expression;
   throw InputError(expression.where(), fmt::format("{}; '{}' rejected the most candidates ({})", message,
                                                    expression.text(), rejections[worst]));
 }
@@ -597,8 +639,14 @@ std::optional<std::uint32_t> SpaceEnumerator::Impl::value_index(int parameter, c
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> SpaceEnumerator::Impl::index_of(const Configuration& configuration) const {
-  if (configuration.size() != space.parameters.size()) return std::nullopt;
+std::optional<std::uint64_t> SpaceEnumerator::Impl::index_of(const Configuration& given) const {
+  if (given.size() != space.parameters.size()) return std::nullopt;
+  Configuration canonical_copy;
+  if (!conditional.empty()) {
+    canonical_copy = given;
+    canonicalize(canonical_copy, nullptr);
+  }
+  const Configuration& configuration = conditional.empty() ? given : canonical_copy;
   std::uint64_t index = 0;
   std::vector<std::uint32_t> value_indices;
   for (const Group& group : groups) {
@@ -617,6 +665,30 @@ std::optional<std::uint64_t> SpaceEnumerator::Impl::index_of(const Configuration
     index = index * group.count + local;
   }
   return index;
+}
+
+void SpaceEnumerator::Impl::canonicalize(Configuration& configuration, std::vector<bool>* relevant) const {
+  if (relevant) relevant->assign(space.parameters.size(), true);
+  if (conditional.empty() || configuration.size() != space.parameters.size()) return;
+  std::vector<Value> slots = base_slots;
+  std::size_t bound = 0;  // parameters [0, bound) are in slots
+  for (int p : conditional) {
+    for (; bound < static_cast<std::size_t>(p); ++bound) slots[parameter_slot[bound]] = configuration[bound];
+    const Expression& condition = space.parameters[p].relevant_when;
+    bool holds = true;
+    try {
+      holds = condition.evaluate_bool(slots);
+    } catch (const expr::EvaluationError& error) {
+      std::vector<int> earlier(static_cast<std::size_t>(p));
+      std::iota(earlier.begin(), earlier.end(), 0);
+      throw_evaluation_error(condition, fmt::format("the condition of parameter {}", space.parameters[p].name), error,
+                             earlier, slots);
+    }
+    if (!holds) {
+      configuration[p] = space.parameters[p].default_value;
+      if (relevant) (*relevant)[p] = false;
+    }
+  }
 }
 
 std::vector<Value> SpaceEnumerator::Impl::slots_for(const Configuration& configuration) const {
@@ -651,7 +723,7 @@ SpaceEnumerator::SpaceEnumerator(const Space& space, Constants constants, const 
   impl.evaluate_parameter_free();
   impl.form_groups();
   impl.level_of_parameter.assign(impl.space.parameters.size(), 0);
-  impl.rejections.assign(impl.space.constraints.size(), 0);
+  impl.rejections.assign(impl.checks.size(), 0);
   for (const Parameter& parameter : impl.space.parameters) {
     impl.combinations *= static_cast<double>(parameter.values.size());
   }
@@ -756,15 +828,39 @@ std::vector<Configuration> SpaceEnumerator::neighbours(const Configuration& conf
     throw TunerError(fmt::format("configuration has {} values but space '{}' has {} parameters",
                                  configuration.size(), impl.space.name, impl.space.parameters.size()));
   }
+  std::vector<bool> relevant_before;
+  Configuration centre = configuration;
+  impl.canonicalize(centre, &relevant_before);
+  const std::optional<std::uint64_t> centre_index = impl.index_of(centre);
   std::vector<Configuration> found;
-  Configuration candidate = configuration;
-  for (std::size_t p = 0; p < configuration.size(); ++p) {
+  std::unordered_set<std::uint64_t> taken;
+  auto keep = [&](const Configuration& candidate) {
+    std::optional<std::uint64_t> index = impl.index_of(candidate);
+    if (!index || index == centre_index || !taken.insert(*index).second) return false;
+    found.push_back(candidate);
+    return true;
+  };
+  std::vector<bool> relevant_after;
+  for (std::size_t p = 0; p < centre.size(); ++p) {
+    if (!relevant_before[p]) continue;  // every value of an irrelevant parameter is the same configuration
     const auto& values = impl.space.parameters[p].values;
-    auto current = impl.value_index(static_cast<int>(p), configuration[p]);
+    auto current = impl.value_index(static_cast<int>(p), centre[p]);
     auto consider = [&](std::size_t value) {
       if (current && value == *current) return;
+      Configuration candidate = centre;
       candidate[p] = values[value];
-      if (impl.index_of(candidate)) found.push_back(candidate);
+      impl.canonicalize(candidate, &relevant_after);
+      if (keep(candidate) || impl.index_of(candidate)) return;
+      // The move made parameters relevant whose defaults do not fit (tf32 needs WG_BK 32 where the default is 64):
+      // the first value of one of them, in declared order, that makes the move valid stands in for the default.
+      for (std::size_t q = 0; q < candidate.size(); ++q) {
+        if (relevant_before[q] || !relevant_after[q]) continue;
+        Configuration repaired = candidate;
+        for (const Value& other : impl.space.parameters[q].values) {
+          repaired[q] = other;
+          if (keep(repaired)) return;
+        }
+      }
     };
     if (adjacent_only) {
       if (!current) continue;  // no declared position, so no adjacent value
@@ -773,9 +869,26 @@ std::vector<Configuration> SpaceEnumerator::neighbours(const Configuration& conf
     } else {
       for (std::size_t value = 0; value < values.size(); ++value) consider(value);
     }
-    candidate[p] = configuration[p];
   }
   return found;
+}
+
+Configuration SpaceEnumerator::canonical(Configuration configuration) const {
+  impl_->canonicalize(configuration, nullptr);
+  return configuration;
+}
+
+std::vector<bool> SpaceEnumerator::relevance(const Configuration& configuration) const {
+  Configuration canonical_copy = configuration;
+  std::vector<bool> relevant;
+  impl_->canonicalize(canonical_copy, &relevant);
+  return relevant;
+}
+
+bool SpaceEnumerator::has_conditions() const { return !impl_->conditional.empty(); }
+
+const std::vector<int>& SpaceEnumerator::parameters_read_by_derived(std::size_t derived) const {
+  return impl_->derived_parameters.at(derived);
 }
 
 Configuration SpaceEnumerator::default_configuration() const {

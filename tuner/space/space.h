@@ -71,6 +71,7 @@ class SpaceEnumerator {
 
   // Stable mapping over [0, valid_count()): the same space and constants give the same order.
   Configuration at(std::uint64_t index) const;
+  // The index of configuration's canonical form; nullopt when that is not valid.
   std::optional<std::uint64_t> index_of(const Configuration& configuration) const;
   bool is_valid(const Configuration& configuration) const;
 
@@ -81,9 +82,22 @@ class SpaceEnumerator {
   void for_each_sample(std::uint64_t n, std::uint64_t seed,
                        const std::function<void(const Configuration&)>& visit) const;
 
-  // Valid configurations that differ from `configuration` in exactly one parameter, taking the adjacent
-  // value in declared order (adjacent_only) or any other value.
+  // Valid configurations that differ from `configuration` in exactly one relevant parameter, taking the adjacent
+  // value in declared order (adjacent_only) or any other value, each in canonical form and given once. A move that
+  // makes other parameters relevant gives them their defaults; where that is invalid, the first value (in declared
+  // order) of one of them that makes it valid. So a single move can switch a path (PATH in spaces/gemm.yaml).
   std::vector<Configuration> neighbours(const Configuration& configuration, bool adjacent_only = true) const;
+
+  // Conditional parameters (`when:` in a space file). A parameter whose condition is false for a configuration is
+  // irrelevant there and takes its default value: the canonical form. Configurations that differ only in irrelevant
+  // parameters are one configuration: at(), sample() and neighbours() give canonical forms only, and index_of() and
+  // is_valid() canonicalise what they are given first. A condition that cannot be evaluated -> InputError.
+  Configuration canonical(Configuration configuration) const;
+  // Per parameter, whether it is relevant for configuration (all true in a space without conditions).
+  std::vector<bool> relevance(const Configuration& configuration) const;
+  bool has_conditions() const;
+  // The parameters (indices) a derived value reads, directly or through derived values declared before it.
+  const std::vector<int>& parameters_read_by_derived(std::size_t derived) const;
 
   // The space's default configuration (declared defaults). May be invalid; check is_valid.
   Configuration default_configuration() const;

@@ -26,6 +26,10 @@ struct Parameter {
   ParameterType type = ParameterType::integer;
   std::vector<Value> values;  // in declared order; int64 for integer, bool for boolean, string for enumeration
   Value default_value;        // one of values
+  // `when:` in a space file. Empty: the parameter always matters. Otherwise it matters only for the
+  // configurations where this condition (on constants and parameters declared before it) holds; elsewhere it takes
+  // its default value, so configurations that differ only in irrelevant parameters are one configuration.
+  Expression relevant_when;
   SourceLocation where;
 };
 

@@ -92,7 +92,7 @@ std::vector<Value> read_pow2(const Document& document, const YAML::Node& node, c
 
 Parameter read_parameter(const Document& document, const YAML::Node& node, const std::vector<Parameter>& earlier) {
   Fields fields(document, node, "a parameter");
-  fields.allow_only({"name", "type", "values", "range", "pow2", "default"});
+  fields.allow_only({"name", "type", "values", "range", "pow2", "default", "when"});
   Parameter parameter;
   parameter.where = document.where(node);
   YAML::Node name_node = fields.require("name");
@@ -177,6 +177,17 @@ Parameter read_parameter(const Document& document, const YAML::Node& node, const
     }
   } else {
     parameter.default_value = parameter.values.front();
+  }
+  if (auto when_node = fields.find("when")) {
+    parameter.relevant_when = read_expression(document, *when_node, what + " when");
+    // Names are checked where constants are known (SpaceEnumerator); only the order is a property of the file.
+    for (const std::string& name : parameter.relevant_when.names()) {
+      if (name == parameter.name) {
+        document.fail(*when_node, fmt::format("the condition of {} reads the parameter itself; a condition reads "
+                                              "parameters declared before it",
+                                              what));
+      }
+    }
   }
   return parameter;
 }

@@ -1,0 +1,132 @@
+// The portfolio of model proposals and local moves: every valid configuration once whatever the batch, the settings
+// it takes by name, and a narrow optimum it finds where random search does not.
+#include "tuner/search/portfolio.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "tuner/record/csv_record.h"
+#include "tuner/search/benchmark.h"
+#include "tuner/search/strategy.h"
+
+namespace kernlathe {
+namespace {
+
+Parameter integer_parameter(const std::string& name, std::int64_t count) {
+  Parameter parameter;
+  parameter.name = name;
+  for (std::int64_t value = 1; value <= count; ++value) parameter.values.emplace_back(value);
+  parameter.default_value = parameter.values.front();
+  return parameter;
+}
+
+// Two paths: X and Y matter to path 1, Z to path 2 (a conditional space as spaces/gemm.yaml is).
+Space two_path_space() {
+  Space space;
+  space.parameters = {integer_parameter("PATH", 2), integer_parameter("X", 6), integer_parameter("Y", 6),
+                      integer_parameter("Z", 8)};
+  space.parameters[1].relevant_when = Expression::parse("PATH == 1");
+  space.parameters[2].relevant_when = Expression::parse("PATH == 1");
+  space.parameters[3].relevant_when = Expression::parse("PATH == 2");
+  space.constraints = {Constraint{Expression::parse("X * Y <= 24")}};
+  return space;
+}
+
+double time_of(const Configuration& configuration) {
+  const auto value = [&](std::size_t p) { return static_cast<double>(std::get<std::int64_t>(configuration[p])); };
+  // Path 1 is a broad bowl around (4, 5) at 1.5 ms; path 2 holds the optimum, 1 ms at Z = 7.
+  if (value(0) == 1) return 1.5 + 0.1 * (value(1) - 4) * (value(1) - 4) + 0.1 * (value(2) - 5) * (value(2) - 5);
+  return 1.0 + 0.3 * std::abs(value(3) - 7);
+}
+
+TEST(PortfolioStrategy, ProposesEveryValidConfigurationOnceWhateverTheBatch) {
+  SpaceEnumerator space(two_path_space(), {});
+  ASSERT_EQ(space.valid_count(), 32u + 8u);  // 32 (X, Y) pairs with X * Y <= 24, 8 values of Z
+  for (std::size_t batch : {1u, 4u}) {
+    PortfolioStrategy strategy(space, 3);
+    std::set<std::uint64_t> seen;
+    while (true) {
+      std::vector<Configuration> proposals = strategy.ask(batch);
+      if (proposals.empty()) break;
+      EXPECT_LE(proposals.size(), batch);
+      for (const Configuration& configuration : proposals) {
+        EXPECT_EQ(space.canonical(configuration), configuration);
+        std::optional<std::uint64_t> index = space.index_of(configuration);
+        ASSERT_TRUE(index.has_value());
+        EXPECT_TRUE(seen.insert(*index).second) << to_string(space.space(), configuration);
+        Evaluation evaluation;
+        evaluation.configuration = configuration;
+        evaluation.time.median_ms = time_of(configuration);
+        strategy.tell(evaluation);
+      }
+    }
+    EXPECT_EQ(seen.size(), space.valid_count()) << "batch " << batch;
+  }
+}
+
+TEST(PortfolioStrategy, SettingsAreTakenByNameAndChecked) {
+  SpaceEnumerator space(two_path_space(), {});
+  EXPECT_EQ(make_strategy("portfolio", space, 1)->name(), "portfolio");
+  EXPECT_EQ(make_strategy("portfolio:model_share=0.25", space, 1)->name(), "portfolio");
+  EXPECT_EQ(make_strategy("portfolio:model_share=0.5,local_learns_from_model=0,model_first=30", space, 1)->name(),
+            "portfolio");
+  EXPECT_EQ(default_strategy_name(), "portfolio");
+  for (const char* wrong : {"portfolio:model_share=1.5", "portfolio:share=0.5", "portfolio:model_share=x",
+                            "portfolio:model_first=2.5", "portfolio:local_learns_from_model=2",
+                            "local:model_share=0.5"}) {
+    try {
+      make_strategy(wrong, space, 1);
+      ADD_FAILURE() << wrong << ": expected an InputError";
+    } catch (const InputError& error) {
+      EXPECT_NE(std::string(error.what()).find(wrong), std::string::npos) << error.what();
+    }
+  }
+}
+
+TEST(PortfolioStrategy, TheDefaultSettingsAreTheOnesCrossValidationChose) {
+  SpaceEnumerator space(two_path_space(), {});
+  // "portfolio" and its settings written out propose the same configurations for the same seed.
+  std::unique_ptr<Strategy> plain = make_strategy("portfolio", space, 7);
+  std::unique_ptr<Strategy> spelled =
+      make_strategy("portfolio:model_share=0.25,local_learns_from_model=1,model_first=0", space, 7);
+  std::unique_ptr<Strategy> other = make_strategy("portfolio:model_share=0.75", space, 7);
+  bool differs = false;
+  for (int step = 0; step < 30; ++step) {
+    std::vector<Configuration> a = plain->ask(1), b = spelled->ask(1), c = other->ask(1);
+    ASSERT_EQ(a, b) << "step " << step;
+    differs = differs || a != c;
+    for (Strategy* strategy : {plain.get(), spelled.get()}) {
+      Evaluation evaluation;
+      evaluation.configuration = a.front();
+      evaluation.time.median_ms = time_of(a.front());
+      strategy->tell(evaluation);
+    }
+    Evaluation evaluation;
+    evaluation.configuration = c.front();
+    evaluation.time.median_ms = time_of(c.front());
+    other->tell(evaluation);
+  }
+  EXPECT_TRUE(differs);  // another share is another search
+}
+
+TEST(PortfolioStrategy, FindsTheOptimumOnTheOtherPath) {
+  SpaceEnumerator space(two_path_space(), {});
+  std::vector<Evaluation> evaluations;
+  for (std::uint64_t index = 0; index < space.valid_count(); ++index) {
+    Evaluation evaluation;
+    evaluation.configuration = space.at(index);
+    evaluation.time.median_ms = time_of(evaluation.configuration);
+    evaluation.time.samples = 1;
+    evaluations.push_back(std::move(evaluation));
+  }
+  ReplaySource source(std::move(evaluations));
+  const std::vector<BenchmarkRow> rows = run_benchmark(space, source, {"portfolio"}, 9, {20});
+  ASSERT_EQ(rows.size(), 1u);
+  // 8 of 40 configurations lie on path 2; every seed gets to its optimum within 20 evaluations.
+  EXPECT_EQ(rows[0].upper_quartile_best_over_optimum, 1.0);
+}
+
+}  // namespace
+}  // namespace kernlathe
