@@ -93,6 +93,22 @@ TEST(Cli, UnknownSubcommandOrOptionIsUsageError) {
   EXPECT_EQ(run_tune("").exit_code, 2);
 }
 
+// Measurement settings and the objective are refused before any GPU is looked for: exit 2 with the reason.
+TEST(Cli, ContradictoryMeasurementSettingsAndUnknownObjectivesAreBadInput) {
+  CommandResult samples = run_tune("run kernels/saxpy.yaml --min-samples 300");
+  EXPECT_EQ(samples.exit_code, 2);
+  EXPECT_NE(samples.err.find("the maximum sample count 200 is below the minimum 300"), std::string::npos) << samples.err;
+  CommandResult objective = run_tune("run kernels/saxpy.yaml --objective speed");
+  EXPECT_EQ(objective.exit_code, 2);
+  EXPECT_NE(objective.err.find("expected time, energy or edp"), std::string::npos) << objective.err;
+  EXPECT_EQ(run_tune("run kernels/saxpy.yaml --objective energy --energy off").exit_code, 2);
+  EXPECT_EQ(run_tune("run kernels/saxpy.yaml --cold --warm").exit_code, 2);
+  EXPECT_EQ(run_tune("run kernels/saxpy.yaml --energy sometimes").exit_code, 2);
+  CommandResult help = run_tune("run --help");
+  EXPECT_NE(help.out.find("--objective"), std::string::npos);
+  EXPECT_NE(help.out.find("--min-samples"), std::string::npos);
+}
+
 TEST(Cli, SpaceJsonHasTotalValidAndParameters) {
   CommandResult result = run_tune("space kernels/saxpy.yaml --arch sm_90 --json");
   ASSERT_EQ(result.exit_code, 0) << result.err;

@@ -146,6 +146,7 @@ void expect_same(const Evaluation& expected, const Evaluation& actual) {
   EXPECT_EQ(expected.temperature_c, actual.temperature_c);
   EXPECT_EQ(expected.energy_mj, actual.energy_mj);
   EXPECT_EQ(expected.energy_window_ms, actual.energy_window_ms);
+  EXPECT_EQ(expected.objective, actual.objective);
   EXPECT_EQ(expected.max_error, actual.max_error);
   EXPECT_EQ(expected.timestamp, actual.timestamp);
 }
@@ -192,7 +193,7 @@ TEST_F(RecordTest, FileIsAPlainTableWithOneLinePerRowAndQuotingOnlyWhereNeeded) 
             "hash,BLOCK,USE_SHMEM,LAYOUT,status,message,time_median_ms,time_min_ms,time_max_ms,relative_spread,"
             "samples,compile_ms,cubin_cached,registers,static_shared_bytes,dynamic_shared_bytes,threads_per_block,"
             "occupancy,sm_clock_mhz,throttle_reasons,max_error,timestamp,time_low_ms,time_high_ms,power_w,"
-            "temperature_c,energy_mj,energy_window_ms,clock_flag");
+            "temperature_c,energy_mj,energy_window_ms,objective,clock_flag");
   EXPECT_NE(text.find("\nh1,128,true,column major,ok,,0.012345678901234,"), std::string::npos) << text;
   // The message's line break is written as \n: every row is one line.
   EXPECT_NE(text.find("\nh2,-1,false,\"a,b\",compile_error,\" kernel.cu(3): error: expected a \"\";\"\", got "
@@ -213,8 +214,8 @@ TEST_F(RecordTest, ARowMeasuredDuringAThermalSlowdownIsFlagged) {
     writer.append(hot, "h2");
   }
   std::string text = read_text(csv_);
-  EXPECT_NE(text.find(",200.5,\n"), std::string::npos) << text;         // the power-cap row: empty flag
-  EXPECT_NE(text.find(",200.5,sw_thermal\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(",200.5,0,\n"), std::string::npos) << text;         // the power-cap row: empty flag
+  EXPECT_NE(text.find(",200.5,0,sw_thermal\n"), std::string::npos) << text;
 }
 
 // Records written before the condition columns existed are read with those fields zero, and a resumed run
@@ -398,7 +399,7 @@ TEST_F(RecordTest, MalformedRowInTheMiddleNamesItsLineAndIsNeverAppendedTo) {
   } catch (const InputError& error) {
     std::string message = error.what();
     EXPECT_NE(message.find("evaluations.csv:3"), std::string::npos) << message;
-    EXPECT_NE(message.find("expected 29 fields, found 5"), std::string::npos) << message;
+    EXPECT_NE(message.find("expected 30 fields, found 5"), std::string::npos) << message;
   }
   EXPECT_THROW(RecordWriter(csv_, space, metadata()), InputError);
   EXPECT_EQ(read_text(csv_), before);
@@ -408,17 +409,17 @@ TEST_F(RecordTest, MalformedRowInTheMiddleNamesItsLineAndIsNeverAppendedTo) {
 // cut 841 rows down to 14. Wherever the quote is, the row's line is named and the file is left alone.
 TEST_F(RecordTest, AStrayQuoteMidFileIsAnErrorNamingItsLineAndNothingIsCut) {
   Space space = mixed_space();
-  const std::string good = "h,64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n";
+  const std::string good = "h,64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n";
   struct Case {
     std::string bad_row;
     std::string expected;
   };
   const std::vector<Case> cases{
       {"\"" + good, "double quote opens field 1 ('hash')"},                           // the issue's case
-      {"h,64,true,ro\"w,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "inside the unquoted field 4 ('LAYOUT')"},
-      {"h,64,true,\"row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "double quote opens field 4 ('LAYOUT')"},
-      {"h,64,true,row,ok,\"oops,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "never closed: lines 5 to 9"},
-      {"h,64,true,\"row\"x,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "unexpected 'x' after the closing double quote"},
+      {"h,64,true,ro\"w,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "inside the unquoted field 4 ('LAYOUT')"},
+      {"h,64,true,\"row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "double quote opens field 4 ('LAYOUT')"},
+      {"h,64,true,row,ok,\"oops,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "never closed: lines 5 to 9"},
+      {"h,64,true,\"row\"x,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n", "unexpected 'x' after the closing double quote"},
   };
   for (const Case& bad : cases) {
     std::filesystem::remove(csv_);
@@ -495,8 +496,8 @@ TEST_F(RecordTest, LegacyLineBreaksInAQuotedMessageAreStillRead) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
   append_text(csv_, "h,64,true,row,compile_error,\"error: first\nsecond \"\"line\"\"\",1,1,1,0,1,0,false,0,0,0,0,0,0,"
-                    "0,0,0,0,0,0,0,0,0,\r\n");                             // lines 2-3, CRLF
-  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 4
+                    "0,0,0,0,0,0,0,0,0,0,\r\n");                             // lines 2-3, CRLF
+  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 4
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -517,10 +518,10 @@ TEST_F(RecordTest, LegacyLineBreaksInAQuotedMessageAreStillRead) {
 TEST_F(RecordTest, HandWrittenBlanksAndCarriageReturnsAreTextAndOnlyLineFeedsEndRows) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
-  append_text(csv_, "h, a\tb ,true,ro\rw,ok, spaced message ,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 2
+  append_text(csv_, "h, a\tb ,true,ro\rw,ok, spaced message ,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 2
   append_text(csv_, "\r\n\n");                                                                       // lines 3-4
-  append_text(csv_, "\"h2\"\r,64,true,\"x\",ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\r\n");            // line 5
-  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");                    // line 6
+  append_text(csv_, "\"h2\"\r,64,true,\"x\",ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\r\n");            // line 5
+  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");                    // line 6
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -539,7 +540,7 @@ TEST_F(RecordTest, HandWrittenBlanksAndCarriageReturnsAreTextAndOnlyLineFeedsEnd
   EXPECT_EQ(records[0].evaluation.message, " spaced message ");
   EXPECT_EQ(records[1].hash, "h2");  // the carriage return after a closing quote is a CRLF-style blank
   EXPECT_EQ(records[1].evaluation.configuration[2], Value{std::string("x")});
-  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 6 again
+  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 6 again
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -553,7 +554,7 @@ TEST_F(RecordTest, HandWrittenBlanksAndCarriageReturnsAreTextAndOnlyLineFeedsEnd
 TEST_F(RecordTest, BadParameterTextNamesTheColumn) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
-  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");
+  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -567,7 +568,7 @@ TEST_F(RecordTest, BadParameterTextNamesTheColumn) {
 TEST_F(RecordTest, UnknownStatusIsAnInputError) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
-  append_text(csv_, "h,64,true,row,exploded,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");
+  append_text(csv_, "h,64,true,row,exploded,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");
   EXPECT_THROW(read_records(csv_, space), InputError);
 }
 

@@ -88,6 +88,25 @@ TEST(StopTracker, PatienceCountsEvaluationsSinceTheLastImprovement) {
   EXPECT_EQ(tracker.reason(), "no improvement in the last 2 evaluations");
 }
 
+// With --objective energy a faster row that uses more energy is no improvement for patience; the time target still
+// reads the time.
+TEST(StopTracker, PatienceFollowsTheObjectiveTheTargetFollowsTheTime) {
+  StopCondition condition;
+  condition.patience = 2;
+  StopTracker tracker(condition);
+  auto with_energy = [](double median_ms, double energy_mj) {
+    Evaluation evaluation = ok(median_ms);
+    evaluation.objective = energy_mj;
+    return evaluation;
+  };
+  tracker.record(with_energy(2.0, 1.0), 0);
+  tracker.record(with_energy(1.5, 1.2), 0);  // faster, hungrier: not a new best
+  EXPECT_EQ(tracker.evaluations_since_improvement(), 1u);
+  EXPECT_EQ(tracker.best_time_ms(), 1.5);
+  tracker.record(with_energy(1.4, 1.1), 0);
+  EXPECT_TRUE(tracker.should_stop());
+}
+
 TEST(StopTracker, CombinedConditionsStopAtTheFirstOneMet) {
   StopCondition condition;
   condition.max_evaluations = 100;

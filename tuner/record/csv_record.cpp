@@ -428,6 +428,7 @@ class RowParser {
       evaluation.temperature_c = integer<int>(fields, column++, line);
       evaluation.energy_mj = number(fields, column++, line);
       evaluation.energy_window_ms = number(fields, column++, line);
+      evaluation.objective = number(fields, column++, line);
       ++column;  // clock_flag: derived from throttle_reasons when written
     }
     return record;
@@ -525,7 +526,7 @@ const std::vector<std::string>& stream_columns() {
 
 const std::vector<std::string>& condition_columns() {
   static const std::vector<std::string> columns{"time_low_ms", "time_high_ms",     "power_w",   "temperature_c",
-                                                "energy_mj",   "energy_window_ms", "clock_flag"};
+                                                "energy_mj",   "energy_window_ms", "objective", "clock_flag"};
   return columns;
 }
 
@@ -645,6 +646,7 @@ void RecordWriter::append(const Evaluation& evaluation, const std::string& hash)
     row.add(std::to_string(evaluation.temperature_c));
     row.add(format_number(evaluation.energy_mj));
     row.add(format_number(evaluation.energy_window_ms));
+    row.add(format_number(evaluation.objective));
     row.add(clock_policy_flag(evaluation.throttle_reasons));
   }
   // One write() per row: with O_APPEND a row lands whole or, if the process dies mid-call, as a torn last line

@@ -35,6 +35,31 @@ std::optional<Status> parse_status(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view objective_name(Objective objective) {
+  switch (objective) {
+    case Objective::time: return "time";
+    case Objective::energy: return "energy";
+    case Objective::edp: return "edp";
+  }
+  return "time";
+}
+
+std::optional<Objective> parse_objective(std::string_view text) {
+  for (Objective objective : {Objective::time, Objective::energy, Objective::edp})
+    if (objective_name(objective) == text) return objective;
+  return std::nullopt;
+}
+
+double objective_value(const Evaluation& evaluation, Objective objective) {
+  if (!evaluation.ok() || evaluation.time.median_ms <= 0) return 0;
+  switch (objective) {
+    case Objective::time: return evaluation.time.median_ms;
+    case Objective::energy: return evaluation.energy_mj;
+    case Objective::edp: return evaluation.energy_mj * evaluation.time.median_ms;
+  }
+  return 0;
+}
+
 std::string clock_policy_flag(std::uint64_t throttle_reasons) {
   static const std::pair<std::uint64_t, const char*> names[] = {
       {0x8, "hw_slowdown"}, {0x20, "sw_thermal"}, {0x40, "hw_thermal"}, {0x80, "power_brake"}};

@@ -67,12 +67,28 @@ struct Evaluation {
   int temperature_c = 0;          // GPU temperature read after timing
   double energy_mj = 0;           // energy per launch in millijoules; 0 when not measured (tuner/measure/)
   double energy_window_ms = 0;    // the whole energy-counter periods it was measured over
+  // What the search minimised, when the run's objective is not time (--objective energy: energy_mj; edp:
+  // energy_mj * time.median_ms); 0 with the time objective, where the median time is the figure.
+  double objective = 0;
   double max_error = 0;           // largest relative error seen during verification
   double timestamp = 0;           // seconds since the epoch when the evaluation finished
   StreamStages stream;            // streamed specs; time then holds the end-to-end time of a whole pass
 
   bool ok() const { return status == Status::ok; }
 };
+
+// What a run minimises (`tune run --objective`): the median time, the energy per launch, or their product (the
+// energy-delay product, which weighs both).
+enum class Objective { time, energy, edp };
+std::string_view objective_name(Objective objective);
+std::optional<Objective> parse_objective(std::string_view text);
+
+// The value for `objective` of an ok evaluation, 0 when it lacks the figure (no energy measured).
+double objective_value(const Evaluation& evaluation, Objective objective);
+// The figure a search ranks an evaluation by: its objective when set, else its median time.
+inline double search_value(const Evaluation& evaluation) {
+  return evaluation.objective > 0 ? evaluation.objective : evaluation.time.median_ms;
+}
 
 // NVML clock-event reasons (nvmlClocksEventReason*) outside the clock policy of tuner/measure/measurement.h:
 // HW slowdown, SW thermal, HW thermal and power-brake slowdowns. A power-cap throttle (0x4) is inside it.

@@ -28,7 +28,9 @@ void GuidedStrategy::tell(const Evaluation& evaluation) {
   std::optional<std::uint64_t> index = space_.index_of(evaluation.configuration);
   if (!index) return;  // not ours: a strategy only learns about configurations of its space
   Observation observation{evaluation.configuration, *index, std::nullopt};
-  if (evaluation.ok() && evaluation.time.median_ms > 0) observation.time_ms = evaluation.time.median_ms;
+  // time_ms holds whatever the run minimises (tuner/record/evaluation.h search_value): the median time, or the
+  // energy objective's figure; strategies only compare and take logarithms of it.
+  if (evaluation.ok() && search_value(evaluation) > 0) observation.time_ms = search_value(evaluation);
   proposed_.insert(*index);  // a result for a configuration proposed elsewhere (a resumed run) is not asked again
   observations_.push_back(std::move(observation));
   observed(observations_.back());

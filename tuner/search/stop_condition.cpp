@@ -12,11 +12,14 @@ namespace kernlathe {
 void StopTracker::record(const Evaluation& evaluation, double elapsed_seconds) {
   ++evaluations_;
   advance_clock(elapsed_seconds);
-  // A zero time is a measurement that did not happen, not an infinitely fast kernel.
-  bool improved = evaluation.ok() && evaluation.time.median_ms > 0 &&
-                  (!best_time_ms_ || evaluation.time.median_ms < *best_time_ms_);
-  if (improved) {
+  // A zero time is a measurement that did not happen, not an infinitely fast kernel. Patience counts evaluations
+  // without a new best of what the run minimises (search_value); the time target reads the time.
+  if (evaluation.ok() && evaluation.time.median_ms > 0 && (!best_time_ms_ || evaluation.time.median_ms < *best_time_ms_))
     best_time_ms_ = evaluation.time.median_ms;
+  const bool improved = evaluation.ok() && search_value(evaluation) > 0 &&
+                        (!best_objective_ || search_value(evaluation) < *best_objective_);
+  if (improved) {
+    best_objective_ = search_value(evaluation);
     since_improvement_ = 0;
   } else {
     ++since_improvement_;

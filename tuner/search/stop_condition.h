@@ -40,6 +40,7 @@ class StopTracker {
   std::uint64_t evaluations_ = 0;
   std::uint64_t since_improvement_ = 0;
   std::optional<double> best_time_ms_;
+  std::optional<double> best_objective_;  // the best search_value(): the time unless the run minimises energy
   double elapsed_seconds_ = 0;
 };
 

@@ -191,6 +191,7 @@ TuneReport tune(const TuneOptions& options) {
   report.pinned_copy_in_gbps = measurer->pinned_copy_in_gbps();
   report.baseline_ms = measurer->baseline_ms();
   report.baseline_library = measurer->baseline_library();
+  report.objective = options.objective;
   if (!replay && options.measure_ceilings) {
     report.ceilings = measurer->ceilings();
     if (!report.ceilings.failures.empty())
@@ -229,6 +230,7 @@ TuneReport tune(const TuneOptions& options) {
     if (report.copy_bandwidth_gbps > 0)
       metadata.extra["copy_bandwidth_gbps"] = fmt::format("{:.1f}", report.copy_bandwidth_gbps);
     for (const auto& [key, value] : ceiling_metadata(report.ceilings)) metadata.extra[key] = value;
+    metadata.extra["objective"] = std::string(objective_name(options.objective));
     if (report.pinned_copy_in_gbps > 0)
       metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);
     if (report.baseline_ms > 0) {
@@ -321,7 +323,10 @@ TuneReport tune(const TuneOptions& options) {
 
   // Energy costs a few counter periods per configuration (tuner/measure/kernel_timer.h): in the search only when
   // asked for every row; the final round measures it unless it is off.
-  const bool energy_in_search = measurement.energy == EnergyMeasurement::always && !spec.stream.enabled;
+  const bool energy_in_search =
+      (measurement.energy == EnergyMeasurement::always ||
+       (measurement.energy == EnergyMeasurement::automatic && options.objective != Objective::time)) &&
+      !spec.stream.enabled;
   const bool energy_in_final_round = measurement.energy != EnergyMeasurement::off && !spec.stream.enabled;
   while (!pending.empty()) {
     PendingEvaluation item = std::move(pending.front());
@@ -351,6 +356,14 @@ TuneReport tune(const TuneOptions& options) {
     evaluation.configuration = item.configuration;
     if (evaluation.timestamp == 0)
       evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (options.objective != Objective::time && !replay) {
+      evaluation.objective = objective_value(evaluation, options.objective);
+      // An ok row without an energy figure would rank by time among rows ranked by energy.
+      if (evaluation.ok() && evaluation.objective <= 0)
+        throw NoGpuError(fmt::format("--objective {} needs energy per launch, and this GPU gave none (NVML's energy "
+                                     "counter is missing: a GPU older than Volta, or no NVML)",
+                                     objective_name(options.objective)));
+    }
 
     if (writer) writer->append(evaluation, hash);
     strategy->tell(evaluation);
@@ -386,7 +399,7 @@ TuneReport tune(const TuneOptions& options) {
   add_verified(recorded);
   add_verified(results);
   std::stable_sort(ok.begin(), ok.end(),
-                   [](const Evaluation* a, const Evaluation* b) { return a->time.median_ms < b->time.median_ms; });
+                   [](const Evaluation* a, const Evaluation* b) { return search_value(*a) < search_value(*b); });
 
   // The final round: the search's best, the default and the stored configuration measured again, interleaved, so
   // the ranking and what is stored compare figures taken side by side rather than minutes apart.
@@ -456,11 +469,25 @@ TuneReport tune(const TuneOptions& options) {
       auto found = final_figures.find(configuration_key(spec.space, evaluation->configuration));
       return found != final_figures.end() && found->second.complete ? &found->second : nullptr;
     };
+    // The final round's figure of what the run minimises: the mean time, or the mean energy (times the mean time
+    // for edp); a candidate without energy in every round ranks after those with it.
+    const auto final_value = [&](const FinalFigures& figures) {
+      switch (options.objective) {
+        case Objective::time: return figures.mean_ms;
+        case Objective::energy: return figures.energy_mj;
+        case Objective::edp: return figures.energy_mj * figures.mean_ms;
+      }
+      return figures.mean_ms;
+    };
+    const auto ranked_in_final = [&](const Evaluation* evaluation) -> const FinalFigures* {
+      const FinalFigures* figures = final_of(evaluation);
+      return figures != nullptr && final_value(*figures) > 0 ? figures : nullptr;
+    };
     std::stable_sort(ok.begin(), ok.end(), [&](const Evaluation* a, const Evaluation* b) {
-      const FinalFigures* fa = final_of(a);
-      const FinalFigures* fb = final_of(b);
+      const FinalFigures* fa = ranked_in_final(a);
+      const FinalFigures* fb = ranked_in_final(b);
       if ((fa != nullptr) != (fb != nullptr)) return fa != nullptr;
-      return fa ? fa->mean_ms < fb->mean_ms : a->time.median_ms < b->time.median_ms;
+      return fa ? final_value(*fa) < final_value(*fb) : search_value(*a) < search_value(*b);
     });
     if (report.default_evaluation) {
       if (const FinalFigures* figures_of_default = final_of(&*report.default_evaluation)) {
@@ -496,7 +523,8 @@ TuneReport tune(const TuneOptions& options) {
   }
 
   // The best configuration per kernel, arch and problem, for applications to ship. Replays never write it.
-  if (!replay && options.update_best_cache && !report.best.empty()) {
+  // The runtime picks configurations by time, so a run that minimised energy leaves the cache alone.
+  if (!replay && options.update_best_cache && options.objective == Objective::time && !report.best.empty()) {
     const Evaluation& best = report.best.front().evaluation;
     DatabaseEntry entry;
     entry.device_name = device.name;

@@ -50,7 +50,8 @@ struct TuneOptions {
   // default and the best cache's configuration measured again `final_rounds` times, round-robin. 0: no final round.
   int final_candidates = 5;
   int final_rounds = 3;
-  bool measure_ceilings = true;  // the ceilings of tuner/measure/ceilings.h at the start (about a second)
+  bool measure_ceilings = true;
+  Objective objective = Objective::time;  // energy and edp measure energy on every row; the best cache is left alone  // the ceilings of tuner/measure/ceilings.h at the start (about a second)
 };
 
 // The measurement settings a run uses for this spec: the defaults of its kind (kernels, or streamed passes)
@@ -105,6 +106,7 @@ struct TuneReport {
   std::string stop_reason;
   bool best_cache_updated = false;
   int final_rounds = 0;                    // rounds of the final round that ran (0: none)
+  Objective objective = Objective::time;   // what the ranking minimised
   std::string best_cache_decision;         // with a final round: why the best cache was or was not replaced
 };
 
