@@ -26,7 +26,8 @@
 #include "tuner/loader/cuda_pipeline_device.h"
 #include "tuner/loader/dataset.h"
 #include "tuner/loader/pipeline.h"
-#include "tuner/run/compare_kernels.h"
+#include "tuner/run/kernel_preparation.h"
+#include "tuner/run/output_comparison.h"
 #include "tuner/run/element_values.h"
 #include "tuner/run/protocol.h"
 
@@ -39,56 +40,9 @@ using Clock = std::chrono::steady_clock;
 
 // Exit status of a worker whose context was lost; the tuner starts a fresh worker for the next evaluation.
 constexpr int exit_context_lost = 4;
-// A block may use up to 48 KiB of shared memory, static and dynamic together, without opting in (CUDA programming
-// guide); beyond that the kernel's dynamic limit must be raised first.
-constexpr std::int64_t default_shared_limit = 48 * 1024;
-
-// A configuration's own failure, carried to the top of evaluate() and returned as its status.
-struct ConfigurationFailure {
-  Status status;
-  std::string message;
-};
 
 using gpu::DeviceBuffer;
 using gpu::LoadedModule;
-
-// One kernel argument's device memory: what the kernel sees, the initial contents to restore before a verified
-// run (inputs and in-out buffers), and the reference configuration's result (outputs).
-struct ArgumentBuffers {
-  DeviceBuffer data;
-  DeviceBuffer pristine;
-  DeviceBuffer reference;
-};
-
-// Room for one kernel parameter: scalars and pointers use the first 8 bytes; a CUtensorMap needs all 128 and
-// its own alignment (128 bytes in CUDA 13's cuda.h).
-struct alignas(alignof(CUtensorMap)) ParameterSlot {
-  std::byte bytes[sizeof(CUtensorMap)];
-};
-
-// A kernel ready to launch: module loaded, resources checked, parameters laid out.
-struct PreparedKernel {
-  LoadedModule module;
-  CUfunction function = nullptr;
-  std::array<unsigned int, 3> grid{};
-  std::array<unsigned int, 3> block{};
-  unsigned int dynamic_shared_bytes = 0;
-  std::vector<ParameterSlot> parameter_storage;
-  std::vector<void*> parameters;
-};
-
-std::string dimensions_text(const std::array<std::int64_t, 3>& dimensions) {
-  return fmt::format("({}, {}, {})", dimensions[0], dimensions[1], dimensions[2]);
-}
-
-// NaN prints as "NaN" whatever its sign bit (the poison pattern is a negative NaN).
-std::string value_text(double value) { return std::isnan(value) ? "NaN" : fmt::format("{}", value); }
-
-std::vector<char> read_file(const std::filesystem::path& path) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream) throw ConfigurationFailure{Status::launch_error, fmt::format("cannot read cubin {}", path.string())};
-  return std::vector<char>(std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>());
-}
 
 class EvaluationWorker {
  public:
@@ -100,11 +54,15 @@ class EvaluationWorker {
   void setup(const WorkerSetup& setup);
   Evaluation evaluate(const EvaluationRequest& request);
 
-  PreparedKernel prepare(const KernelLaunch& launch, Evaluation& evaluation);
-  void launch(const PreparedKernel& kernel);
+  PreparedKernel prepare(const KernelLaunch& launch, Evaluation& evaluation) {
+    return prepare_kernel(launch, PreparationContext{setup_, buffers_, properties_, limits_}, evaluation, phase_);
+  }
+  void launch(const PreparedKernel& kernel) { launch_kernel(kernel, stream_); }
   void restore_buffers();
   // Compares every output with its reference; returns the wrong_result message, or nothing when all match.
-  std::optional<std::string> compare_outputs(double& max_error);
+  std::optional<std::string> compare_outputs(double& max_error) {
+    return comparison_.compare(setup_, buffers_, stream_, properties_.sm_count, max_error);
+  }
   // Times launch_once() under the run's rule and, when asked, measures its energy per launch; fills the time,
   // clock, power and energy fields of `result`.
   void measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result);
@@ -122,8 +80,7 @@ class EvaluationWorker {
   DeviceProperties properties_;
   gpu::LaunchLimits limits_;
   std::string pci_bus_id_;
-  LoadedModule compare_module_;
-  DeviceBuffer compare_results_;
+  OutputComparison comparison_;
 
   WorkerSetup setup_;
   bool ready_ = false;
@@ -228,11 +185,7 @@ void EvaluationWorker::open_device(int index) {
   // output read as unwritten.
   KERNLATHE_CUDA_CHECK(cuda.cuStreamCreate(&stream_, CU_STREAM_DEFAULT));
   gpu::read_clocks(pci_bus_id_);  // NVML's first call can take a second: keep it out of evaluation deadlines
-  std::vector<char> compare_cubin = compile_compare_kernels(properties_.arch_major, properties_.arch_minor);
-  CUmodule module = nullptr;
-  KERNLATHE_CUDA_CHECK(cuda.cuModuleLoadData(&module, compare_cubin.data()));
-  compare_module_ = LoadedModule(module);
-  compare_results_ = DeviceBuffer(3 * sizeof(std::uint64_t));
+  comparison_ = OutputComparison(properties_.arch_major, properties_.arch_minor);
   device_index_ = index;
 }
 
@@ -317,173 +270,6 @@ void EvaluationWorker::restore_buffers() {
   }
 }
 
-PreparedKernel EvaluationWorker::prepare(const KernelLaunch& launch, Evaluation& evaluation) {
-  const gpu::CudaDriver& cuda = cuda_driver();
-  PreparedKernel kernel;
-  for (std::int64_t dimension : launch.grid) {
-    if (dimension < 1) throw ConfigurationFailure{Status::launch_error, "grid " + dimensions_text(launch.grid) + " has a dimension below 1"};
-  }
-  for (std::int64_t dimension : launch.block) {
-    if (dimension < 1) throw ConfigurationFailure{Status::launch_error, "block " + dimensions_text(launch.block) + " has a dimension below 1"};
-  }
-  for (int axis = 0; axis < 3; ++axis) {
-    if (launch.grid[axis] > limits_.max_grid_dimensions[axis]) {
-      throw ConfigurationFailure{Status::launch_error,
-                                 fmt::format("grid {} exceeds the device's grid limits {}", dimensions_text(launch.grid),
-                                             dimensions_text(limits_.max_grid_dimensions))};
-    }
-  }
-  std::int64_t threads = launch.block[0] * launch.block[1] * launch.block[2];
-  evaluation.threads_per_block = static_cast<int>(std::min<std::int64_t>(threads, 1 << 30));
-  evaluation.dynamic_shared_bytes = launch.dynamic_shared_bytes;
-
-  std::vector<char> image = read_file(launch.cubin_path);
-  phase_ = "module load";
-  CUmodule module = nullptr;
-  KERNLATHE_CUDA_CHECK(cuda.cuModuleLoadData(&module, image.data()));
-  kernel.module = LoadedModule(module);
-  CUresult found = cuda.cuModuleGetFunction(&kernel.function, module, launch.lowered_name.c_str());
-  if (found == CUDA_ERROR_NOT_FOUND) {
-    throw ConfigurationFailure{Status::launch_error,
-                               fmt::format("no kernel named '{}' in {}", launch.lowered_name, launch.cubin_path.string())};
-  }
-  KERNLATHE_CUDA_CHECK(found);
-
-  int registers = 0, static_shared = 0, kernel_max_threads = 0;
-  KERNLATHE_CUDA_CHECK(cuda.cuFuncGetAttribute(&registers, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel.function));
-  KERNLATHE_CUDA_CHECK(cuda.cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, kernel.function));
-  KERNLATHE_CUDA_CHECK(cuda.cuFuncGetAttribute(&kernel_max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, kernel.function));
-  evaluation.registers = registers;
-  evaluation.static_shared_bytes = static_shared;
-
-  for (int axis = 0; axis < 3; ++axis) {
-    if (launch.block[axis] > limits_.max_block_dimensions[axis]) {
-      throw ConfigurationFailure{Status::resources_exceeded,
-                                 fmt::format("block {} exceeds the device's block limits {}", dimensions_text(launch.block),
-                                             dimensions_text(limits_.max_block_dimensions))};
-    }
-  }
-  if (threads > properties_.max_threads_per_block || threads > kernel_max_threads) {
-    throw ConfigurationFailure{
-        Status::resources_exceeded,
-        fmt::format("block of {} threads exceeds the limit of {} (device {}, kernel with {} registers per thread {})",
-                    threads, std::min<std::int64_t>(properties_.max_threads_per_block, kernel_max_threads),
-                    properties_.max_threads_per_block, registers, kernel_max_threads)};
-  }
-  std::int64_t shared_total = static_shared + launch.dynamic_shared_bytes;
-  if (launch.dynamic_shared_bytes < 0 || shared_total > properties_.max_shared_memory_per_block) {
-    throw ConfigurationFailure{
-        Status::resources_exceeded,
-        fmt::format("shared memory of {} bytes ({} static + {} dynamic) exceeds the device's maximum of {} per block",
-                    shared_total, static_shared, launch.dynamic_shared_bytes, properties_.max_shared_memory_per_block)};
-  }
-  // The opt-in counts the static part too: 48 KiB of dynamic memory next to any static scratch fails to launch
-  // (CUDA_ERROR_INVALID_VALUE) unless the attribute is raised.
-  if (shared_total > default_shared_limit) {
-    CUresult raised = cuda.cuFuncSetAttribute(kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                              static_cast<int>(launch.dynamic_shared_bytes));
-    if (raised != CUDA_SUCCESS && !gpu::is_sticky_error(raised)) {
-      throw ConfigurationFailure{Status::resources_exceeded,
-                                 fmt::format("cannot raise the kernel's dynamic shared memory to {} bytes: {}",
-                                             launch.dynamic_shared_bytes, gpu::cuda_error_name(raised))};
-    }
-    KERNLATHE_CUDA_CHECK(raised);
-  }
-
-  int active_blocks = 0;
-  KERNLATHE_CUDA_CHECK(cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(&active_blocks, kernel.function, static_cast<int>(threads),
-                                                                    static_cast<std::size_t>(launch.dynamic_shared_bytes)));
-  std::int64_t warps_per_block = (threads + properties_.warp_size - 1) / properties_.warp_size;
-  std::int64_t max_warps = properties_.max_threads_per_sm / properties_.warp_size;
-  evaluation.occupancy = max_warps > 0 ? static_cast<double>(active_blocks * warps_per_block) / static_cast<double>(max_warps) : 0;
-
-  for (int axis = 0; axis < 3; ++axis) {
-    kernel.grid[axis] = static_cast<unsigned int>(launch.grid[axis]);
-    kernel.block[axis] = static_cast<unsigned int>(launch.block[axis]);
-  }
-  kernel.dynamic_shared_bytes = static_cast<unsigned int>(launch.dynamic_shared_bytes);
-
-  // Parameter storage is sized first: parameters point into it.
-  kernel.parameter_storage.resize(setup_.arguments.size());
-  for (std::size_t index = 0; index < setup_.arguments.size(); ++index) {
-    const WorkerArgument& argument = setup_.arguments[index];
-    ParameterSlot& slot = kernel.parameter_storage[index];
-    std::byte* storage = slot.bytes;
-    std::fill(std::begin(slot.bytes), std::end(slot.bytes), std::byte{0});
-    if (argument.is_tensor_map()) {
-      auto box = launch.tensor_maps.find(argument.name);
-      if (box == launch.tensor_maps.end()) {
-        throw ConfigurationFailure{Status::launch_error, fmt::format("no box for tensor map '{}'", argument.name)};
-      }
-      encode_tensor_map(argument, box->second, slot);
-    } else if (argument.is_buffer) {
-      CUdeviceptr pointer = buffers_[index].data.get();
-      std::memcpy(storage, &pointer, sizeof pointer);
-    } else {
-      auto value = launch.scalar_values.find(argument.name);
-      if (value == launch.scalar_values.end()) {
-        throw ConfigurationFailure{Status::launch_error, fmt::format("no value for scalar argument '{}'", argument.name)};
-      }
-      if (const auto* integer = std::get_if<std::int64_t>(&value->second);
-          integer != nullptr && argument.dtype == Dtype::i64) {
-        std::memcpy(storage, integer, sizeof *integer);  // exact beyond 2^53
-      } else {
-        double number = std::visit([](auto held) { return static_cast<double>(held); }, value->second);
-        store_element(argument.dtype, number, storage);
-      }
-    }
-    kernel.parameters.push_back(storage);
-  }
-  return kernel;
-}
-
-void EvaluationWorker::launch(const PreparedKernel& kernel) {
-  KERNLATHE_CUDA_CHECK(cuda_driver().cuLaunchKernel(kernel.function, kernel.grid[0], kernel.grid[1], kernel.grid[2],
-                                                kernel.block[0], kernel.block[1], kernel.block[2],
-                                                kernel.dynamic_shared_bytes, stream_,
-                                                const_cast<void**>(kernel.parameters.data()), nullptr));
-}
-
-std::optional<std::string> EvaluationWorker::compare_outputs(double& max_error) {
-  const gpu::CudaDriver& cuda = cuda_driver();
-  max_error = 0;
-  for (std::size_t index = 0; index < buffers_.size(); ++index) {
-    const WorkerArgument& argument = setup_.arguments[index];
-    const ArgumentBuffers& buffers = buffers_[index];
-    if (buffers.reference.bytes() == 0) continue;
-    CUfunction compare = nullptr;
-    std::string name = compare_kernel_name(argument.dtype);
-    KERNLATHE_CUDA_CHECK(cuda.cuModuleGetFunction(&compare, compare_module_.get(), name.c_str()));
-    Tolerance tolerance;
-    if (auto found = setup_.tolerance.find(argument.dtype); found != setup_.tolerance.end()) tolerance = found->second;
-    // {failing count 0, first index ~0, worst error 0}
-    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD8Async(compare_results_.get(), 0, 3 * sizeof(std::uint64_t), stream_));
-    KERNLATHE_CUDA_CHECK(cuda.cuMemsetD8Async(compare_results_.get() + sizeof(std::uint64_t), 0xFF, sizeof(std::uint64_t), stream_));
-    CUdeviceptr out = buffers.data.get(), reference = buffers.reference.get(), results = compare_results_.get();
-    long long count = argument.element_count;
-    double absolute = tolerance.absolute, relative = tolerance.relative;
-    void* parameters[] = {&out, &reference, &count, &absolute, &relative, &results};
-    constexpr unsigned int threads = 256;
-    auto blocks = static_cast<unsigned int>(std::clamp<long long>((count + threads - 1) / threads, 1, properties_.sm_count * 8));
-    KERNLATHE_CUDA_CHECK(cuda.cuLaunchKernel(compare, blocks, 1, 1, threads, 1, 1, 0, stream_, parameters, nullptr));
-    std::uint64_t outcome[3] = {};
-    KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
-    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoH(outcome, compare_results_.get(), sizeof outcome));
-    double worst = 0;
-    std::memcpy(&worst, &outcome[2], sizeof worst);
-    max_error = std::max(max_error, worst);
-    if (outcome[0] == 0) continue;
-    std::size_t size = dtype_size(argument.dtype);
-    std::array<std::byte, 8> got{}, expected{};
-    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoH(got.data(), out + outcome[1] * size, size));
-    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoH(expected.data(), reference + outcome[1] * size, size));
-    return fmt::format("{}: {} of {} elements differ, first at index {}: got {}, expected {}", argument.name, outcome[0],
-                       count, outcome[1], value_text(load_element(argument.dtype, got.data())),
-                       value_text(load_element(argument.dtype, expected.data())));
-  }
-  return std::nullopt;
-}
-
 void EvaluationWorker::measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result) {
   result.time = timer_.time(launch_once, phase_);
   // Clocks and power right after the samples, before the energy loop changes the GPU's state.
@@ -508,31 +294,6 @@ Evaluation EvaluationWorker::measure_baseline(bool with_energy) {
   });
   evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return evaluation;
-}
-
-// The CUtensorMap of a tensor-map argument for one configuration: the shape comes from the setup, the box and
-// swizzle from the launch. An impossible box (too large, or wider than the swizzle span) fails the configuration.
-void EvaluationWorker::encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box,
-                                         ParameterSlot& slot) const {
-  const WorkerArgument& buffer = setup_.arguments.at(static_cast<std::size_t>(argument.tensor_buffer));
-  std::uint64_t elements = 1;
-  for (std::int64_t dimension : argument.tensor_dims) elements *= static_cast<std::uint64_t>(std::max<std::int64_t>(dimension, 0));
-  if (elements > static_cast<std::uint64_t>(buffer.element_count)) {
-    throw ConfigurationFailure{Status::launch_error,
-                               fmt::format("tensor map '{}' spans {} elements but buffer '{}' holds {}", argument.name,
-                                           elements, buffer.name, buffer.element_count)};
-  }
-  // The same encoding as the runtime library's (tuner/driver/tensor_map.h): a shape the driver refuses, or one out
-  // of range, fails the configuration with the reason.
-  const gpu::TensorMapShape shape{dtype_name(buffer.dtype), argument.tensor_dims, box.box, box.swizzle_bytes};
-  const CUdeviceptr address = buffers_.at(static_cast<std::size_t>(argument.tensor_buffer)).data.get();
-  std::string why = gpu::encode_tensor_map(*reinterpret_cast<CUtensorMap*>(slot.bytes), shape, address);
-  if (!why.empty()) {
-    std::string box_text;
-    for (std::size_t axis = 0; axis < box.box.size(); ++axis) box_text += fmt::format("{}{}", axis ? "x" : "", box.box[axis]);
-    throw ConfigurationFailure{Status::launch_error, fmt::format("tensor map '{}' (box {}, swizzle {} B) cannot be encoded: {}",
-                                                                 argument.name, box_text, box.swizzle_bytes, why)};
-  }
 }
 
 gpu::GemmProblem EvaluationWorker::baseline_problem() const {
