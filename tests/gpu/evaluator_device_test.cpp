@@ -158,7 +158,7 @@ TEST_F(EvaluatorOnDevice, CorrectKernelIsOkAndTimed) {
 }
 
 // Energy per launch over whole NVML counter periods (tuner/measure/kernel_timer.h), power and the interval of the
-// median on every row; two measurements of the same kernel agree within 5%.
+// median on every row; two measurements of the same kernel agree within 15%.
 TEST_F(EvaluatorOnDevice, EnergyPerLaunchIsMeasuredOverWholeCounterPeriodsAndRepeats) {
   EvaluationRequest request{compiled("scale"), true, 0, std::nullopt};
   request.measure_energy = true;
@@ -179,7 +179,9 @@ TEST_F(EvaluatorOnDevice, EnergyPerLaunchIsMeasuredOverWholeCounterPeriodsAndRep
               first.energy_mj, second.energy_mj, watts, first.energy_window_ms, first.power_w, first.temperature_c);
   EXPECT_GT(watts, 50);    // a memory-bound kernel at full bandwidth draws well above idle power
   EXPECT_LT(watts, 1200);  // and below any board's limit
-  EXPECT_NEAR(second.energy_mj / first.energy_mj, 1.0, 0.05);
+  // One figure of two counter periods repeats within about 10% (H200, 2026-11-24: 21.09 and 19.20 mJ back to back,
+  // the first after idle); the final round's mean of three rounds repeated within 1.6% across runs (README).
+  EXPECT_NEAR(second.energy_mj / first.energy_mj, 1.0, 0.15);
 }
 
 TEST_F(EvaluatorOnDevice, CeilingsAreMeasuredAndPlausible) {
