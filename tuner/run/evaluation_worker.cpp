@@ -26,10 +26,12 @@
 #include "tuner/loader/cuda_pipeline_device.h"
 #include "tuner/loader/dataset.h"
 #include "tuner/loader/pipeline.h"
+#include "tuner/run/baseline_problem.h"
 #include "tuner/run/kernel_preparation.h"
 #include "tuner/run/output_comparison.h"
 #include "tuner/run/element_values.h"
 #include "tuner/run/protocol.h"
+#include "tuner/run/streamed_evaluation.h"
 
 namespace kernlathe {
 namespace {
@@ -68,7 +70,6 @@ class EvaluationWorker {
   void measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result);
   Evaluation measure_baseline(bool with_energy);
   void encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box, ParameterSlot& slot) const;
-  gpu::GemmProblem baseline_problem() const;
   void run_baseline();
   // Runs fn, turning driver errors into the configuration's status; a sticky error marks the context lost.
   Evaluation guarded_evaluation(const std::function<void(Evaluation&)>& run);
@@ -95,11 +96,7 @@ class EvaluationWorker {
   // a configuration is measured over whole passes through the dataset.
   void setup_streamed(const WorkerSetup& setup);
   Evaluation evaluate_streamed(const EvaluationRequest& request);
-  loader::BatchKernel batch_kernel(const PreparedKernel& kernel) const;
-  std::size_t stream_output_item_bytes() const;
-  std::unique_ptr<loader::BatchSource> stream_source_;
-  std::unique_ptr<loader::CudaPipelineDevice> pipeline_device_;
-  std::vector<std::byte> stream_reference_;
+  std::unique_ptr<StreamedEvaluation> streamed_;  // created by setup_streamed
 };
 
 json error_reply(const std::string& message, bool no_gpu) {
@@ -296,42 +293,9 @@ Evaluation EvaluationWorker::measure_baseline(bool with_energy) {
   return evaluation;
 }
 
-gpu::GemmProblem EvaluationWorker::baseline_problem() const {
-  const BaselineCall& call = *setup_.baseline;
-  if (call.operation != "gemm") throw TunerError(fmt::format("unknown baseline operation '{}'", call.operation));
-  auto buffer_at = [&](int index, const char* role) -> const WorkerArgument& {
-    if (index < 0 || static_cast<std::size_t>(index) >= setup_.arguments.size() ||
-        !setup_.arguments[static_cast<std::size_t>(index)].is_buffer) {
-      throw TunerError(fmt::format("baseline operand {} is not a buffer argument", role));
-    }
-    return setup_.arguments[static_cast<std::size_t>(index)];
-  };
-  const WorkerArgument& a = buffer_at(call.a, "a");
-  const WorkerArgument& b = buffer_at(call.b, "b");
-  const WorkerArgument& c = buffer_at(call.c, "c");
-  if (a.element_count < call.m * call.k || b.element_count < call.k * call.n || c.element_count < call.m * call.n) {
-    throw TunerError(fmt::format("baseline GEMM {}x{}x{} does not fit its buffers ({}: {}, {}: {}, {}: {} elements)",
-                                 call.m, call.n, call.k, a.name, a.element_count, b.name, b.element_count, c.name,
-                                 c.element_count));
-  }
-  gpu::GemmProblem problem;
-  problem.compute = call.compute;
-  problem.input = a.dtype;
-  problem.output = c.dtype;
-  problem.m = call.m;
-  problem.n = call.n;
-  problem.k = call.k;
-  problem.alpha = call.alpha;
-  problem.beta = call.beta;
-  problem.a = buffers_[static_cast<std::size_t>(call.a)].data.get();
-  problem.b = buffers_[static_cast<std::size_t>(call.b)].data.get();
-  problem.c = buffers_[static_cast<std::size_t>(call.c)].data.get();
-  return problem;
-}
-
 void EvaluationWorker::run_baseline() {
   if (!cublas_) throw TunerError("the baseline library is not loaded");
-  cublas_->gemm(baseline_problem());
+  cublas_->gemm(baseline_gemm_problem(setup_, buffers_));
 }
 
 Evaluation EvaluationWorker::guarded_evaluation(const std::function<void(Evaluation&)>& run) {
@@ -387,134 +351,25 @@ void EvaluationWorker::setup_streamed(const WorkerSetup& setup) {
   this->setup(without_reference);
   ready_ = false;
   setup_.verification_enabled = setup.verification_enabled;
-  const WorkerStream& stream = *setup_.stream;
-  std::int64_t item_elements = 1;
-  for (std::int64_t dimension : stream.item_shape) item_elements *= dimension;
-  if (stream.files.empty()) {
-    stream_source_ = loader::make_generated_dataset(stream.dtype, item_elements, stream.items, stream.generator);
-  } else {
-    loader::FileDatasetOptions options;
-    for (const std::string& file : stream.files) options.files.emplace_back(file);
-    options.format = stream.npy ? StreamWorkload::FileFormat::npy : StreamWorkload::FileFormat::raw;
-    options.dtype = stream.dtype;
-    options.item_shape = stream.item_shape;
-    options.items = stream.items;
-    stream_source_ = loader::open_file_dataset(options);
-  }
-  pipeline_device_ = std::make_unique<loader::CudaPipelineDevice>(context_);
-  const std::size_t output_item_bytes = stream_output_item_bytes();
-  stream_reference_.assign(static_cast<std::size_t>(stream.items) * output_item_bytes, std::byte{0});
-
+  streamed_ = std::make_unique<StreamedEvaluation>(setup_, context_);
   Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
     phase_ = "stream reference pass";
     PreparedKernel kernel = prepare(setup_.reference, evaluation);
-    pipeline_device_->set_kernel(batch_kernel(kernel), stream.reference_loader.batch);
-    pipeline_device_->set_poison_outputs(true);
-    loader::PipelineResult result = loader::run_pipeline(
-        *stream_source_, output_item_bytes, *pipeline_device_, stream.reference_loader,
-        [&](const loader::BatchRange& batch, std::span<const std::byte> output) -> std::optional<std::string> {
-          std::memcpy(stream_reference_.data() + static_cast<std::size_t>(batch.first_item) * output_item_bytes,
-                      output.data(), output.size());
-          return std::nullopt;
-        });
-    pipeline_device_->set_poison_outputs(false);
-    if (!result.ok()) throw ConfigurationFailure{Status::launch_error, result.message};
+    streamed_->run_reference(kernel, phase_);
   });
   if (!reference.ok()) {
     throw TunerError(fmt::format("the reference configuration failed on the stream with the naive loader ({}): {}",
                                  status_name(reference.status), reference.message));
   }
-  if (setup_.verification_enabled) {
-    // Poison (NaN) left in the reference is an element the reference never wrote: it would fail every configuration.
-    const WorkerArgument& output = setup_.arguments.at(static_cast<std::size_t>(stream.output_argument));
-    loader::BatchRange everything{0, 0, stream.items};
-    std::span<const std::byte> all(stream_reference_);
-    if (auto unwritten = loader::compare_batch(output.dtype, Tolerance{}, everything, stream.output_item_elements, all, all)) {
-      throw TunerError("the reference configuration left stream outputs unwritten or NaN: " + *unwritten);
-    }
-  }
   ready_ = true;
 }
 
-std::size_t EvaluationWorker::stream_output_item_bytes() const {
-  const WorkerStream& stream = *setup_.stream;
-  const WorkerArgument& output = setup_.arguments.at(static_cast<std::size_t>(stream.output_argument));
-  return static_cast<std::size_t>(stream.output_item_elements) * dtype_size(output.dtype);
-}
-
-loader::BatchKernel EvaluationWorker::batch_kernel(const PreparedKernel& kernel) const {
-  loader::BatchKernel batch;
-  batch.function = kernel.function;
-  batch.grid = kernel.grid;
-  batch.block = kernel.block;
-  batch.dynamic_shared_bytes = kernel.dynamic_shared_bytes;
-  batch.parameters = kernel.parameters;
-  batch.input_parameter = setup_.stream->input_argument;
-  batch.output_parameter = setup_.stream->output_argument;
-  return batch;
-}
-
 Evaluation EvaluationWorker::evaluate_streamed(const EvaluationRequest& request) {
-  const WorkerStream& stream = *setup_.stream;
   Evaluation evaluation = guarded_evaluation([&](Evaluation& result) {
     phase_ = "preparation";
     PreparedKernel kernel = prepare(request.launch, result);
-    loader::LoaderConfiguration settings = request.loader.value_or(stream.reference_loader);
-    if (settings.batch < 1 || stream.items % settings.batch != 0) {
-      throw ConfigurationFailure{Status::launch_error,
-                                 fmt::format("loader batch {} does not divide the stream's {} items (the launch "
-                                             "geometry covers whole batches)",
-                                             settings.batch, stream.items)};
-    }
-    pipeline_device_->set_kernel(batch_kernel(kernel), settings.batch);
-    const std::size_t output_item_bytes = stream_output_item_bytes();
-    auto fail_with = [](const loader::PipelineResult& pass) {
-      Status status = pass.failure == loader::PipelineFailure::loader ? Status::launch_error : Status::wrong_result;
-      throw ConfigurationFailure{status, pass.failure == loader::PipelineFailure::loader ? "host loader: " + pass.message
-                                                                                        : pass.message};
-    };
-    if (request.verify && setup_.verification_enabled) {
-      phase_ = "verified stream pass";
-      const WorkerArgument& output = setup_.arguments.at(static_cast<std::size_t>(stream.output_argument));
-      Tolerance tolerance;
-      if (auto found = setup_.tolerance.find(output.dtype); found != setup_.tolerance.end()) tolerance = found->second;
-      pipeline_device_->set_poison_outputs(true);
-      loader::PipelineResult verified = loader::run_pipeline(
-          *stream_source_, output_item_bytes, *pipeline_device_, settings,
-          [&](const loader::BatchRange& batch, std::span<const std::byte> got) {
-            std::span<const std::byte> expected(
-                stream_reference_.data() + static_cast<std::size_t>(batch.first_item) * output_item_bytes, got.size());
-            return loader::compare_batch(output.dtype, tolerance, batch, stream.output_item_elements, got, expected);
-          });
-      pipeline_device_->set_poison_outputs(false);
-      if (!verified.ok()) fail_with(verified);
-    }
-    // Timed passes: whole passes over the dataset, so the median includes start-up and drain, as a user sees it.
-    phase_ = "timed stream passes";
-    std::vector<loader::PipelineResult> passes;
-    std::vector<double> samples;
-    Clock::time_point start = Clock::now();
-    auto elapsed_seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-    do {
-      loader::PipelineResult pass = loader::run_pipeline(*stream_source_, output_item_bytes, *pipeline_device_, settings, nullptr);
-      if (!pass.ok()) fail_with(pass);
-      samples.push_back(pass.breakdown.end_to_end_ms);
-      passes.push_back(std::move(pass));
-    } while (!measurement_complete(samples, elapsed_seconds(), setup_.measurement));
-    std::vector<std::size_t> order(passes.size());
-    for (std::size_t index = 0; index < order.size(); ++index) order[index] = index;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return samples[a] < samples[b]; });
-    const loader::StageBreakdown& median = passes[order[order.size() / 2]].breakdown;
-    result.time = summarise(samples);
-    result.stream.end_to_end_ms = median.end_to_end_ms;
-    result.stream.host_read_ms = median.host_read_ms;
-    result.stream.copy_in_ms = median.copy_in_ms;
-    result.stream.kernel_ms = median.kernel_ms;
-    result.stream.copy_out_ms = median.copy_out_ms;
-    result.stream.gpu_idle_ms = median.gpu_idle_ms;
-    result.stream.items_per_second = median.items_per_second;
-    result.stream.bytes_per_second = median.bytes_per_second;
-    result.stream.input_gbps = median.input_bytes_per_second / 1e9;
+    streamed_->measure(kernel, request.loader.value_or(setup_.stream->reference_loader),
+                       request.verify && setup_.verification_enabled, result, phase_);
     gpu::ClockReading clocks = gpu::read_clocks(pci_bus_id_);
     result.sm_clock_mhz = clocks.sm_clock_mhz;
     result.throttle_reasons = clocks.throttle_reasons;
