@@ -80,6 +80,7 @@ TEST(ReportRoofline, OlderRunWithoutAFileGetsTheMemoryRoofOfItsRun) {
   EXPECT_EQ(roofline["compute_roof"], "none");
   EXPECT_NE(roofline["compute_roof_note"].get<std::string>().find("no fp32 FMA ceiling recorded"), std::string::npos);
   EXPECT_DOUBLE_EQ(roofline["attainable_gflops"].get<double>(), 2987.0 * 2.25);
+  EXPECT_EQ(roofline["bound"], "unknown");  // the copy roof alone does not say the kernel is memory-bound
 }
 
 TEST_F(EditedRecord, RunJsonCeilingsComeBeforeTheFile) {

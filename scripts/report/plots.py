@@ -309,6 +309,8 @@ def roofline_figure(gpu, entries):
         colour = COLOURS[(index + 1) % len(COLOURS)]
         bound = entry["compute_roof"] if entry["bound"] == "compute" else "memory"
         roof_text = {"memory": "the memory roof", "fma": "the FMA roof", "tensor": "the tensor roof"}[bound]
+        if entry["bound"] == "unknown":
+            roof_text += " (no compute roof)"
         axis.scatter([entry["intensity"]], [entry["gflops"]], s=90, color=colour, edgecolor="black", zorder=5,
                      label=f"best of {entry['label']}")
         # Text in a corner the roofs leave empty (above the memory roof on the left, under the compute roofs on the
@@ -326,7 +328,8 @@ def roofline_figure(gpu, entries):
                       bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": colour, "alpha": 0.9})
     axis.set_xlabel("arithmetic intensity (flop per byte of minimum traffic, spec metrics; log scale)")
     axis.set_ylabel("performance of the best configuration (GFLOP/s, log scale)")
-    axis.set_title(f"Roofline: {gpu}\nceilings from {ceilings['source']}", fontsize=12)
+    missing = "" if roofs else "\nno compute ceiling measured on this GPU: the memory roof alone is drawn"
+    axis.set_title(f"Roofline: {gpu}\nceilings from {ceilings['source']}{missing}", fontsize=12)
     axis.legend(loc="lower right", fontsize=9)
     return png(figure)
 
@@ -353,9 +356,12 @@ def roofline_section(kernel):
         for entry in entries:
             parts.append(f"<p>{html.escape(entry['label'])} on {html.escape(gpu)}: {rate_text(entry['gflops'])} "
                          f"({entry['flops']:.4g} flop, {entry['bytes']:.4g} bytes in {entry['time_ms']:.4g} ms), "
-                         f"{100 * entry['fraction']:.1f}% of the attainable {rate_text(entry['attainable_gflops'])} "
-                         f"({entry['bound']}-bound at this intensity). Compute roof: "
-                         f"{html.escape(entry['compute_roof_note'])}.</p>")
+                         + (f"{100 * entry['fraction']:.1f}% of the memory roof's "
+                            f"{rate_text(entry['attainable_gflops'])} at this intensity, which is not a bound on this "
+                            "kernel's compute" if entry["bound"] == "unknown" else
+                            f"{100 * entry['fraction']:.1f}% of the attainable {rate_text(entry['attainable_gflops'])} "
+                            f"({entry['bound']}-bound at this intensity)")
+                         + f". Compute roof: {html.escape(entry['compute_roof_note'])}.</p>")
     return parts
 
 

@@ -138,7 +138,8 @@ Json roofline_json(const Recording& recording, const LandscapeSummary& landscape
                 {"gflops", point.gflops},
                 {"attainable_gflops", point.attainable_gflops},
                 {"fraction", point.fraction},
-                {"bound", point.memory_bound ? "memory" : "compute"}};
+                // Without a compute roof the copy roof is only an upper bound: the kernel may be compute-bound.
+                {"bound", roof == ComputeRoof::none ? "unknown" : point.memory_bound ? "memory" : "compute"}};
   } catch (const TunerError& problem) {
     return Json{{"unavailable", fmt::format("{}: {}", spec_file.string(), problem.what())}};
   }

@@ -31,7 +31,8 @@ ComputeRoof compute_roof_of(const KernelSpec& spec, std::string* why = nullptr);
 // The roofline of one recording for plots.py: {"unavailable": reason} where the record has no ceilings, no spec
 // under kernels_directory, a spec with other parameters or without metrics.flops and metrics.bytes; otherwise the
 // ceilings with their source, the compute roof, and the best configuration's flops, bytes, time, intensity,
-// GFLOP/s, attainable GFLOP/s at its intensity and the fraction of it.
+// GFLOP/s, attainable GFLOP/s at its intensity and the fraction of it, and which roof bounds it ("memory", "compute",
+// or "unknown" where no compute roof applies and the memory roof alone is drawn).
 nlohmann::ordered_json roofline_json(const Recording& recording, const LandscapeSummary& landscape,
                                      const std::filesystem::path& kernels_directory,
                                      const std::vector<RooflineCeilings>& ceiling_files);
