@@ -2,7 +2,7 @@
 # The test of `tune report` (ctest Report.PagesRenderInChromium): builds the report of committed records (conv3x3 on
 # the H200 and the H100, the GEMM wgmma-only records of both), opens each page in headless Chromium and fails when
 # the page logs a console error or an image does not decode (no data, or naturalWidth 0). Saves a screenshot of each
-# page beside the report.
+# page beside the report. Checks the roofline: charts where ceilings exist, a note where none do.
 # Usage: scripts/check_report.sh BUILD_DIR [OUT_DIR]   (OUT_DIR default BUILD_DIR/report-check)
 # Exit 77 (ctest: skipped) when Chromium is not installed and cannot be: scripts/setup.sh installs it.
 set -euo pipefail
@@ -21,9 +21,28 @@ rm -rf "$out"
 mkdir -p "$out"
 "$build/tune" report results/runs/conv3x3/sm_90/h200/W=8192_H=8192 results/runs/conv3x3/sm_90/h100/W=8192_H=8192 \
   results/runs/gemm_bf16/sm_90/h200-wgmma-only results/runs/gemm_bf16/sm_90/h100-wgmma-only \
-  -o "$out" --bootstrap 4 --replay-seeds 3
+  --ceilings results/ceilings/h200.json -o "$out" --bootstrap 4 --replay-seeds 3
 
+# The roofline: a chart per GPU where ceilings exist (the H200's from the file, the H100's copy roof from its run.json),
+# and a note saying why where none do (a copy of the H200 record whose run.json holds no ceiling, no --ceilings).
 failed=0
+for page in conv3x3 gemm_bf16; do
+  for gpu in "NVIDIA H200" "NVIDIA H100 80GB HBM3"; do
+    grep -q "alt=\"roofline of $gpu\"" "$out/$page.html" || { echo "check_report: $page: no roofline of $gpu" >&2; failed=1; }
+  done
+done
+bare="$out/.no-ceilings/conv3x3/sm_90/W=8192_H=8192"
+mkdir -p "$bare"
+cp results/runs/conv3x3/sm_90/h200/W=8192_H=8192/evaluations.csv "$bare/"
+sed -E '/"(copy_bandwidth_gbps|ceiling_[a-z_]+)"/d' results/runs/conv3x3/sm_90/h200/W=8192_H=8192/run.json >"$bare/run.json"
+"$build/tune" report "$bare" -o "$out/.no-ceilings/report" --no-replay --bootstrap 2 >/dev/null
+if grep -q 'alt="roofline of' "$out/.no-ceilings/report/conv3x3.html" ||
+   ! grep -q 'not on the roofline: no ceilings of NVIDIA H200' "$out/.no-ceilings/report/conv3x3.html"; then
+  echo "check_report: a record without ceilings should get the note, not a roofline" >&2
+  failed=1
+fi
+rm -rf "$out/.no-ceilings"
+
 for page in conv3x3 gemm_bf16; do
   html="$out/$page.html"
   [[ -s "$html" ]] || { echo "check_report: $html was not written" >&2; failed=1; continue; }

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import sys
+import textwrap
 
 try:
     import matplotlib
@@ -261,6 +262,109 @@ def stream_figure(recording, top=8):
     return png(figure)
 
 
+def rate_text(gflops):
+    return f"{gflops / 1e3:.1f} TFLOP/s" if gflops >= 1e3 else f"{gflops:.3g} GFLOP/s"
+
+
+def roof_angle(axis, x0, y0, x1, y1):
+    """The on-screen angle (degrees) of the segment between two data points, for text laid along a line."""
+    (a, b), (c, d) = axis.transData.transform([(x0, y0), (x1, y1)])
+    return float(np.degrees(np.arctan2(d - b, c - a)))
+
+
+def roofline_figure(gpu, entries):
+    """One GPU's roofs (measured ceilings) and the best configuration of each of its recordings as a point."""
+    ceilings = entries[0]["ceilings"]
+    copy = ceilings["copy_gbps"]
+    roofs = []  # (GFLOP/s, label, line style)
+    if ceilings["fma_gflops"] > 0:
+        roofs.append((ceilings["fma_gflops"], f"fp32 FMA {rate_text(ceilings['fma_gflops'])}", "--"))
+    if ceilings["tensor_gflops"] > 0:
+        source = ceilings["tensor_source"] or "cuBLAS bf16"
+        roofs.append((ceilings["tensor_gflops"], f"tensor cores ({source}) {rate_text(ceilings['tensor_gflops'])}", "-."))
+    intensities = [e["intensity"] for e in entries]
+    ridges = [roof / copy for roof, _, _ in roofs]
+    low = min(min(intensities) / 8, 0.1)
+    high = max(max(intensities) * 8, max(ridges, default=0) * 8, 10)
+    top_roof = max((roof for roof, _, _ in roofs), default=copy * high)
+    figure, axis = plt.subplots(figsize=(11, 6.2))
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    rates = [e["gflops"] for e in entries]
+    axis.set_xlim(low, high)
+    axis.set_ylim(min(copy * low, min(rates)) / 3, max(top_roof, max(rates)) * 4)
+    figure.canvas.draw()  # fixes the axes' size, so the angle of the memory roof's label is the one shown
+    memory_end = min(high, top_roof / copy)
+    axis.plot([low, memory_end], [copy * low, copy * memory_end], color="black", linewidth=2.2,
+              label=f"memory roof: device copy {copy:.0f} GB/s (bytes read + written)")
+    label_x = low * 1.4
+    axis.text(label_x, copy * label_x * 1.35, f"device copy {copy:.0f} GB/s", fontsize=10,
+              rotation=roof_angle(axis, low, copy * low, memory_end, copy * memory_end), rotation_mode="anchor",
+              ha="left", va="bottom")
+    for roof, text, style in roofs:
+        axis.plot([roof / copy, high], [roof, roof], color="black", linewidth=2.2, linestyle=style,
+                  label=f"compute roof: {text}")
+        axis.text(high / 1.15, roof * 1.12, text, fontsize=10, ha="right", va="bottom")
+    for index, entry in enumerate(entries):
+        colour = COLOURS[(index + 1) % len(COLOURS)]
+        bound = entry["compute_roof"] if entry["bound"] == "compute" else "memory"
+        roof_text = {"memory": "the memory roof", "fma": "the FMA roof", "tensor": "the tensor roof"}[bound]
+        if entry["bound"] == "unknown":
+            roof_text += " (no compute roof)"
+        axis.scatter([entry["intensity"]], [entry["gflops"]], s=90, color=colour, edgecolor="black", zorder=5,
+                     label=f"best of {entry['label']}")
+        # Text in a corner the roofs leave empty (above the memory roof on the left, under the compute roofs on the
+        # right); problems wrapped so a GEMM's five symbols stay narrow.
+        right_half = np.log(entry["intensity"] / low) > 0.5 * np.log(high / low)
+        intensity = entry["intensity"]
+        name = "\n".join(textwrap.wrap(entry["label"].replace(",", ", "), 34))
+        intensity_text = f"{intensity:.0f}" if intensity >= 100 else f"{intensity:.3g}"
+        axis.annotate(f"{name}\n{rate_text(entry['gflops'])} at {intensity_text} flop/B\n"
+                      f"{100 * entry['fraction']:.1f}% of {roof_text}",
+                      (entry["intensity"], entry["gflops"]),
+                      xytext=(0.97, 0.52 - 0.17 * index) if right_half else (0.03, 0.93 - 0.17 * index),
+                      textcoords="axes fraction", ha="right" if right_half else "left", va="top", fontsize=10,
+                      arrowprops={"arrowstyle": "-", "color": colour},
+                      bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": colour, "alpha": 0.9})
+    axis.set_xlabel("arithmetic intensity (flop per byte of minimum traffic, spec metrics; log scale)")
+    axis.set_ylabel("performance of the best configuration (GFLOP/s, log scale)")
+    missing = "" if roofs else "\nno compute ceiling measured on this GPU: the memory roof alone is drawn"
+    axis.set_title(f"Roofline: {gpu}\nceilings from {ceilings['source']}{missing}", fontsize=12)
+    axis.legend(loc="lower right", fontsize=9)
+    return png(figure)
+
+
+def roofline_section(kernel):
+    """The roofline charts (one per GPU) and a note for every recording that could not be placed, saying why."""
+    parts = ["<h2>Roofline</h2>"]
+    by_gpu = {}
+    for recording in kernel["recordings"]:
+        roofline = recording.get("roofline") or {"unavailable": "no roofline data"}
+        if "unavailable" in roofline:
+            parts.append(f"<p class=note>{html.escape(label(recording))}: not on the roofline: "
+                         f"{html.escape(roofline['unavailable'])}.</p>")
+        else:
+            by_gpu.setdefault((roofline["gpu"], roofline["ceilings"]["source"]), []).append(roofline)
+    if by_gpu:
+        parts.insert(1, "<p>Each recording's best configuration at its arithmetic intensity (the spec's "
+                        "<code>metrics.flops</code> / <code>metrics.bytes</code> for that configuration and problem) "
+                        "against the ceilings measured on its GPU (<code>tune ceilings</code>): the attainable "
+                        "performance is the lower of the memory roof (copy bandwidth x intensity) and the kernel's "
+                        "compute roof. A point's percentage is of that attainable figure.</p>")
+    for (gpu, _), entries in by_gpu.items():
+        parts.append(image(roofline_figure(gpu, entries), f"roofline of {gpu}"))
+        for entry in entries:
+            parts.append(f"<p>{html.escape(entry['label'])} on {html.escape(gpu)}: {rate_text(entry['gflops'])} "
+                         f"({entry['flops']:.4g} flop, {entry['bytes']:.4g} bytes in {entry['time_ms']:.4g} ms), "
+                         + (f"{100 * entry['fraction']:.1f}% of the memory roof's "
+                            f"{rate_text(entry['attainable_gflops'])} at this intensity, which is not a bound on this "
+                            "kernel's compute" if entry["bound"] == "unknown" else
+                            f"{100 * entry['fraction']:.1f}% of the attainable {rate_text(entry['attainable_gflops'])} "
+                            f"({entry['bound']}-bound at this intensity)")
+                         + f". Compute roof: {html.escape(entry['compute_roof_note'])}.</p>")
+    return parts
+
+
 def image(uri, alt):
     return f'<img src="{uri}" alt="{html.escape(alt)}">'
 
@@ -277,8 +381,6 @@ def page(kernel):
                  f"forest, {settings['resamples']} bootstrap resamples, seed {settings['seed']} (see the README, "
                  f"section Analysis). Drawn from the output of <code>tune analyze</code> and <code>tune replay</code>."
                  f"</p>")
-    parts.append("<p class=note>Roofline: not drawn. It needs the GPU's measured compute and memory ceilings, which "
-                 "the records do not hold yet.</p>")
     if kernel["portability"]:
         parts.append("<h2>Portability across GPUs</h2>")
         parts.append("<p>Each row's best configuration measured on each column's GPU, as that GPU's optimum divided "
@@ -290,6 +392,7 @@ def page(kernel):
                 parts.append(f"<p>Portable default (best worst case over {group['valid_everywhere']} configurations "
                              f"valid on every GPU): <code>{html.escape(configuration_text(default['configuration']))}"
                              f"</code>, at worst {default['worst_fraction']:.3f} of a GPU's optimum.</p>")
+    parts.extend(roofline_section(kernel))
     for recording in kernel["recordings"]:
         parts.append(f"<h2>{html.escape(label(recording))}</h2>")
         failures = ", ".join(f"{count} {name}" for name, count in recording["failures_by_status"].items())

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <set>
 
+#include "tuner/cli/report_roofline.h"
 #include "tuner/common/error.h"
 #include "tuner/search/benchmark.h"
 #include "tuner/session/tuning_session.h"
@@ -70,6 +71,10 @@ void ReportCommand::add_to(CLI::App& command) {
                      "Python with matplotlib (default $KERNLATHE_PYTHON, else .venv/bin/python made by "
                      "scripts/setup-python.sh)");
   command.add_option("--kernels", kernels, "where specs are looked for by kernel name, for replay (default kernels)");
+  command.add_option("--ceilings", ceilings,
+                     "JSON file of one GPU's ceilings (tune ceilings --json plus \"gpu\"), for records whose run.json "
+                     "holds none; repeatable, one file per GPU")
+      ->check(CLI::ExistingFile);
   command.add_option("--seed", seed, "seed of the bootstrap resamples and forests (default 1)");
   command.add_option("--bootstrap", bootstrap, "bootstrap resamples for the importance intervals (default 32)")
       ->check(CLI::Range(2, 10000));
@@ -201,7 +206,8 @@ Json configurations_json(const Recording& recording) {
   return object;
 }
 
-Json kernel_json(const AnalysisReport& report, const KernelGroup& group, const std::vector<Json>& replays) {
+Json kernel_json(const AnalysisReport& report, const KernelGroup& group, const std::vector<Json>& replays,
+                 const std::vector<Json>& rooflines) {
   const Json everything = report_to_json(report);
   Json recordings = Json::array();
   for (std::size_t position = 0; position < group.recordings.size(); ++position) {
@@ -209,6 +215,7 @@ Json kernel_json(const AnalysisReport& report, const KernelGroup& group, const s
     Json recording = everything["recordings"][index];
     recording["configurations"] = configurations_json(report.recordings[index]);
     recording["replay"] = position < replays.size() ? replays[position] : Json(nullptr);
+    recording["roofline"] = position < rooflines.size() ? rooflines[position] : Json(nullptr);
     recordings.push_back(std::move(recording));
   }
   Json portability = Json::array();
@@ -242,6 +249,10 @@ int ReportCommand::run() const {
         "that has them with --python or KERNLATHE_PYTHON",
         interpreter, access(interpreter.c_str(), X_OK) != 0 ? "is not an executable" : "does not import matplotlib and numpy"));
 
+  // Read before any figure is computed: a bad ceiling file is exit 2 in a second, not after the analysis.
+  const std::vector<RooflineCeilings> ceiling_files =
+      read_ceiling_files(std::vector<fs::path>(ceilings.begin(), ceilings.end()));
+
   std::vector<fs::path> paths(results.begin(), results.end());
   std::vector<Recording> recordings =
       load_recordings(paths, [](const fs::path& file) { fmt::print(stderr, "reading {}\n", file.string()); });
@@ -260,9 +271,10 @@ int ReportCommand::run() const {
   const std::vector<KernelGroup> groups = group_by_kernel(report.recordings);
   Json index = Json::array();
   for (const KernelGroup& group : groups) {
-    std::vector<Json> replays;
+    std::vector<Json> replays, rooflines;
     for (std::size_t index_in_report : group.recordings) {
       const Recording& recording = report.recordings[index_in_report];
+      rooflines.push_back(roofline_json(recording, report.analyses[index_in_report].landscape, kernels, ceiling_files));
       if (no_replay) {
         replays.push_back(Json{{"unavailable", "left out (--no-replay)"}});
         continue;
@@ -272,7 +284,7 @@ int ReportCommand::run() const {
     }
     const fs::path file = data_directory / (group.page_name + ".json");
     // Recorded messages are the compiler's and the driver's text: bytes that are not UTF-8 are replaced.
-    write_text(file, kernel_json(report, group, replays).dump(1, ' ', false, Json::error_handler_t::replace));
+    write_text(file, kernel_json(report, group, replays, rooflines).dump(1, ' ', false, Json::error_handler_t::replace));
     index.push_back(file.filename().string());
   }
   write_text(data_directory / "index.json", Json{{"kernels", index}}.dump(1));

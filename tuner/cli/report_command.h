@@ -22,6 +22,7 @@ struct ReportCommand {
   std::string out;
   std::string python;          // interpreter; default $KERNLATHE_PYTHON, else .venv/bin/python of the checkout
   std::string kernels = "kernels";  // where specs are looked for, by the recorded kernel name
+  std::vector<std::string> ceilings;  // ceiling files (one GPU each) for records whose run.json holds none
   std::uint64_t seed = 1;
   int bootstrap = 32;
   int replay_seeds = 10;
@@ -54,9 +55,10 @@ nlohmann::ordered_json replay_json(const Recording& recording, const std::filesy
 // records), for the charts that need each point rather than a summary.
 nlohmann::ordered_json configurations_json(const Recording& recording);
 
-// What plots.py reads for one kernel: its recordings (the analysis figures plus configurations and replay), the
-// portability groups of its recordings and the settings.
+// What plots.py reads for one kernel: its recordings (the analysis figures plus configurations, replay and roofline,
+// replays and rooflines in the group's order), the portability groups of its recordings and the settings.
 nlohmann::ordered_json kernel_json(const AnalysisReport& report, const KernelGroup& group,
-                                   const std::vector<nlohmann::ordered_json>& replays);
+                                   const std::vector<nlohmann::ordered_json>& replays,
+                                   const std::vector<nlohmann::ordered_json>& rooflines);
 
 }  // namespace kernlathe

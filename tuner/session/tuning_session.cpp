@@ -82,14 +82,6 @@ class ProgressLine {
   Clock::time_point last_print_{};
 };
 
-double evaluate_metric(const Expression& expression, const SpaceEnumerator& space, const Configuration& config) {
-  if (expression.empty()) return 0;
-  Expression bound = expression;
-  Bindings bindings = space.bindings(config);
-  bound.bind(bindings.scope);
-  return bound.evaluate_number(bindings.slots);
-}
-
 std::string configuration_key(const Space& space, const Configuration& configuration) {
   return to_string(space, configuration);
 }
@@ -100,6 +92,14 @@ struct PendingEvaluation {
 };
 
 }  // namespace
+
+double evaluate_metric(const Expression& expression, const SpaceEnumerator& space, const Configuration& config) {
+  if (expression.empty()) return 0;
+  Expression bound = expression;
+  Bindings bindings = space.bindings(config);
+  bound.bind(bindings.scope);
+  return bound.evaluate_number(bindings.slots);
+}
 
 std::string problem_text(const KernelSpec& spec) {
   std::string text;

@@ -19,6 +19,7 @@
 #include "tuner/search/strategy.h"
 #include "tuner/search/stop_condition.h"
 #include "tuner/session/final_round.h"
+#include "tuner/space/space.h"
 #include "tuner/spec/model.h"
 #include "tuner/spec/spec_loader.h"
 
@@ -122,6 +123,9 @@ std::string spec_hash(const KernelSpec& spec, const std::string& arch);
 
 // Device properties and problem symbols, the constants of every expression.
 Constants run_constants(const KernelSpec& spec, const DeviceProperties& device);
+
+// A metric of the spec (metrics.flops or metrics.bytes) for one configuration of `space`; 0 when the spec states none.
+double evaluate_metric(const Expression& expression, const SpaceEnumerator& space, const Configuration& config);
 
 
 // The path of the running executable (/proc/self/exe).
