@@ -3,6 +3,7 @@
 // the schema's rules.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -23,8 +24,10 @@ std::vector<std::int64_t> integers(const Parameter& parameter) {
 }
 
 // Writes `text` to a scratch file named `name` (in a folder of its own, beside a kernel file) and returns its path.
+// The folder carries the process id: ctest runs each test in its own process, in parallel, and two tests writing
+// kernel.cu in one folder read each other's half-written file.
 fs::path scratch_file(const std::string& name, const std::string& text) {
-  const fs::path directory = fs::temp_directory_path() / "spec_t1_reader_test";
+  const fs::path directory = fs::temp_directory_path() / ("spec_t1_reader_test-" + std::to_string(::getpid()));
   fs::create_directories(directory);
   std::ofstream(directory / "kernel.cu") << "__global__ void scale(float* data, int n) {}\n";
   std::ofstream(directory / name) << text;
