@@ -21,9 +21,9 @@ rm -rf "$out"
 mkdir -p "$out"
 "$build/tune" report results/runs/conv3x3/sm_90/h200/W=8192_H=8192 results/runs/conv3x3/sm_90/h100/W=8192_H=8192 \
   results/runs/gemm_bf16/sm_90/h200-wgmma-only results/runs/gemm_bf16/sm_90/h100-wgmma-only \
-  --ceilings results/ceilings/h200.json -o "$out" --bootstrap 4 --replay-seeds 3
+  --ceilings results/ceilings/h200.json --ceilings results/ceilings/h100.json -o "$out" --bootstrap 4 --replay-seeds 3
 
-# The roofline: a chart per GPU where ceilings exist (the H200's from the file, the H100's copy roof from its run.json),
+# The roofline: a chart per GPU where ceilings exist (both from the files under results/ceilings),
 # and a note saying why where none do (a copy of the H200 record whose run.json holds no ceiling, no --ceilings).
 failed=0
 for page in conv3x3 gemm_bf16; do
