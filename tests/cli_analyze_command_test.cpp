@@ -200,6 +200,32 @@ TEST(AnalyzeCommand, TwoHandWrittenRecordsGiveTheHandComputedMatrix) {
   EXPECT_NE(text.out.find("0.320 (#4)"), std::string::npos) << text.out;
 }
 
+// The roofline of tune analyze: the H200 conv3x3 record against the committed H200 ceilings (memory-bound at 2.25
+// flop per byte), the H100 GEMM record against the H100's tensor roof; a bad ceiling file is exit 2.
+TEST(AnalyzeCommand, RooflinePlacesEachBestAgainstItsGpusCeilings) {
+  const CommandResult result = run_tune(
+      "analyze results/runs/conv3x3/sm_90/h200/W=8192_H=8192 results/runs/gemm_bf16/sm_90/h100-wgmma-only "
+      "--ceilings results/ceilings/h200.json --ceilings results/ceilings/h100.json --json --bootstrap 2");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  ASSERT_EQ(json["rooflines"].size(), 2u);
+  const auto& convolution = json["rooflines"][0];
+  EXPECT_EQ(convolution["bound"], "memory");
+  EXPECT_DOUBLE_EQ(convolution["intensity"].get<double>(), 2.25);
+  EXPECT_NEAR(convolution["attainable_gflops"].get<double>(), 4239.6 * 2.25, 1e-6);
+  EXPECT_NEAR(convolution["fraction"].get<double>(),
+              convolution["gflops"].get<double>() / convolution["attainable_gflops"].get<double>(), 1e-12);
+  const auto& gemm = json["rooflines"][1];
+  EXPECT_EQ(gemm["bound"], "compute");
+  EXPECT_DOUBLE_EQ(gemm["attainable_gflops"].get<double>(), 889181.2);
+
+  const CommandResult text = run_tune("analyze results/runs/conv3x3/sm_90/h200/W=8192_H=8192 --ceilings "
+                                      "results/ceilings/h200.json --bootstrap 2");
+  EXPECT_NE(text.out.find("% of the attainable 9539.1 GFLOP/s (memory-bound)"), std::string::npos) << text.out;
+
+  EXPECT_EQ(run_tune("analyze results/runs/conv3x3/sm_90/h200/W=8192_H=8192 --ceilings README.md").exit_code, 2);
+}
+
 TEST(AnalyzeCommand, BadInputExitsTwoNamingTheFile) {
   TemporaryFolder folder("analyze-command");
   const std::vector<Parameter> parameters = {integer_parameter("P", {1, 2})};

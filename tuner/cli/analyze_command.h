@@ -13,6 +13,8 @@ struct AnalyzeCommand {
   bool json = false;
   std::uint64_t seed = 1;
   int bootstrap = 32;
+  std::string kernels = "kernels";    // where specs are looked for (the roofline's flops and bytes)
+  std::vector<std::string> ceilings;  // --ceilings files, for records whose run.json holds no ceilings
 
   void add_to(CLI::App& command);
   int run() const;
