@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test of `tune report` (ctest Report.PagesRenderInChromium): builds the report of committed records (conv3x3 on
-# the H200 and the H100, the GEMM wgmma-only records of both), opens each page in headless Chromium and fails when
+# the H200 and the H100, the GEMM wgmma-only records of both, the small conv3x3 stream on the H200), opens each page in headless Chromium and fails when
 # the page logs a console error or an image does not decode (no data, or naturalWidth 0). Saves a screenshot of each
 # page beside the report. Checks the roofline: charts where ceilings exist, a note where none do.
 # Usage: scripts/check_report.sh BUILD_DIR [OUT_DIR]   (OUT_DIR default BUILD_DIR/report-check)
@@ -21,6 +21,7 @@ rm -rf "$out"
 mkdir -p "$out"
 "$build/tune" report results/runs/conv3x3/sm_90/h200/W=8192_H=8192 results/runs/conv3x3/sm_90/h100/W=8192_H=8192 \
   results/runs/gemm_bf16/sm_90/h200-wgmma-only results/runs/gemm_bf16/sm_90/h100-wgmma-only \
+  results/runs/conv3x3_stream_small \
   --ceilings results/ceilings/h200.json --ceilings results/ceilings/h100.json -o "$out" --bootstrap 4 --replay-seeds 3
 
 # The roofline: a chart per GPU where ceilings exist (both from the files under results/ceilings),
@@ -42,8 +43,11 @@ if grep -q 'alt="roofline of' "$out/.no-ceilings/report/conv3x3.html" ||
   failed=1
 fi
 rm -rf "$out/.no-ceilings"
+# A streamed record adds the loader's stage breakdown.
+grep -q 'alt="loader stage breakdown"' "$out/conv3x3_stream_small.html" ||
+  { echo "check_report: conv3x3_stream_small: no loader stage breakdown" >&2; failed=1; }
 
-for page in conv3x3 gemm_bf16; do
+for page in conv3x3 gemm_bf16 conv3x3_stream_small; do
   html="$out/$page.html"
   [[ -s "$html" ]] || { echo "check_report: $html was not written" >&2; failed=1; continue; }
   if grep -Eq '<(img|script|link)[^>]+(src|href)="https?:' "$html"; then

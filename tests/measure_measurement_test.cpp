@@ -108,6 +108,15 @@ TEST(MeasurementComplete, MinimumTimeHoldsASteadyMeasurementOpen) {
   EXPECT_TRUE(measurement_complete({1.0, 1.0, 1.0, 1.0}, 0.5, settings));
 }
 
+// Streamed passes keep three passes past the time cap (a naive pass takes ~250 ms of the 0.3 s cap); kernels stop
+// at the cap with whatever they have.
+TEST(MeasurementComplete, GuaranteedSamplesAreTakenPastTheTimeCap) {
+  MeasurementSettings passes = MeasurementSettings::streamed_passes();
+  EXPECT_FALSE(measurement_complete({250.0, 248.0}, 0.5, passes));
+  EXPECT_TRUE(measurement_complete({250.0, 248.0, 251.0}, 0.75, passes));
+  EXPECT_TRUE(measurement_complete({250.0, 248.0}, 1.0, MeasurementSettings{}));
+}
+
 TEST(MeasurementSettings, StreamedPassesTakeFewerSamplesAndOverridesApplyToBothKinds) {
   MeasurementSettings passes = MeasurementSettings::streamed_passes();
   EXPECT_EQ(passes.min_samples, 3);

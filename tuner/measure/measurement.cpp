@@ -42,6 +42,7 @@ MeasurementSettings MeasurementSettings::streamed_passes() {
   settings.min_samples = 3;
   settings.max_samples = 10;
   settings.max_seconds = 0.3;
+  settings.guaranteed_samples = 3;  // a pass of the naive loader takes ~250 ms: the cap alone would stop at 2
   return settings;
 }
 
@@ -96,7 +97,7 @@ bool measurement_complete(const std::vector<double>& samples_ms, double elapsed_
                           const MeasurementSettings& settings) {
   auto count = static_cast<int>(samples_ms.size());
   if (count >= settings.max_samples) return true;
-  if (count >= 1 && elapsed_seconds >= settings.max_seconds) return true;
+  if (count >= std::max(settings.guaranteed_samples, 1) && elapsed_seconds >= settings.max_seconds) return true;
   if (count < std::max(settings.min_samples, 1)) return false;
   if (elapsed_seconds < settings.min_seconds) return false;
   return summarise(samples_ms).relative_spread <= settings.target_relative_spread;

@@ -44,6 +44,7 @@ struct MeasurementSettings {
   bool cold = false;
   EnergyMeasurement energy = EnergyMeasurement::automatic;
   int energy_periods = 2;    // whole energy-counter periods per energy figure
+  int guaranteed_samples = 1;  // taken even past max_seconds (streamed passes: 3, so a median is a middle pass)
 
   // Streamed workloads time whole passes over a dataset (tens of milliseconds each): the same rule with fewer
   // samples and a shorter cap.
@@ -73,9 +74,9 @@ void check_settings(const MeasurementSettings& settings);
 // [min, max]). Percentiles interpolate linearly between order statistics. Empty input gives all zeros.
 TimeStatistics summarise(std::vector<double> samples_ms);
 
-// The stopping rule: stop at max_samples; or once elapsed_seconds reaches max_seconds with at least one sample;
-// otherwise continue until min_samples and min_seconds are both reached and the relative spread is at most the
-// target.
+// The stopping rule: stop at max_samples; or once elapsed_seconds reaches max_seconds with at least
+// guaranteed_samples; otherwise continue until min_samples and min_seconds are both reached and the relative spread
+// is at most the target.
 bool measurement_complete(const std::vector<double>& samples_ms, double elapsed_seconds,
                           const MeasurementSettings& settings);
 

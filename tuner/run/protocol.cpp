@@ -159,7 +159,8 @@ json encode(const MeasurementSettings& settings) {
           {"max_seconds", settings.max_seconds},
           {"target_relative_spread", settings.target_relative_spread},
           {"cold", settings.cold},
-          {"energy_periods", settings.energy_periods}};
+          {"energy_periods", settings.energy_periods},
+          {"guaranteed_samples", settings.guaranteed_samples}};
 }
 
 MeasurementSettings decode_measurement(const json& document) {
@@ -173,6 +174,7 @@ MeasurementSettings decode_measurement(const json& document) {
     settings.target_relative_spread = document.at("target_relative_spread").get<double>();
     settings.cold = document.at("cold").get<bool>();
     settings.energy_periods = document.at("energy_periods").get<int>();
+    settings.guaranteed_samples = document.at("guaranteed_samples").get<int>();
     return settings;
   });
 }
