@@ -69,6 +69,8 @@ class EvaluationWorker {
   // clock, power and energy fields of `result`.
   void measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result);
   Evaluation measure_baseline(bool with_energy);
+  // SM clock, throttle reasons, power and temperature now, into `result` (NVML; zeros where it is absent).
+  void read_conditions(Evaluation& result) const;
   void encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box, ParameterSlot& slot) const;
   void run_baseline();
   // Runs fn, turning driver errors into the configuration's status; a sticky error marks the context lost.
@@ -267,15 +269,19 @@ void EvaluationWorker::restore_buffers() {
   }
 }
 
-void EvaluationWorker::measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result) {
-  result.time = timer_.time(launch_once, phase_);
-  // Clocks and power right after the samples, before the energy loop changes the GPU's state.
+void EvaluationWorker::read_conditions(Evaluation& result) const {
   const gpu::ClockReading clocks = gpu::read_clocks(pci_bus_id_);
   result.sm_clock_mhz = clocks.sm_clock_mhz;
   result.throttle_reasons = clocks.throttle_reasons;
   const gpu::PowerReading power = gpu::read_power(pci_bus_id_);
   result.power_w = power.power_w;
   result.temperature_c = power.temperature_c;
+}
+
+void EvaluationWorker::measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result) {
+  result.time = timer_.time(launch_once, phase_);
+  // Clocks and power right after the samples, before the energy loop changes the GPU's state.
+  read_conditions(result);
   if (!with_energy) return;
   if (std::optional<EnergyFigures> energy = timer_.energy(launch_once, result.time.median_ms, pci_bus_id_, phase_)) {
     result.energy_mj = energy->energy_per_launch_mj;
@@ -370,12 +376,7 @@ Evaluation EvaluationWorker::evaluate_streamed(const EvaluationRequest& request)
     PreparedKernel kernel = prepare(request.launch, result);
     streamed_->measure(kernel, request.loader.value_or(setup_.stream->reference_loader),
                        request.verify && setup_.verification_enabled, result, phase_);
-    gpu::ClockReading clocks = gpu::read_clocks(pci_bus_id_);
-    result.sm_clock_mhz = clocks.sm_clock_mhz;
-    result.throttle_reasons = clocks.throttle_reasons;
-    const gpu::PowerReading power = gpu::read_power(pci_bus_id_);
-    result.power_w = power.power_w;
-    result.temperature_c = power.temperature_c;
+    read_conditions(result);
   });
   evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return evaluation;
