@@ -1,5 +1,8 @@
 #include "tuner/measure/measurement.h"
 
+#include <cmath>
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -149,6 +152,29 @@ TEST(MeasurementSettings, ContradictionsAreRefusedWithTheReason) {
   EXPECT_THROW(check_settings(settings), std::invalid_argument);
   settings = MeasurementSettings{};
   settings.energy_periods = 0;
+  EXPECT_THROW(check_settings(settings), std::invalid_argument);
+}
+
+TEST(WarmupDuration, FullAfterAnIdleGapShortWhileTheGpuIsBusy) {
+  MeasurementSettings settings;  // 20 ms after an idle gap of 100 ms or more, 2 ms otherwise
+  EXPECT_EQ(warmup_duration_ms(settings, std::numeric_limits<double>::infinity()), 20);  // the first configuration
+  EXPECT_EQ(warmup_duration_ms(settings, 100.0), 20);
+  EXPECT_EQ(warmup_duration_ms(settings, 250.0), 20);
+  EXPECT_EQ(warmup_duration_ms(settings, 99.9), 2);
+  EXPECT_EQ(warmup_duration_ms(settings, 0.0), 2);
+  EXPECT_EQ(warmup_duration_ms(settings, std::nan("")), 20);  // unknown counts as idle
+
+  settings.warmup_ms = 0;  // --warmup 0 turns both off
+  EXPECT_EQ(warmup_duration_ms(settings, 5.0), 0);
+  settings.warmup_ms = 20;
+  settings.busy_warmup_ms = 20;  // --busy-warmup 20: the previous rule, the full warm-up every time
+  EXPECT_EQ(warmup_duration_ms(settings, 5.0), 20);
+
+  MeasurementOverrides overrides;
+  overrides.busy_warmup_ms = 7;
+  EXPECT_EQ(apply(MeasurementSettings{}, overrides).busy_warmup_ms, 7);
+  settings = MeasurementSettings{};
+  settings.busy_warmup_ms = -1;
   EXPECT_THROW(check_settings(settings), std::invalid_argument);
 }
 

@@ -51,6 +51,8 @@ TEST(Protocol, SetupRoundTrip) {
   setup.measurement.max_samples = 77;
   setup.measurement.min_seconds = 0.25;
   setup.measurement.energy_periods = 4;
+  setup.measurement.busy_warmup_ms = 3.5;
+  setup.measurement.idle_gap_ms = 80;
 
   WorkerSetup decoded = protocol::decode_setup(protocol::encode(setup));
   EXPECT_EQ(decoded.device, 1);
@@ -71,6 +73,8 @@ TEST(Protocol, SetupRoundTrip) {
   EXPECT_EQ(decoded.measurement.max_samples, 77);
   EXPECT_EQ(decoded.measurement.min_seconds, 0.25);
   EXPECT_EQ(decoded.measurement.energy_periods, 4);
+  EXPECT_EQ(decoded.measurement.busy_warmup_ms, 3.5);
+  EXPECT_EQ(decoded.measurement.idle_gap_ms, 80);
 }
 
 TEST(Protocol, TensorMapsAndBaselineRoundTrip) {
@@ -149,6 +153,7 @@ TEST(Protocol, EvaluationRoundTripLeavesConfigurationOut) {
   evaluation.energy_window_ms = 201.5;
   evaluation.max_error = 1e-3;
   evaluation.timestamp = 1.7e9;
+  evaluation.worker_stages = {0.25, 1.5, 2.0, 3.25, 0.125, 0.0};
 
   nlohmann::json document = protocol::encode(evaluation);
   EXPECT_FALSE(document.contains("configuration"));
@@ -170,6 +175,12 @@ TEST(Protocol, EvaluationRoundTripLeavesConfigurationOut) {
   EXPECT_EQ(decoded.throttle_reasons, 0x4u);
   EXPECT_EQ(decoded.max_error, 1e-3);
   EXPECT_EQ(decoded.timestamp, 1.7e9);
+  EXPECT_EQ(decoded.worker_stages.preparation_ms, 0.25);
+  EXPECT_EQ(decoded.worker_stages.verification_ms, 1.5);
+  EXPECT_EQ(decoded.worker_stages.warmup_ms, 2.0);
+  EXPECT_EQ(decoded.worker_stages.sampling_ms, 3.25);
+  EXPECT_EQ(decoded.worker_stages.conditions_ms, 0.125);
+  EXPECT_EQ(decoded.worker_stages.total_ms(), 7.125);
 }
 
 TEST(Protocol, DeviceInfoRoundTrip) {

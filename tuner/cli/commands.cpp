@@ -331,6 +331,7 @@ struct RunCommand {
       fmt::print(stderr,
                  "tune: note: the last row of {} was torn (a run killed while writing it); it was moved to {}\n",
                  report.records.string(), report.torn_row_file.string());
+    fmt::print(stderr, "{}", format_profile(report.profile));
     if (common.json) {
       print_json(report);
     } else {
@@ -488,6 +489,7 @@ struct RunCommand {
     output["statuses"] = report.status_counts;
     output["seconds"] = report.seconds;
     output["evaluations_per_second"] = report.evaluations_per_second;
+    output["profile"] = profile_to_json(report.profile);
     output["copy_bandwidth_gbps"] = report.copy_bandwidth_gbps;
     if (report.streamed) output["pinned_copy_in_gbps"] = report.pinned_copy_in_gbps;
     if (report.baseline_ms > 0) {
@@ -685,7 +687,13 @@ int run_cli(int argc, char** argv) {
       ->group(measurement_group)->check(CLI::NonNegativeNumber);
   run->add_option("--max-time", run_command.measurement.max_seconds, "seconds of sampling per configuration at most (1.0 / 0.3)")
       ->group(measurement_group)->check(CLI::PositiveNumber);
-  run->add_option("--warmup", run_command.measurement.warmup_ms, "milliseconds of warm-up launches before sampling (20 / 0)")
+  run->add_option("--warmup", run_command.measurement.warmup_ms,
+                  "milliseconds of warm-up launches before sampling when the GPU was idle for 100 ms or more, as for "
+                  "the first configuration (20 / 0)")
+      ->group(measurement_group)->check(CLI::NonNegativeNumber);
+  run->add_option("--busy-warmup", run_command.measurement.busy_warmup_ms,
+                  "milliseconds of warm-up when the previous configuration kept the GPU busy until just before "
+                  "(2; never longer than --warmup; at least two launches either way)")
       ->group(measurement_group)->check(CLI::NonNegativeNumber);
   run->add_option("--energy", run_command.energy,
                   "energy per launch: off, auto (in the final round; every row when --objective needs it) or always "

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <limits>
 
 #include "tuner/gpu/nvml.h"
 
@@ -39,11 +40,16 @@ TimeStatistics KernelTimer::time(const std::function<void()>& launch_once, std::
     KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32Async(flush_buffer_.get(), 0x5EED, flush_buffer_.bytes() / 4, stream_));
   };
 
-  // Warm-up: module load, instruction cache and clocks settle; the fastest single launch estimates the kernel's
+  // Warm-up: clocks settle, module load and instruction cache; the fastest single launch estimates the kernel's
   // time for choosing the batch size.
   phase = "warm-up";
-  double fastest_ms = 0;
   const Clock::time_point warmup_start = Clock::now();
+  const double idle_ms = busy_until_ ? seconds_between(*busy_until_, warmup_start) * 1e3
+                                     : std::numeric_limits<double>::infinity();
+  const double warmup_ms = warmup_duration_ms(settings_, idle_ms);
+  const int min_launches = warmup_ms > 0 ? min_warmup_launches : 1;
+  double fastest_ms = 0;
+  int launches = 0;
   do {
     flush_l2();
     KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_.get(), stream_));
@@ -51,12 +57,14 @@ TimeStatistics KernelTimer::time(const std::function<void()>& launch_once, std::
     KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_.get(), stream_));
     const double elapsed = elapsed_ms();
     fastest_ms = fastest_ms == 0 ? elapsed : std::min(fastest_ms, elapsed);
-  } while (seconds_between(warmup_start, Clock::now()) * 1e3 < settings_.warmup_ms);
+    ++launches;
+  } while (launches < min_launches || seconds_between(warmup_start, Clock::now()) * 1e3 < warmup_ms);
 
   phase = "timing";
   const int batch = launches_per_sample(fastest_ms * 1000, settings_.cold);
   std::vector<double> samples;
   const Clock::time_point sampling_start = Clock::now();
+  last_warmup_ms_ = seconds_between(warmup_start, sampling_start) * 1e3;
   do {
     flush_l2();
     KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_.get(), stream_));
@@ -64,6 +72,8 @@ TimeStatistics KernelTimer::time(const std::function<void()>& launch_once, std::
     KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_.get(), stream_));
     samples.push_back(elapsed_ms() / batch);
   } while (!measurement_complete(samples, seconds_between(sampling_start, Clock::now()), settings_));
+  busy_until_ = Clock::now();
+  last_sampling_ms_ = seconds_between(sampling_start, *busy_until_) * 1e3;
   return summarise(std::move(samples));
 }
 
@@ -122,6 +132,7 @@ std::optional<EnergyFigures> KernelTimer::energy(const std::function<void()>& la
   if (!first.seen || !last.seen || last.energy_mj < first.energy_mj) return std::nullopt;
 
   EnergyFigures figures;
+  busy_until_ = Clock::now();
   figures.window_ms = seconds_between(first.at, last.at) * 1e3;
   if (!(figures.window_ms > 0)) return std::nullopt;
   figures.average_power_w = static_cast<double>(last.energy_mj - first.energy_mj) / figures.window_ms;  // mJ/ms = W

@@ -5,6 +5,7 @@
 // nothing else through here; the streamed passes use measurement_complete() directly, since a pass is timed on
 // the host.
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -26,9 +27,13 @@ class KernelTimer {
   // Events are created in the current context; in cold mode a flush buffer twice l2_bytes is allocated.
   KernelTimer(CUstream stream, const MeasurementSettings& settings, std::size_t l2_bytes);
 
-  // Warm-up, then samples of batches of launch_once() until the rule says stop. `phase` names what is running,
-  // for the error message of a failing launch.
+  // Warm-up (as long as warmup_duration_ms() says, from the time since this timer's previous timed work), then
+  // samples of batches of launch_once() until the rule says stop. `phase` names what is running, for the error
+  // message of a failing launch.
   TimeStatistics time(const std::function<void()>& launch_once, std::string& phase);
+  // Wall time of the last time() call's warm-up and sampling.
+  double last_warmup_ms() const { return last_warmup_ms_; }
+  double last_sampling_ms() const { return last_sampling_ms_; }
 
   // Keeps the GPU busy with launch_once() from one energy-counter step to settings.energy_periods steps later and
   // returns the mean power over that window times time_per_launch_ms. Nothing when the device has no energy
@@ -46,6 +51,9 @@ class KernelTimer {
   gpu::Event start_;
   gpu::Event stop_;
   gpu::DeviceBuffer flush_buffer_;
+  std::optional<std::chrono::steady_clock::time_point> busy_until_;  // end of the previous timed work
+  double last_warmup_ms_ = 0;
+  double last_sampling_ms_ = 0;
 };
 
 }  // namespace kernlathe

@@ -48,6 +48,7 @@ MeasurementSettings MeasurementSettings::streamed_passes() {
 
 MeasurementSettings apply(MeasurementSettings settings, const MeasurementOverrides& overrides) {
   if (overrides.warmup_ms) settings.warmup_ms = *overrides.warmup_ms;
+  if (overrides.busy_warmup_ms) settings.busy_warmup_ms = *overrides.busy_warmup_ms;
   if (overrides.min_samples) settings.min_samples = *overrides.min_samples;
   if (overrides.max_samples) settings.max_samples = *overrides.max_samples;
   if (overrides.min_seconds) settings.min_seconds = *overrides.min_seconds;
@@ -74,7 +75,15 @@ void check_settings(const MeasurementSettings& settings) {
     fail(fmt::format("the target relative spread {} is negative", settings.target_relative_spread));
   }
   if (settings.warmup_ms < 0) fail(fmt::format("the warm-up is {} ms; it cannot be negative", settings.warmup_ms));
+  if (settings.busy_warmup_ms < 0)
+    fail(fmt::format("the warm-up on a busy GPU is {} ms; it cannot be negative", settings.busy_warmup_ms));
+  if (settings.idle_gap_ms < 0) fail(fmt::format("the idle gap is {} ms; it cannot be negative", settings.idle_gap_ms));
   if (settings.energy_periods < 1) fail(fmt::format("energy is measured over {} counter periods; at least 1 is needed", settings.energy_periods));
+}
+
+double warmup_duration_ms(const MeasurementSettings& settings, double idle_ms) {
+  if (!(idle_ms < settings.idle_gap_ms)) return settings.warmup_ms;  // NaN and infinity: treated as idle
+  return std::min(settings.busy_warmup_ms, settings.warmup_ms);
 }
 
 TimeStatistics summarise(std::vector<double> samples_ms) {

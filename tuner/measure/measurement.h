@@ -35,7 +35,10 @@ namespace kernlathe {
 enum class EnergyMeasurement { off, automatic, always };
 
 struct MeasurementSettings {
+  // Warm-up (see warmup_duration_ms): the full length after the GPU idled, a short one while it is busy.
   double warmup_ms = 20;
+  double busy_warmup_ms = 2;
+  double idle_gap_ms = 100;
   int min_samples = 10;
   int max_samples = 200;
   double min_seconds = 0;    // sampling time every configuration gets at least (warm-up excluded)
@@ -54,6 +57,7 @@ struct MeasurementSettings {
 // A setting given on the command line replaces the default of both kinds of workload.
 struct MeasurementOverrides {
   std::optional<double> warmup_ms;
+  std::optional<double> busy_warmup_ms;
   std::optional<int> min_samples;
   std::optional<int> max_samples;
   std::optional<double> min_seconds;
@@ -79,6 +83,15 @@ TimeStatistics summarise(std::vector<double> samples_ms);
 // is at most the target.
 bool measurement_complete(const std::vector<double>& samples_ms, double elapsed_seconds,
                           const MeasurementSettings& settings);
+
+// Warm-up before a configuration's samples, for a configuration whose timing starts idle_ms after the end of the
+// previous timed work on this GPU (infinity for the first). The warm-up brings the clocks out of their idle state
+// and pays the kernel's first-launch costs (module load, instruction cache). After an idle gap of idle_gap_ms or
+// more it lasts warmup_ms; when the previous configuration kept the GPU busy until just before, the clocks are
+// already up and min(busy_warmup_ms, warmup_ms) is enough for the rest. Either lasts at least
+// min_warmup_launches launches (one when the warm-up is 0). benchmarks/warmup_bench.sh measures both on the GPU.
+double warmup_duration_ms(const MeasurementSettings& settings, double idle_ms);
+inline constexpr int min_warmup_launches = 2;
 
 // Kernels whose single launch is shorter than this are timed in batches.
 inline constexpr double batch_threshold_us = 20;

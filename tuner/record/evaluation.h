@@ -49,6 +49,20 @@ struct StreamStages {
   double input_gbps = 0;        // host-to-device bytes per end-to-end nanosecond: against the pinned H2D ceiling
 };
 
+// Where the evaluation worker spent one evaluation's wall time, stage by stage. Not recorded in the CSV: `tune run`
+// sums them into its time profile (tuner/session/run_profile.h), so that a slow run shows which stage to look at.
+struct WorkerStageTimes {
+  double preparation_ms = 0;   // loading the cubin, resolving the kernel, occupancy
+  double verification_ms = 0;  // restoring the buffers, the verification launch and the comparison
+  double warmup_ms = 0;
+  double sampling_ms = 0;
+  double conditions_ms = 0;    // NVML clock, power and temperature reads
+  double energy_ms = 0;
+  double total_ms() const {
+    return preparation_ms + verification_ms + warmup_ms + sampling_ms + conditions_ms + energy_ms;
+  }
+};
+
 struct Evaluation {
   Configuration configuration;
   Status status = Status::ok;
@@ -73,6 +87,7 @@ struct Evaluation {
   double max_error = 0;           // largest relative error seen during verification
   double timestamp = 0;           // seconds since the epoch when the evaluation finished
   StreamStages stream;            // streamed specs; time then holds the end-to-end time of a whole pass
+  WorkerStageTimes worker_stages;  // GPU evaluations only; not recorded
 
   bool ok() const { return status == Status::ok; }
 };

@@ -92,6 +92,7 @@ class EvaluationWorker {
   std::unique_ptr<gpu::Cublas> cublas_;    // loaded at the first setup with a cuBLAS baseline
   std::optional<TimeStatistics> baseline_time_;
   std::string phase_;  // what the worker was doing, for error messages
+  std::vector<std::pair<std::string, double>> setup_stages_ms_;  // the last setup's stages, in order
   bool context_lost_ = false;
 
   // Streamed workloads (tuner/loader): the reference is a naive pipeline pass whose outputs stay on the host, and
@@ -99,6 +100,17 @@ class EvaluationWorker {
   void setup_streamed(const WorkerSetup& setup);
   Evaluation evaluate_streamed(const EvaluationRequest& request);
   std::unique_ptr<StreamedEvaluation> streamed_;  // created by setup_streamed
+};
+
+// Wall time since construction, for the worker's stage times.
+class Stopwatch {
+ public:
+  double milliseconds() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 json error_reply(const std::string& message, bool no_gpu) {
@@ -120,6 +132,7 @@ json EvaluationWorker::handle(const json& message) {
         setup(decoded);
       }
       json reply = {{"type", "setup_done"}};
+      for (const auto& [stage, milliseconds] : setup_stages_ms_) reply["stages_ms"].push_back({stage, milliseconds});
       if (baseline_time_) {
         reply["baseline"] = {{"time", protocol::encode(*baseline_time_)},
                              {"library", cublas_ ? cublas_->version() : std::string()}};
@@ -189,7 +202,14 @@ void EvaluationWorker::open_device(int index) {
 }
 
 void EvaluationWorker::setup(const WorkerSetup& setup) {
+  setup_stages_ms_.clear();
+  Stopwatch stage;
+  const auto stage_done = [&](std::string name) {
+    setup_stages_ms_.emplace_back(std::move(name), stage.milliseconds());
+    stage = Stopwatch();
+  };
   open_device(setup.device);
+  stage_done("open device");
   const gpu::CudaDriver& cuda = cuda_driver();
   ready_ = false;
   buffers_.clear();
@@ -212,11 +232,13 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
     if (argument.role != Role::in && setup_.verification_enabled) buffers.reference = DeviceBuffer(contents.size());
   }
   timer_ = KernelTimer(stream_, setup_.measurement, static_cast<std::size_t>(properties_.l2_cache_bytes));
+  stage_done("fill buffers");
 
   baseline_time_.reset();
   if (setup_.baseline && setup_.baseline->library == "cublas" && !cublas_) {
     phase_ = "cuBLAS load";
     cublas_ = std::make_unique<gpu::Cublas>(stream_);
+    stage_done("load cuBLAS");
   }
   if (setup_.verification_enabled) {
     Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
@@ -246,11 +268,13 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
     double ignored = 0;
     std::optional<std::string> unwritten = compare_outputs(ignored);
     if (unwritten) throw TunerError("the reference configuration left elements unwritten or NaN: " + *unwritten);
+    stage_done("reference run");
   }
   if (setup_.baseline) {
     phase_ = "baseline timing";
     restore_buffers();
     baseline_time_ = timer_.time([&] { run_baseline(); }, phase_);
+    stage_done("time baseline");
   }
   ready_ = true;
 }
@@ -280,13 +304,19 @@ void EvaluationWorker::read_conditions(Evaluation& result) const {
 
 void EvaluationWorker::measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result) {
   result.time = timer_.time(launch_once, phase_);
+  result.worker_stages.warmup_ms = timer_.last_warmup_ms();
+  result.worker_stages.sampling_ms = timer_.last_sampling_ms();
   // Clocks and power right after the samples, before the energy loop changes the GPU's state.
+  Stopwatch conditions;
   read_conditions(result);
+  result.worker_stages.conditions_ms = conditions.milliseconds();
   if (!with_energy) return;
+  Stopwatch energy_stage;
   if (std::optional<EnergyFigures> energy = timer_.energy(launch_once, result.time.median_ms, pci_bus_id_, phase_)) {
     result.energy_mj = energy->energy_per_launch_mj;
     result.energy_window_ms = energy->window_ms;
   }
+  result.worker_stages.energy_ms = energy_stage.milliseconds();
 }
 
 // The baseline measured again after setup, as the final round does, so that it shares the candidates' conditions.
@@ -331,14 +361,18 @@ Evaluation EvaluationWorker::evaluate(const EvaluationRequest& request) {
   const gpu::CudaDriver& cuda = cuda_driver();
   Evaluation evaluation = guarded_evaluation([&](Evaluation& result) {
     phase_ = "preparation";
+    Stopwatch stage;
     PreparedKernel kernel = prepare(request.launch, result);
+    result.worker_stages.preparation_ms = stage.milliseconds();
     if (request.verify && setup_.verification_enabled) {
+      stage = Stopwatch();
       phase_ = "verification run";
       restore_buffers();
       launch(kernel);
       KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
       phase_ = "comparison";
       std::optional<std::string> mismatch = compare_outputs(result.max_error);
+      result.worker_stages.verification_ms = stage.milliseconds();
       if (mismatch) throw ConfigurationFailure{Status::wrong_result, *mismatch};
     }
     measure([&] { launch(kernel); }, request.measure_energy, result);

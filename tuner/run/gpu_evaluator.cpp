@@ -236,6 +236,9 @@ void GpuEvaluator::send_setup() {
                                  "configuration terminate?", seconds));
   }
   if (answer.reply.value("type", "") != "setup_done") throw_error_reply(answer.reply);
+  setup_stages_.clear();
+  for (const nlohmann::json& stage : answer.reply.value("stages_ms", nlohmann::json::array()))
+    setup_stages_.emplace_back(stage.at(0).get<std::string>(), stage.at(1).get<double>() / 1e3);
   baseline_.reset();
   if (answer.reply.contains("baseline")) {
     const nlohmann::json& baseline = answer.reply.at("baseline");

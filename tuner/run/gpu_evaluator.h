@@ -12,6 +12,9 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tuner/gpu/device.h"
 #include "tuner/record/evaluation.h"
@@ -79,6 +82,10 @@ class GpuEvaluator {
   // measures it again; the latest measurement is kept.
   const std::optional<BaselineTime>& baseline_time() const { return baseline_; }
 
+  // The worker's stages during the last setup, in order, in seconds ("open device", "fill buffers", "load cuBLAS",
+  // "reference run", "time baseline"; those that ran): the start-up profile of `tune run` shows them.
+  const std::vector<std::pair<std::string, double>>& setup_stages() const { return setup_stages_; }
+
   // Worker processes started so far (a restart after a crash or timeout adds one).
   int worker_starts() const { return worker_starts_; }
 
@@ -99,6 +106,7 @@ class GpuEvaluator {
   std::optional<WorkerSetup> setup_;
   std::optional<gpu::DeviceInfo> device_info_;
   std::optional<BaselineTime> baseline_;
+  std::vector<std::pair<std::string, double>> setup_stages_;
   int worker_starts_ = 0;
 };
 

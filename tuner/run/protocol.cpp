@@ -153,6 +153,8 @@ WorkerArgument decode_argument(const json& document) {
 
 json encode(const MeasurementSettings& settings) {
   return {{"warmup_ms", settings.warmup_ms},
+          {"busy_warmup_ms", settings.busy_warmup_ms},
+          {"idle_gap_ms", settings.idle_gap_ms},
           {"min_samples", settings.min_samples},
           {"max_samples", settings.max_samples},
           {"min_seconds", settings.min_seconds},
@@ -167,6 +169,8 @@ MeasurementSettings decode_measurement(const json& document) {
   return guarded("measurement settings", [&] {
     MeasurementSettings settings;
     settings.warmup_ms = document.at("warmup_ms").get<double>();
+    settings.busy_warmup_ms = document.at("busy_warmup_ms").get<double>();
+    settings.idle_gap_ms = document.at("idle_gap_ms").get<double>();
     settings.min_samples = document.at("min_samples").get<int>();
     settings.max_samples = document.at("max_samples").get<int>();
     settings.min_seconds = document.at("min_seconds").get<double>();
@@ -407,6 +411,10 @@ json encode(const Evaluation& evaluation) {
           {"energy_window_ms", evaluation.energy_window_ms},
           {"max_error", evaluation.max_error},
           {"timestamp", evaluation.timestamp}};
+  const WorkerStageTimes& stages = evaluation.worker_stages;
+  document["worker_stages"] = {{"preparation_ms", stages.preparation_ms}, {"verification_ms", stages.verification_ms},
+                               {"warmup_ms", stages.warmup_ms},           {"sampling_ms", stages.sampling_ms},
+                               {"conditions_ms", stages.conditions_ms},   {"energy_ms", stages.energy_ms}};
   const StreamStages& stream = evaluation.stream;
   if (stream.end_to_end_ms > 0) {
     document["stream"] = {{"end_to_end_ms", stream.end_to_end_ms}, {"host_read_ms", stream.host_read_ms},
@@ -443,6 +451,16 @@ Evaluation decode_evaluation(const json& document) {
     evaluation.energy_window_ms = document.at("energy_window_ms").get<double>();
     evaluation.max_error = document.at("max_error").get<double>();
     evaluation.timestamp = document.at("timestamp").get<double>();
+    if (document.contains("worker_stages")) {
+      const json& stages = document.at("worker_stages");
+      WorkerStageTimes& times = evaluation.worker_stages;
+      times.preparation_ms = stages.at("preparation_ms").get<double>();
+      times.verification_ms = stages.at("verification_ms").get<double>();
+      times.warmup_ms = stages.at("warmup_ms").get<double>();
+      times.sampling_ms = stages.at("sampling_ms").get<double>();
+      times.conditions_ms = stages.at("conditions_ms").get<double>();
+      times.energy_ms = stages.at("energy_ms").get<double>();
+    }
     if (document.contains("stream")) {
       const json& stream = document.at("stream");
       StreamStages& stages = evaluation.stream;

@@ -1,6 +1,8 @@
 // Measurements on the GPU, through an evaluation worker process (tuner/run/gpu_evaluator.h). This file turns a
 // spec and a configuration into the plain launch descriptions the worker understands: buffer sizes, scalar
 // values, grid, block and shared memory, all evaluated here from the spec's expressions.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "tuner/compile/instantiate.h"
@@ -164,6 +166,8 @@ class GpuMeasurer final : public Measurer {
     setup.verification_enabled = spec_.verification.enabled;
     setup.measurement = options_.measurement;
 
+    phases_.clear();
+    LapClock clock;
     CompileResult compiled = compile_cubin(
         instantiate(spec_, space, reference, arch_for(info_.properties, spec_.needs_arch_specific)),
         options_.cubin_cache_dir);
@@ -172,10 +176,24 @@ class GpuMeasurer final : public Measurer {
                                    to_string(spec_.space, reference), compiled.log));
     setup.reference = launch_for(reference, compiled, space);
     if (spec_.stream.enabled) setup.stream = worker_stream(spec_, setup, bindings);
+    phases_.push_back({compiled.cached ? "reference cubin (cached)" : "compile reference", clock.lap()});
     evaluator_.setup(setup);
+    const double setup_seconds = clock.lap();
+    double staged = 0;
+    for (const auto& [stage, seconds] : evaluator_.setup_stages()) {
+      phases_.push_back({"worker: " + stage, seconds});
+      staged += seconds;
+    }
+    phases_.push_back({"worker round trip", std::max(setup_seconds - staged, 0.0)});
     copy_bandwidth_gbps_ = evaluator_.copy_bandwidth_gbps();
-    if (spec_.stream.enabled) pinned_copy_in_gbps_ = evaluator_.pinned_copy_in_gbps();
+    phases_.push_back({"copy ceiling", clock.lap()});
+    if (spec_.stream.enabled) {
+      pinned_copy_in_gbps_ = evaluator_.pinned_copy_in_gbps();
+      phases_.push_back({"pinned copy ceiling", clock.lap()});
+    }
   }
+
+  std::vector<ProfilePhase> preparation_phases() const override { return phases_; }
 
   double copy_bandwidth_gbps() const override { return copy_bandwidth_gbps_; }
   double pinned_copy_in_gbps() const override { return pinned_copy_in_gbps_; }
@@ -287,6 +305,7 @@ class GpuMeasurer final : public Measurer {
   GpuEvaluator evaluator_;
   gpu::DeviceInfo info_;
   double copy_bandwidth_gbps_ = 0;
+  std::vector<ProfilePhase> phases_;
   double pinned_copy_in_gbps_ = 0;
 };
 

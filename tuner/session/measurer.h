@@ -9,6 +9,7 @@
 #include "tuner/record/evaluation.h"
 #include "tuner/measure/ceilings.h"
 #include "tuner/measure/measurement.h"
+#include "tuner/session/run_profile.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
 
@@ -29,6 +30,8 @@ class Measurer {
   virtual std::string baseline_library() const { return ""; }
   // Called once the space exists: allocate buffers, compute the reference outputs.
   virtual void prepare(const SpaceEnumerator& space) = 0;
+  // What prepare() spent its time on, in order (the start-up profile); empty when it did nothing worth naming.
+  virtual std::vector<ProfilePhase> preparation_phases() const { return {}; }
   // compiled is null when needs_compilation() is false. measure_energy: energy per launch too (a GPU measurer
   // with an energy counter; a replay takes what the record holds).
   virtual Evaluation measure(const Configuration& configuration, const CompileResult* compiled,

@@ -140,9 +140,13 @@ MeasurementSettings measurement_settings_for(const KernelSpec& spec, const Measu
 TuneReport tune(const TuneOptions& options) {
   const auto started = Clock::now();
   const auto elapsed_seconds = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  RunProfile profile;
+  profile.process_start_seconds = seconds_since_process_start();
+  LapClock lap;
 
   KernelSpec spec = load_kernel_spec(options.spec_file, options.problem);
   const MeasurementSettings measurement = measurement_settings_for(spec, options.measurement);
+  profile.add_startup("load spec", lap.lap());
   const bool replay = !options.replay_csv.empty();
   const std::filesystem::path worker =
       options.worker_executable.empty() ? current_executable() : options.worker_executable;
@@ -167,7 +171,9 @@ TuneReport tune(const TuneOptions& options) {
     measurer = make_gpu_measurer(spec, gpu_options);
   }
   const DeviceProperties& device = measurer->device();
+  profile.add_startup(replay ? "read record" : "start GPU worker", lap.lap());
   SpaceEnumerator space(spec.space, run_constants(spec, device));
+  profile.add_startup("enumerate space", lap.lap());
   // What `tune validate` checks with a profile, checked again with this device's properties before anything is
   // compiled or measured: a default or reference configuration that breaks the constraints, unusable buffer counts,
   // launch geometry or shared memory stop the run here with exit 2, not on the GPU host later.
@@ -185,7 +191,10 @@ TuneReport tune(const TuneOptions& options) {
   report.valid_configurations = space.valid_count();
 
   // Buffers, the reference outputs and the copy ceiling first: a spec whose reference fails writes nothing.
+  profile.add_startup("check spec", lap.lap());
   measurer->prepare(space);
+  for (ProfilePhase& phase : measurer->preparation_phases()) profile.startup.push_back(std::move(phase));
+  lap.lap();
   report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
   report.streamed = spec.stream.enabled;
   report.pinned_copy_in_gbps = measurer->pinned_copy_in_gbps();
@@ -196,6 +205,7 @@ TuneReport tune(const TuneOptions& options) {
     report.ceilings = measurer->ceilings();
     if (!report.ceilings.failures.empty())
       fmt::print(stderr, "tune: ceilings not measured: {}\n", report.ceilings.failures);
+    profile.add_startup("ceilings", lap.lap());
   }
 
   // Records: every evaluation of this run, appended and flushed row by row. A replay writes none unless asked.
@@ -240,6 +250,7 @@ TuneReport tune(const TuneOptions& options) {
     writer.emplace(report.records, spec.space, metadata);  // also adds this run to run.json
     report.torn_row_file = writer->torn_row_file();
   }
+  profile.add_startup(resume ? "open records and resume" : "open records", lap.lap());
 
   std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, space, options.seed);
   // A resumed run goes on from what is recorded: the strategy learns from those results and does not propose
@@ -256,6 +267,7 @@ TuneReport tune(const TuneOptions& options) {
     pool_options.use_cache = options.use_cubin_cache;
     pool.emplace(pool_options);
   }
+  profile.add_startup("strategy and compile pool", lap.lap());
   const std::size_t lookahead = pool ? static_cast<std::size_t>(pool->jobs()) * 2 + 1 : 64;
 
   std::deque<PendingEvaluation> pending;
@@ -306,6 +318,7 @@ TuneReport tune(const TuneOptions& options) {
     }
   }
   refill();
+  profile.add_startup("first proposals submitted", lap.lap());
 
   std::uint64_t planned =
       space.valid_count() > report.skipped_by_resume ? space.valid_count() - report.skipped_by_resume : 0;
@@ -333,7 +346,9 @@ TuneReport tune(const TuneOptions& options) {
     pending.pop_front();
     Evaluation evaluation;
     if (item.compiled) {
+      lap.lap();
       CompileResult compiled = item.compiled->get();
+      profile.compile_wait_seconds += lap.lap();
       if (!compiled.ok) {
         evaluation.configuration = item.configuration;
         evaluation.status = Status::compile_error;
@@ -347,12 +362,23 @@ TuneReport tune(const TuneOptions& options) {
         }
       } else {
         evaluation = measurer->measure(item.configuration, &compiled, space, energy_in_search);
+        profile.evaluate_seconds += lap.lap();
         evaluation.compile_ms = compiled.compile_ms;
         evaluation.cubin_cached = compiled.cached;
       }
     } else {
+      lap.lap();
       evaluation = measurer->measure(item.configuration, nullptr, space, energy_in_search);
+      profile.evaluate_seconds += lap.lap();
     }
+    const WorkerStageTimes& stages = evaluation.worker_stages;
+    profile.worker.preparation_ms += stages.preparation_ms;
+    profile.worker.verification_ms += stages.verification_ms;
+    profile.worker.warmup_ms += stages.warmup_ms;
+    profile.worker.sampling_ms += stages.sampling_ms;
+    profile.worker.conditions_ms += stages.conditions_ms;
+    profile.worker.energy_ms += stages.energy_ms;
+    if (profile.evaluations++ == 0) profile.first_result_seconds = elapsed_seconds();
     evaluation.configuration = item.configuration;
     if (evaluation.timestamp == 0)
       evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -365,8 +391,11 @@ TuneReport tune(const TuneOptions& options) {
                                      objective_name(options.objective)));
     }
 
+    lap.lap();
     if (writer) writer->append(evaluation, hash);
+    profile.record_seconds += lap.lap();
     strategy->tell(evaluation);
+    profile.strategy_seconds += lap.lap();
     stop.record(evaluation, elapsed_seconds());
     ++report.evaluated;
     ++report.status_counts[std::string(status_name(evaluation.status))];
@@ -382,7 +411,9 @@ TuneReport tune(const TuneOptions& options) {
       report.stop_reason = stop.reason();
       break;
     }
+    lap.lap();
     refill();
+    profile.strategy_seconds += lap.lap();
   }
   if (report.stop_reason.empty()) report.stop_reason = "space exhausted";
   report.seconds = elapsed_seconds();
@@ -404,6 +435,7 @@ TuneReport tune(const TuneOptions& options) {
   // The final round: the search's best, the default and the stored configuration measured again, interleaved, so
   // the ranking and what is stored compare figures taken side by side rather than minutes apart.
   std::map<std::string, FinalFigures> final_figures;  // by configuration key
+  lap.lap();
   if (!replay && options.final_candidates > 0 && options.final_rounds > 0 && !ok.empty()) {
     std::vector<Configuration> candidates;
     const auto add_candidate = [&](const Configuration& configuration) {
@@ -496,6 +528,7 @@ TuneReport tune(const TuneOptions& options) {
       }
     }
   }
+  profile.final_round_seconds = lap.lap();
   if (!ok.empty()) {
     std::vector<double> times;
     for (const Evaluation* evaluation : ok) times.push_back(evaluation->time.median_ms);
@@ -583,6 +616,8 @@ TuneReport tune(const TuneOptions& options) {
                                                                                     : BestCache::Replace::when_faster);
     }
   }
+  profile.total_seconds = elapsed_seconds();
+  report.profile = std::move(profile);
   return report;
 }
 

@@ -19,6 +19,7 @@
 #include "tuner/search/strategy.h"
 #include "tuner/search/stop_condition.h"
 #include "tuner/session/final_round.h"
+#include "tuner/session/run_profile.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
 #include "tuner/spec/spec_loader.h"
@@ -109,6 +110,7 @@ struct TuneReport {
   int final_rounds = 0;                    // rounds of the final round that ran (0: none)
   Objective objective = Objective::time;   // what the ranking minimised
   std::string best_cache_decision;         // with a final round: why the best cache was or was not replaced
+  RunProfile profile;                      // where the run's wall time went (run_profile.h)
 };
 
 // Runs a tuning session. Throws InputError (bad spec, problem, strategy), NoGpuError (no driver or device when

@@ -1,0 +1,83 @@
+#include "tuner/session/run_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace kernlathe {
+namespace {
+
+RunProfile sample_profile() {
+  RunProfile profile;
+  profile.process_start_seconds = 0.02;
+  profile.add_startup("load spec", 0.01);
+  profile.add_startup("start GPU worker", 0.35);
+  profile.add_startup("compile reference", 0.42);
+  profile.first_result_seconds = 0.95;
+  profile.evaluations = 3;
+  profile.evaluate_seconds = 0.1;
+  profile.worker = {1.0, 6.0, 44.0, 20.0, 3.0, 0.0};  // milliseconds: 74 of the 100 ms of evaluate_seconds
+  profile.compile_wait_seconds = 0.5;
+  profile.record_seconds = 0.001;
+  profile.strategy_seconds = 0.002;
+  profile.total_seconds = 1.8;
+  return profile;
+}
+
+TEST(RunProfile, StartupSumsItsPhasesAndTheTextNamesEachInOrder) {
+  const RunProfile profile = sample_profile();
+  EXPECT_DOUBLE_EQ(profile.startup_seconds(), 0.78);
+  const std::string text = format_profile(profile);
+  // The process start counts towards start-up: 0.02 + 0.78.
+  EXPECT_NE(text.find("profile  start-up 0.80 s: process start 0.02, load spec 0.01, start GPU worker 0.35, "
+                      "compile reference 0.42\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("first result 0.95 s"), std::string::npos) << text;
+  // The round trip is what the worker's stages leave of the evaluate time: 100 - 74 ms.
+  EXPECT_NE(text.find("3 evaluations: evaluate 0.10 s (worker: preparation 0.00, verification 0.01, warm-up 0.04, "
+                      "sampling 0.02, clocks and power 0.00, energy 0.00; round trip 0.03), waiting for compilation "
+                      "0.50 s"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("total 1.80 s"), std::string::npos) << text;
+}
+
+TEST(RunProfile, JsonCarriesEveryFigureInSeconds) {
+  const nlohmann::json document = profile_to_json(sample_profile());
+  ASSERT_EQ(document.at("startup").size(), 3u);
+  EXPECT_EQ(document.at("startup")[1].at("phase"), "start GPU worker");
+  EXPECT_DOUBLE_EQ(document.at("startup")[1].at("seconds").get<double>(), 0.35);
+  EXPECT_DOUBLE_EQ(document.at("startup_seconds").get<double>(), 0.78);
+  EXPECT_DOUBLE_EQ(document.at("worker_seconds").at("warmup").get<double>(), 0.044);
+  EXPECT_DOUBLE_EQ(document.at("compile_wait_seconds").get<double>(), 0.5);
+  EXPECT_EQ(document.at("evaluations"), 3);
+}
+
+TEST(RunProfile, NoEvaluationSaysSoInsteadOfDividingNothing) {
+  RunProfile profile;
+  profile.add_startup("load spec", 0.25);
+  profile.total_seconds = 0.5;
+  const std::string text = format_profile(profile);
+  EXPECT_NE(text.find("profile  start-up 0.25 s: load spec 0.25\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("no evaluation; total 0.50 s"), std::string::npos) << text;
+}
+
+TEST(RunProfile, ProcessStartIsReadFromTheSystem) {
+  // This test process started before the test ran, and not an hour before (a test binary runs for seconds).
+  const double seconds = seconds_since_process_start();
+  EXPECT_GE(seconds, 0.0);
+  EXPECT_LT(seconds, 3600.0);
+}
+
+TEST(LapClock, LapsAreNonNegativeAndDoNotOverlap) {
+  LapClock clock;
+  const double first = clock.lap();
+  const double second = clock.lap();
+  EXPECT_GE(first, 0.0);
+  EXPECT_GE(second, 0.0);
+  EXPECT_LT(first + second, 1.0);
+}
+
+}  // namespace
+}  // namespace kernlathe

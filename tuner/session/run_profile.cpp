@@ -1,0 +1,97 @@
+#include "tuner/session/run_profile.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace kernlathe {
+
+double RunProfile::startup_seconds() const {
+  double sum = 0;
+  for (const ProfilePhase& phase : startup) sum += phase.seconds;
+  return sum;
+}
+
+std::string format_profile(const RunProfile& profile) {
+  std::string text;
+  std::string phases;
+  if (profile.process_start_seconds >= 0) phases = fmt::format("process start {:.2f}", profile.process_start_seconds);
+  for (const ProfilePhase& phase : profile.startup)
+    phases += fmt::format("{}{} {:.2f}", phases.empty() ? "" : ", ", phase.name, phase.seconds);
+  text += fmt::format("profile  start-up {:.2f} s: {}\n",
+                      profile.startup_seconds() + std::max(profile.process_start_seconds, 0.0), phases);
+  if (profile.evaluations == 0) {
+    text += fmt::format("profile  no evaluation; total {:.2f} s\n", profile.total_seconds);
+    return text;
+  }
+  text += fmt::format("profile  first result {:.2f} s after the run started\n", profile.first_result_seconds);
+  const WorkerStageTimes& worker = profile.worker;
+  const double worker_seconds = worker.total_ms() / 1e3;
+  text += fmt::format(
+      "profile  {} evaluations: evaluate {:.2f} s (worker: preparation {:.2f}, verification {:.2f}, warm-up {:.2f}, "
+      "sampling {:.2f}, clocks and power {:.2f}, energy {:.2f}; round trip {:.2f}), waiting for compilation {:.2f} s, "
+      "records {:.2f} s, strategy {:.2f} s\n",
+      profile.evaluations, profile.evaluate_seconds, worker.preparation_ms / 1e3, worker.verification_ms / 1e3,
+      worker.warmup_ms / 1e3, worker.sampling_ms / 1e3, worker.conditions_ms / 1e3, worker.energy_ms / 1e3,
+      std::max(profile.evaluate_seconds - worker_seconds, 0.0), profile.compile_wait_seconds, profile.record_seconds,
+      profile.strategy_seconds);
+  text += fmt::format("profile  final round {:.2f} s; total {:.2f} s\n", profile.final_round_seconds,
+                      profile.total_seconds);
+  return text;
+}
+
+nlohmann::json profile_to_json(const RunProfile& profile) {
+  nlohmann::json startup = nlohmann::json::array();
+  for (const ProfilePhase& phase : profile.startup) startup.push_back({{"phase", phase.name}, {"seconds", phase.seconds}});
+  const WorkerStageTimes& worker = profile.worker;
+  return {{"process_start_seconds", profile.process_start_seconds},
+          {"startup", startup},
+          {"startup_seconds", profile.startup_seconds()},
+          {"first_result_seconds", profile.first_result_seconds},
+          {"evaluations", profile.evaluations},
+          {"compile_wait_seconds", profile.compile_wait_seconds},
+          {"evaluate_seconds", profile.evaluate_seconds},
+          {"worker_seconds",
+           {{"preparation", worker.preparation_ms / 1e3},
+            {"verification", worker.verification_ms / 1e3},
+            {"warmup", worker.warmup_ms / 1e3},
+            {"sampling", worker.sampling_ms / 1e3},
+            {"conditions", worker.conditions_ms / 1e3},
+            {"energy", worker.energy_ms / 1e3}}},
+          {"record_seconds", profile.record_seconds},
+          {"strategy_seconds", profile.strategy_seconds},
+          {"final_round_seconds", profile.final_round_seconds},
+          {"total_seconds", profile.total_seconds}};
+}
+
+double seconds_since_process_start() {
+  // Field 22 of /proc/self/stat is the start time in clock ticks after boot; field 2 (the command name, in
+  // parentheses) may hold spaces, so fields are counted after its closing parenthesis.
+  std::ifstream stat("/proc/self/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return -1;
+  const std::size_t name_end = line.rfind(')');
+  if (name_end == std::string::npos) return -1;
+  std::istringstream fields(line.substr(name_end + 1));
+  std::string field;
+  unsigned long long start_ticks = 0;
+  for (int index = 3; fields >> field; ++index) {
+    if (index == 22) {
+      start_ticks = std::stoull(field);
+      break;
+    }
+  }
+  const long ticks_per_second = sysconf(_SC_CLK_TCK);
+  timespec now{};
+  if (start_ticks == 0 || ticks_per_second <= 0 || clock_gettime(CLOCK_BOOTTIME, &now) != 0) return -1;
+  const double since_boot = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+  const double seconds = since_boot - static_cast<double>(start_ticks) / static_cast<double>(ticks_per_second);
+  return seconds >= 0 ? seconds : -1;
+}
+
+}  // namespace kernlathe

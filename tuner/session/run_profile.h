@@ -1,0 +1,62 @@
+#pragma once
+// Where a `tune run` spent its wall time. Start-up is every step before the first configuration is measured, in
+// order; the run loop splits into waiting for compilation, the evaluation worker's stages (summed over
+// configurations), the round trip to the worker, records and the strategy. `tune run` prints the profile on stderr
+// at the end and puts it in its --json output, so a slow run shows which step to look at.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/record/evaluation.h"
+
+namespace kernlathe {
+
+struct ProfilePhase {
+  std::string name;
+  double seconds = 0;
+};
+
+struct RunProfile {
+  double process_start_seconds = -1;  // from the process's start to the run's start; -1 when unknown
+  std::vector<ProfilePhase> startup;  // in order, from the run's start to the first measurement request
+  double first_result_seconds = 0;    // from the run's start until the first evaluation came back
+  // The run loop, summed over evaluations.
+  int evaluations = 0;
+  double compile_wait_seconds = 0;  // the loop waited for the compile pool
+  double evaluate_seconds = 0;      // measurement calls, the worker round trip included
+  WorkerStageTimes worker;          // the worker's own stages (milliseconds), a part of evaluate_seconds
+  double record_seconds = 0;        // appending rows
+  double strategy_seconds = 0;      // ask and tell
+  double final_round_seconds = 0;
+  double total_seconds = 0;         // the run's start to its end (the final round included)
+
+  void add_startup(std::string name, double seconds) { startup.push_back({std::move(name), seconds}); }
+  double startup_seconds() const;
+};
+
+// Several lines of text, each starting with "profile", for stderr.
+std::string format_profile(const RunProfile& profile);
+nlohmann::json profile_to_json(const RunProfile& profile);
+
+// Seconds since this process started (Linux: /proc/self/stat against the boot-time clock, 10 ms resolution);
+// -1 where that cannot be read.
+double seconds_since_process_start();
+
+// Wall time in laps: lap() returns the seconds since construction or the previous lap.
+class LapClock {
+ public:
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return seconds;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace kernlathe
