@@ -73,5 +73,26 @@ TEST(InitialContents, SequenceConstantAndSeededRandom) {
   EXPECT_GT(high, 2.99);
 }
 
+TEST(ElementValues, LargeRandomBuffersAreFilledInSlicesThatAgreeWithTheElementFunction) {
+  // 3 million elements: several 2^20-element slices, filled on as many threads as the machine has. Each element is
+  // the function of its index, wherever a slice boundary falls.
+  Initialisation random;
+  random.seed = 7;
+  random.low = -1.0;
+  random.high = 1.0;
+  const std::int64_t count = 3 * (1 << 20) + 5;
+  std::vector<std::byte> contents = initial_contents(Dtype::f32, count, random);
+  ASSERT_EQ(contents.size(), static_cast<std::size_t>(count) * 4);
+  double sum = 0;
+  for (std::int64_t index : {std::int64_t{0}, std::int64_t{(1 << 20) - 1}, std::int64_t{1 << 20}, count - 1}) {
+    const double expected = static_cast<float>(random_element(7, static_cast<std::uint64_t>(index), -1.0, 1.0));
+    EXPECT_EQ(load_element(Dtype::f32, contents.data() + 4 * index), expected) << "element " << index;
+  }
+  for (std::int64_t index = 0; index < count; ++index) sum += load_element(Dtype::f32, contents.data() + 4 * index);
+  EXPECT_LT(std::abs(sum / static_cast<double>(count)), 0.002);  // uniform on [-1, 1): mean 0, sd of the mean 3.3e-4
+  // Neighbouring seeds are unrelated streams, not one stream shifted by an element.
+  EXPECT_NE(random_element(1, 1, 0, 1), random_element(2, 0, 0, 1));
+}
+
 }  // namespace
 }  // namespace kernlathe

@@ -277,6 +277,7 @@ struct RunCommand {
   int jobs = 0;
   std::string replay;
   bool no_cubin_cache = false;
+  bool fresh_ceilings = false;
   double timeout = 10;
   std::string best_dir = "results/best";
   int final_candidates = 5;
@@ -318,6 +319,7 @@ struct RunCommand {
     options.replay_csv = replay;
     options.replay_arch = common.arch;
     options.use_cubin_cache = !no_cubin_cache;
+    options.refresh_ceilings = fresh_ceilings;
     options.timeout_seconds = timeout;
     options.best_cache_dir = best_dir;
     options.final_candidates = final_candidates;
@@ -710,6 +712,9 @@ int run_cli(int argc, char** argv) {
   run->add_option("--jobs", run_command.jobs, "compile processes (default: one per core)");
   run->add_option("--replay", run_command.replay, "take measurements from a recorded evaluations.csv (no GPU)");
   run->add_flag("--no-cubin-cache", run_command.no_cubin_cache, "compile every configuration afresh");
+  run->add_flag("--fresh-ceilings", run_command.fresh_ceilings,
+                "measure the GPU's ceilings again (about a second) instead of taking them from the ceiling cache, "
+                "which keeps them a week per GPU model and driver");
   run->add_option("--timeout", run_command.timeout, "seconds a configuration may run before it is killed");
   run->add_option("--best-dir", run_command.best_dir, "best-configuration cache directory");
   run->add_option("--final", run_command.final_candidates,

@@ -1,11 +1,13 @@
 #include "tuner/run/element_values.h"
 
-#include "tuner/common/float16.h"
-
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
+
+#include "tuner/common/float16.h"
 #include <random>
 
 namespace kernlathe {
@@ -66,22 +68,58 @@ double load_element(Dtype dtype, const void* source) {
   return 0;
 }
 
+namespace {
+
+// SplitMix64's output function: a bijection of 64-bit words whose outputs pass BigCrush for consecutive inputs.
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+double random_element(std::uint64_t seed, std::uint64_t index, double low, double high) {
+  // The seed is mixed once so that seeds 1 and 2 give unrelated streams, not the same stream shifted by one.
+  const std::uint64_t draw = mix(mix(seed) + (index + 1) * 0x9e3779b97f4a7c15ULL);
+  return low + (high - low) * std::ldexp(static_cast<double>(draw >> 11), -53);
+}
+
 std::vector<std::byte> initial_contents(Dtype dtype, std::int64_t count, const Initialisation& init) {
-  std::size_t size = dtype_size(dtype);
-  std::vector<std::byte> contents(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)) * size);
-  std::mt19937_64 generator(init.seed);
-  double width = init.high - init.low;
-  for (std::int64_t index = 0; index < count; ++index) {
-    double value = 0;
-    switch (init.kind) {
-      case Initialisation::Kind::random:
-        value = init.low + width * std::ldexp(static_cast<double>(generator() >> 11), -53);
-        break;
-      case Initialisation::Kind::constant: value = init.value; break;
-      case Initialisation::Kind::sequence: value = init.start + static_cast<double>(index) * init.step; break;
+  const std::size_t size = dtype_size(dtype);
+  const auto elements = static_cast<std::size_t>(std::max<std::int64_t>(count, 0));
+  std::vector<std::byte> contents(elements * size);
+  const auto fill = [&](std::size_t begin, std::size_t end) {
+    std::byte* destination = contents.data() + begin * size;
+    for (std::size_t index = begin; index < end; ++index, destination += size) {
+      double value = 0;
+      switch (init.kind) {
+        case Initialisation::Kind::random: value = random_element(init.seed, index, init.low, init.high); break;
+        case Initialisation::Kind::constant: value = init.value; break;
+        case Initialisation::Kind::sequence: value = init.start + static_cast<double>(index) * init.step; break;
+      }
+      store_element(dtype, value, destination);
     }
-    store_element(dtype, value, contents.data() + static_cast<std::size_t>(index) * size);
+  };
+  // Every element is a function of its index alone, so the buffer is filled in slices on every core: 2^27 random
+  // f32 elements took 3.5 s on one core of an H200 host before.
+  constexpr std::size_t slice = std::size_t{1} << 20;
+  const std::size_t threads =
+      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (elements + slice - 1) / slice);
+  if (threads <= 1) {
+    fill(0, elements);
+    return contents;
   }
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t begin = next.fetch_add(slice); begin < elements; begin = next.fetch_add(slice))
+      fill(begin, std::min(begin + slice, elements));
+  };
+  std::vector<std::jthread> workers;
+  for (std::size_t t = 1; t < threads; ++t) workers.emplace_back(work);
+  work();
   return contents;
 }
 

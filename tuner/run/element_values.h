@@ -16,10 +16,13 @@ namespace kernlathe {
 void store_element(Dtype dtype, double value, void* destination);
 double load_element(Dtype dtype, const void* source);
 
-// count elements of dtype, filled as init says. Random contents draw doubles uniform in [low, high) from
-// std::mt19937_64(seed), taking the top 53 bits of each draw, so the contents are the same with every standard
-// library (std::uniform_real_distribution is not specified bit for bit).
+// count elements of dtype, filled as init says, on every core. Random contents: element i is
+// random_element(seed, i, low, high), so they are the same with every standard library and thread count.
 std::vector<std::byte> initial_contents(Dtype dtype, std::int64_t count, const Initialisation& init);
+
+// A double uniform in [low, high) for element `index` of a buffer with this seed: the top 53 bits of a
+// counter-based draw (SplitMix64 of the mixed seed and the index), computed without the elements before it.
+double random_element(std::uint64_t seed, std::uint64_t index, double low, double high);
 
 // Output buffers are filled with this byte before a verified run: all-ones is NaN for f16, bf16, f32 and f64, so an
 // element the kernel never wrote fails the comparison.

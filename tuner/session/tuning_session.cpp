@@ -18,6 +18,7 @@
 #include "tuner/cache/kernel_description.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
+#include "tuner/measure/ceiling_cache.h"
 #include "tuner/nvrtc/cubin_cache.h"
 #include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/record/csv_record.h"
@@ -202,10 +203,29 @@ TuneReport tune(const TuneOptions& options) {
   report.baseline_library = measurer->baseline_library();
   report.objective = options.objective;
   if (!replay && options.measure_ceilings) {
-    report.ceilings = measurer->ceilings();
-    if (!report.ceilings.failures.empty())
-      fmt::print(stderr, "tune: ceilings not measured: {}\n", report.ceilings.failures);
-    profile.add_startup("ceilings", lap.lap());
+    const std::filesystem::path ceiling_dir =
+        options.ceiling_cache_dir.empty() ? default_ceiling_cache_dir() : options.ceiling_cache_dir;
+    const CeilingCacheKey key{device.name, arch, measurer->driver_version()};
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::optional<CachedCeilings> cached;
+    if (!options.refresh_ceilings) cached = read_cached_ceilings(ceiling_dir, key, now);
+    if (cached) {
+      report.ceilings = cached->ceilings;
+      report.ceilings_measured_at = cached->measured_at;
+      profile.add_startup("ceilings (cached)", lap.lap());
+    } else {
+      report.ceilings = measurer->ceilings();
+      report.ceilings_measured_at = now;
+      if (!report.ceilings.failures.empty())
+        fmt::print(stderr, "tune: ceilings not measured: {}\n", report.ceilings.failures);
+      try {
+        if (report.ceilings.copy_gbps > 0 && report.ceilings.fma_gflops > 0)
+          write_cached_ceilings(ceiling_dir, key, {report.ceilings, now});
+      } catch (const TunerError& error) {
+        fmt::print(stderr, "tune: the ceilings are not cached ({}); the next run measures them again\n", error.what());
+      }
+      profile.add_startup("ceilings", lap.lap());
+    }
   }
 
   // Records: every evaluation of this run, appended and flushed row by row. A replay writes none unless asked.
@@ -240,6 +260,8 @@ TuneReport tune(const TuneOptions& options) {
     if (report.copy_bandwidth_gbps > 0)
       metadata.extra["copy_bandwidth_gbps"] = fmt::format("{:.1f}", report.copy_bandwidth_gbps);
     for (const auto& [key, value] : ceiling_metadata(report.ceilings)) metadata.extra[key] = value;
+    if (report.ceilings_measured_at > 0)
+      metadata.extra["ceilings_measured_at"] = fmt::format("{:.0f}", report.ceilings_measured_at);
     metadata.extra["objective"] = std::string(objective_name(options.objective));
     if (report.pinned_copy_in_gbps > 0)
       metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);

@@ -52,8 +52,13 @@ struct TuneOptions {
   // default and the best cache's configuration measured again `final_rounds` times, round-robin. 0: no final round.
   int final_candidates = 5;
   int final_rounds = 3;
+  // The ceilings of tuner/measure/ceilings.h at the start: from the ceiling cache (ceiling_cache.h; empty: its
+  // default folder) when this GPU model and driver were measured within a week, else measured (about a second)
+  // and cached; refresh_ceilings measures them whatever the cache holds.
   bool measure_ceilings = true;
-  Objective objective = Objective::time;  // energy and edp measure energy on every row; the best cache is left alone  // the ceilings of tuner/measure/ceilings.h at the start (about a second)
+  bool refresh_ceilings = false;
+  std::filesystem::path ceiling_cache_dir;
+  Objective objective = Objective::time;  // energy and edp measure energy on every row; the best cache is left alone
 };
 
 // The measurement settings a run uses for this spec: the defaults of its kind (kernels, or streamed passes)
@@ -94,7 +99,8 @@ struct TuneReport {
   double copy_bandwidth_gbps = 0;      // measured in the same run on the GPU; a replay reports the recorded one
   bool streamed = false;               // a streamed spec: times are end-to-end passes, evaluations carry stages
   double pinned_copy_in_gbps = 0;      // streamed specs: one large pinned host-to-device copy, same run
-  Ceilings ceilings;                   // tuner/measure/ceilings.h, measured at the start of a GPU run
+  Ceilings ceilings;                   // tuner/measure/ceilings.h, measured at the start of a GPU run or cached
+  double ceilings_measured_at = 0;     // seconds since the epoch; 0 when there are none
   double baseline_ms = 0;              // the spec's baseline (cuBLAS), same run; a replay reports the recorded one.
                                        // With a final round: its mean there, beside the candidates
   double baseline_search_ms = 0;       // with a final round: the figure timed at setup
