@@ -34,6 +34,7 @@ for case in "${cases[@]}"; do
     [[ $run != B ]] && extra=(--busy-warmup 20)
     out="$logs/$name/$run"
     rm -rf "$out"
+    mkdir -p "$logs/$name"
     if ! "$bin/tune" run "$kernel" --problem "$problem" --strategy random --seed 7 --budget "$budget" --final 0 \
         --best-dir "$logs/best-unused" --out "$out" --json "${extra[@]}" >"$out.json" 2>"$out.err"; then
       echo "$name $run: tune run failed (see $out.err)"

@@ -22,7 +22,7 @@ TEST(FinalRound, EachRoundStartsOneCandidateLaterAndMeasuresEveryCandidateOnce) 
   };
   const std::vector<Configuration> candidates{configuration(0), configuration(1), configuration(2)};
   std::vector<FinalFigures> figures =
-      run_final_round(candidates.size(), 3, [&](std::size_t index) { return measure(candidates[index]); });
+      run_final_round(candidates.size(), 3, [&](std::size_t index, bool) { return measure(candidates[index]); });
   EXPECT_EQ(order, (std::vector<std::int64_t>{0, 1, 2, 1, 2, 0, 2, 0, 1}));
   ASSERT_EQ(figures.size(), 3u);
   for (const FinalFigures& candidate : figures) {
@@ -74,7 +74,7 @@ TEST(FinalRound, ACandidateThatFailsIsNotMeasuredAgainAndSaysWhy) {
   };
   const std::vector<Configuration> candidates{configuration(0), configuration(1)};
   std::vector<FinalFigures> figures =
-      run_final_round(candidates.size(), 4, [&](std::size_t index) { return measure(candidates[index]); });
+      run_final_round(candidates.size(), 4, [&](std::size_t index, bool) { return measure(candidates[index]); });
   EXPECT_EQ(measured[0], 4);
   EXPECT_EQ(measured[1], 2);  // measured once more to fail, then never
   EXPECT_TRUE(figures[0].complete);
@@ -84,7 +84,8 @@ TEST(FinalRound, ACandidateThatFailsIsNotMeasuredAgainAndSaysWhy) {
 
 TEST(FinalRound, EnergyIsSummarisedOnlyWhenEveryRoundMeasuredIt) {
   int rounds_of[2] = {0, 0};
-  auto measure = [&](std::size_t index) {
+  auto measure = [&](std::size_t index, bool with_energy) {
+    EXPECT_TRUE(with_energy);
     Evaluation evaluation;
     evaluation.time.median_ms = 2.0;
     const int round = rounds_of[index]++;
@@ -93,13 +94,35 @@ TEST(FinalRound, EnergyIsSummarisedOnlyWhenEveryRoundMeasuredIt) {
     if (index == 1 && round != 1) evaluation.energy_mj = 1.0;
     return evaluation;
   };
-  std::vector<FinalFigures> figures = run_final_round(2, 3, measure);
+  std::vector<FinalFigures> figures = run_final_round(2, 3, measure, {}, 3);
   ASSERT_EQ(figures[0].round_energy_mj.size(), 3u);
   EXPECT_DOUBLE_EQ(figures[0].energy_mj, 4.0);
   // Student t with 2 degrees of freedom: 4.303 * 1 / sqrt(3).
   EXPECT_NEAR(figures[0].energy_high_mj - figures[0].energy_mj, 4.303 / std::sqrt(3.0), 1e-9);
   EXPECT_TRUE(figures[1].round_energy_mj.empty());
   EXPECT_EQ(figures[1].energy_mj, 0);
+}
+
+TEST(FinalRound, OnlyTheLastEnergyRoundsAskForEnergyAndTheirFiguresAreSummarised) {
+  std::vector<std::pair<int, bool>> asked;  // (round, with_energy) of candidate 0
+  int round_of_first = 0;
+  auto measure = [&](std::size_t index, bool with_energy) {
+    Evaluation evaluation;
+    evaluation.time.median_ms = 2.0;
+    if (index == 0) asked.emplace_back(round_of_first++, with_energy);
+    if (with_energy) evaluation.energy_mj = index == 0 ? 5.0 : 7.0;
+    return evaluation;
+  };
+  std::vector<FinalFigures> figures = run_final_round(2, 3, measure, {}, 1);
+  ASSERT_EQ(asked.size(), 3u);
+  EXPECT_FALSE(asked[0].second);
+  EXPECT_FALSE(asked[1].second);
+  EXPECT_TRUE(asked[2].second);
+  ASSERT_EQ(figures[0].round_energy_mj.size(), 1u);
+  EXPECT_EQ(figures[0].energy_mj, 5.0);
+  EXPECT_EQ(figures[0].energy_high_mj, 5.0);  // one figure: an interval of zero width
+  EXPECT_EQ(figures[1].energy_mj, 7.0);
+  EXPECT_EQ(run_final_round(1, 2, measure, {}, 0)[0].energy_mj, 0);  // no energy round: no energy
 }
 
 }  // namespace

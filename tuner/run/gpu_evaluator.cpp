@@ -67,12 +67,6 @@ struct GpuEvaluator::Worker {
   int stderr_file = -1;  // memfd holding the worker's stderr
 };
 
-struct GpuEvaluator::Exchange {
-  enum class Outcome { reply, died, timed_out } outcome = Outcome::reply;
-  json reply;
-  std::string description;  // how the worker ended, when it did
-};
-
 GpuEvaluator::GpuEvaluator(GpuEvaluatorOptions options) : options_(std::move(options)) {}
 
 GpuEvaluator::~GpuEvaluator() {
@@ -140,16 +134,26 @@ std::string GpuEvaluator::stop_worker(bool kill_now) {
 }
 
 GpuEvaluator::Exchange GpuEvaluator::exchange(const json& message, double seconds) {
+  std::optional<Exchange> failed_send = send(message);
+  if (failed_send) return *failed_send;
+  return receive(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+}
+
+std::optional<GpuEvaluator::Exchange> GpuEvaluator::send(const json& message) {
   if (!worker_) start_worker();
-  Exchange result;
   try {
     protocol::write_message(worker_->channel, message);
   } catch (const TunerError&) {
+    Exchange result;
     result.outcome = Exchange::Outcome::died;
     result.description = stop_worker(false);
     return result;
   }
-  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  return std::nullopt;
+}
+
+GpuEvaluator::Exchange GpuEvaluator::receive(Clock::time_point deadline) {
+  Exchange result;
   protocol::ReadResult read = protocol::read_message(worker_->channel, deadline);
   switch (read.outcome) {
     case protocol::ReadOutcome::message:
@@ -290,10 +294,27 @@ Evaluation GpuEvaluator::measure_baseline(bool measure_energy) {
 }
 
 Evaluation GpuEvaluator::evaluate(const EvaluationRequest& request) {
-  if (!setup_) throw TunerError("GpuEvaluator::evaluate called before setup");
+  start(request);
+  return finish();
+}
+
+void GpuEvaluator::start(const EvaluationRequest& request) {
+  if (!setup_) throw TunerError("GpuEvaluator::start called before setup");
+  if (started_) throw TunerError("GpuEvaluator::start called while an evaluation is under way");
   if (!worker_) send_setup();  // a fresh worker after a crash or timeout: buffers and reference again
-  double seconds = reply_deadline_seconds(request);
-  Exchange answer = exchange({{"type", "evaluate"}, {"request", protocol::encode(request)}}, seconds);
+  started_.emplace();
+  started_->seconds = reply_deadline_seconds(request);
+  started_->deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(started_->seconds));
+  started_->failed_send = send({{"type", "evaluate"}, {"request", protocol::encode(request)}});
+}
+
+Evaluation GpuEvaluator::finish() {
+  if (!started_) throw TunerError("GpuEvaluator::finish called without an evaluation under way");
+  const Started started = std::move(*started_);
+  started_.reset();
+  const double seconds = started.seconds;
+  Exchange answer = started.failed_send ? *started.failed_send : receive(started.deadline);
   Evaluation evaluation;
   switch (answer.outcome) {
     case Exchange::Outcome::reply:

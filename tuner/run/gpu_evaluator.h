@@ -9,6 +9,7 @@
 //
 // Not thread-safe: one GpuEvaluator per GPU, used from one thread.
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -61,6 +62,10 @@ class GpuEvaluator {
   // as the status. The configuration, compile_ms and cubin_cached are left for the caller to fill.
   // Throws TunerError when called before setup() or when a restarted worker cannot replay the setup.
   Evaluation evaluate(const EvaluationRequest& request);
+  // evaluate() in two halves: start() sends the request and returns at once, finish() waits for the result (the
+  // deadline runs from start()), so the caller can work while the GPU measures. One evaluation at a time.
+  void start(const EvaluationRequest& request);
+  Evaluation finish();
 
   // The baseline (cuBLAS) timed again with the configurations' rule, energy too when asked: the final round
   // measures it beside the candidates. Throws TunerError when the setup has no baseline.
@@ -95,10 +100,22 @@ class GpuEvaluator {
 
  private:
   struct Worker;
-  struct Exchange;
+  struct Exchange {
+    enum class Outcome { reply, died, timed_out } outcome = Outcome::reply;
+    nlohmann::json reply;
+    std::string description;  // how the worker ended, when it did
+  };
+  struct Started {  // an evaluation between start() and finish()
+    double seconds = 0;
+    std::chrono::steady_clock::time_point deadline;
+    std::optional<Exchange> failed_send;
+  };
   void start_worker();
   std::string stop_worker(bool kill_now = false);
   Exchange exchange(const nlohmann::json& message, double seconds);
+  // The halves of exchange(): send() returns the outcome when the worker died while being written to.
+  std::optional<Exchange> send(const nlohmann::json& message);
+  Exchange receive(std::chrono::steady_clock::time_point deadline);
   void send_setup();
 
   GpuEvaluatorOptions options_;
@@ -107,6 +124,7 @@ class GpuEvaluator {
   std::optional<gpu::DeviceInfo> device_info_;
   std::optional<BaselineTime> baseline_;
   std::vector<std::pair<std::string, double>> setup_stages_;
+  std::optional<Started> started_;
   int worker_starts_ = 0;
 };
 

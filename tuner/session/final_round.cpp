@@ -1,5 +1,7 @@
 #include "tuner/session/final_round.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <numeric>
 
@@ -47,8 +49,10 @@ bool faster_beyond_noise(const FinalFigures& a, const FinalFigures& b) {
 }
 
 std::vector<FinalFigures> run_final_round(std::size_t candidates, int rounds,
-                                          const std::function<Evaluation(std::size_t candidate)>& measure,
-                                          const std::function<void(int round, std::size_t candidate)>& measured) {
+                                          const std::function<Evaluation(std::size_t candidate, bool with_energy)>& measure,
+                                          const std::function<void(int round, std::size_t candidate)>& measured,
+                                          int energy_rounds) {
+  const int first_energy_round = rounds - std::clamp(energy_rounds, 0, rounds);
   const std::size_t n = candidates;
   std::vector<std::vector<double>> round_ms(n);
   std::vector<std::vector<double>> round_energy_mj(n);
@@ -57,7 +61,7 @@ std::vector<FinalFigures> run_final_round(std::size_t candidates, int rounds,
     for (std::size_t step = 0; step < n; ++step) {
       const std::size_t index = (static_cast<std::size_t>(round) + step) % n;
       if (!failures[index].empty()) continue;
-      Evaluation evaluation = measure(index);
+      Evaluation evaluation = measure(index, round >= first_energy_round);
       if (evaluation.ok() && evaluation.time.median_ms > 0) {
         round_ms[index].push_back(evaluation.time.median_ms);
         if (evaluation.energy_mj > 0) round_energy_mj[index].push_back(evaluation.energy_mj);
@@ -71,7 +75,11 @@ std::vector<FinalFigures> run_final_round(std::size_t candidates, int rounds,
   std::vector<FinalFigures> figures;
   for (std::size_t index = 0; index < n; ++index) {
     FinalFigures summary = summarise_rounds(round_ms[index]);
-    if (!round_energy_mj[index].empty() && round_energy_mj[index].size() == round_ms[index].size()) {
+    const std::size_t energy_asked =
+        round_ms[index].size() > static_cast<std::size_t>(first_energy_round)
+            ? round_ms[index].size() - static_cast<std::size_t>(first_energy_round)
+            : 0;
+    if (energy_asked > 0 && round_energy_mj[index].size() == energy_asked) {
       const auto [mean, half_width] = mean_and_half_width(round_energy_mj[index]);
       summary.round_energy_mj = std::move(round_energy_mj[index]);
       summary.energy_mj = mean;

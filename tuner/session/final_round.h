@@ -21,7 +21,8 @@ struct FinalFigures {
   double high_ms = 0;
   bool complete = false;         // measured correctly in every round
   std::string failure;           // why not, when not
-  // Energy per launch, when every round measured it: the same summary over the rounds' energy figures.
+  // Energy per launch, when every round that asked for it measured it: the same summary over those figures (one
+  // figure gives an interval of zero width).
   std::vector<double> round_energy_mj;
   double energy_mj = 0;
   double energy_low_mj = 0;
@@ -37,12 +38,14 @@ std::pair<double, double> mean_and_half_width(const std::vector<double>& values)
 // Whether `a` is faster than `b` beyond the noise: a's interval lies wholly below b's.
 bool faster_beyond_noise(const FinalFigures& a, const FinalFigures& b);
 
-// Measures each of `candidates` candidates `rounds` times through measure(index). Round r measures the
-// candidates in order starting at r % n, so none is always first (after a pause) or last. A candidate that fails
-// in a round is not measured again (complete false, failure says the status and message). `measured` is told each
-// measurement as it comes (for progress).
+// Measures each of `candidates` candidates `rounds` times through measure(index, with_energy). Round r measures the
+// candidates in order starting at r % n, so none is always first (after a pause) or last. The last energy_rounds
+// rounds ask for energy too (one energy figure costs 0.1-0.3 s: tuner/measure/kernel_timer.h). A candidate that
+// fails in a round is not measured again (complete false, failure says the status and message). `measured` is told
+// each measurement as it comes (for progress).
 std::vector<FinalFigures> run_final_round(std::size_t candidates, int rounds,
-                                          const std::function<Evaluation(std::size_t candidate)>& measure,
-                                          const std::function<void(int round, std::size_t candidate)>& measured = {});
+                                          const std::function<Evaluation(std::size_t candidate, bool with_energy)>& measure,
+                                          const std::function<void(int round, std::size_t candidate)>& measured = {},
+                                          int energy_rounds = 0);
 
 }  // namespace kernlathe

@@ -2,6 +2,7 @@
 // spec and a configuration into the plain launch descriptions the worker understands: buffer sizes, scalar
 // values, grid, block and shared memory, all evaluated here from the spec's expressions.
 #include <algorithm>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -211,6 +212,39 @@ class GpuMeasurer final : public Measurer {
 
   Evaluation measure(const Configuration& configuration, const CompileResult* compiled, const SpaceEnumerator& space,
                      bool measure_energy) override {
+    start(configuration, compiled, space, measure_energy);
+    return finish();
+  }
+
+  void start(const Configuration& configuration, const CompileResult* compiled, const SpaceEnumerator& space,
+             bool measure_energy) override {
+    started_configuration_ = configuration;
+    std::variant<EvaluationRequest, Evaluation> request = request_for(configuration, compiled, space, measure_energy);
+    if (auto* refused = std::get_if<Evaluation>(&request)) {
+      refused_ = std::move(*refused);  // no GPU work: finish() returns it
+      return;
+    }
+    evaluator_.start(std::get<EvaluationRequest>(request));
+  }
+
+  Evaluation finish() override {
+    Evaluation evaluation;
+    if (refused_) {
+      evaluation = std::move(*refused_);
+      refused_.reset();
+    } else {
+      evaluation = evaluator_.finish();
+    }
+    evaluation.configuration = started_configuration_;
+    return evaluation;
+  }
+
+ private:
+  // The worker's request for a configuration, or the evaluation that refuses it before any GPU work (launch
+  // geometry or loader settings that cannot be evaluated).
+  std::variant<EvaluationRequest, Evaluation> request_for(const Configuration& configuration,
+                                                          const CompileResult* compiled, const SpaceEnumerator& space,
+                                                          bool measure_energy) const {
     EvaluationRequest request;
     request.measure_energy = measure_energy;
     try {
@@ -235,12 +269,9 @@ class GpuMeasurer final : public Measurer {
         return evaluation;
       }
     }
-    Evaluation evaluation = evaluator_.evaluate(request);
-    evaluation.configuration = configuration;
-    return evaluation;
+    return request;
   }
 
- private:
   static GpuEvaluatorOptions evaluator_options(const GpuMeasurerOptions& options) {
     GpuEvaluatorOptions evaluator;
     evaluator.worker_executable = options.worker_executable;
@@ -306,6 +337,8 @@ class GpuMeasurer final : public Measurer {
   gpu::DeviceInfo info_;
   double copy_bandwidth_gbps_ = 0;
   std::vector<ProfilePhase> phases_;
+  Configuration started_configuration_;  // between start() and finish()
+  std::optional<Evaluation> refused_;
   double pinned_copy_in_gbps_ = 0;
 };
 

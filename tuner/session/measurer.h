@@ -3,6 +3,7 @@
 // The run loop in tuning_session.cpp does not know which.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "tuner/nvrtc/nvrtc_compiler.h"
@@ -36,6 +37,18 @@ class Measurer {
   // with an energy counter; a replay takes what the record holds).
   virtual Evaluation measure(const Configuration& configuration, const CompileResult* compiled,
                              const SpaceEnumerator& space, bool measure_energy) = 0;
+  // measure() in two halves, so that the run loop tells and asks its strategy while the GPU measures: start()
+  // begins and returns, finish() returns the result. One measurement at a time; *compiled and space must outlive
+  // it. By default finish() does all the work.
+  virtual void start(const Configuration& configuration, const CompileResult* compiled, const SpaceEnumerator& space,
+                     bool measure_energy) {
+    started_.emplace(StartedMeasurement{configuration, compiled, &space, measure_energy});
+  }
+  virtual Evaluation finish() {
+    StartedMeasurement started = std::move(started_.value());
+    started_.reset();
+    return measure(started.configuration, started.compiled, *started.space, started.measure_energy);
+  }
   // The ceilings of tuner/measure/ceilings.h on this device; all zero when unknown (a replay).
   virtual Ceilings ceilings() { return {}; }
   // The baseline measured again, for the final round; status invalid where there is none (no baseline, replay).
@@ -46,6 +59,15 @@ class Measurer {
     none.message = "no baseline to measure";
     return none;
   }
+
+ private:
+  struct StartedMeasurement {
+    Configuration configuration;
+    const CompileResult* compiled = nullptr;
+    const SpaceEnumerator* space = nullptr;
+    bool measure_energy = false;
+  };
+  std::optional<StartedMeasurement> started_;
 };
 
 struct GpuMeasurerOptions {

@@ -33,13 +33,12 @@ std::string format_profile(const RunProfile& profile) {
   const WorkerStageTimes& worker = profile.worker;
   const double worker_seconds = worker.total_ms() / 1e3;
   text += fmt::format(
-      "profile  {} evaluations: evaluate {:.2f} s (worker: preparation {:.2f}, verification {:.2f}, warm-up {:.2f}, "
-      "sampling {:.2f}, clocks and power {:.2f}, energy {:.2f}; round trip {:.2f}), waiting for compilation {:.2f} s, "
-      "records {:.2f} s, strategy {:.2f} s\n",
-      profile.evaluations, profile.evaluate_seconds, worker.preparation_ms / 1e3, worker.verification_ms / 1e3,
+      "profile  {} evaluations: the worker {:.2f} s (preparation {:.2f}, verification {:.2f}, warm-up {:.2f}, "
+      "sampling {:.2f}, clocks and power {:.2f}, energy {:.2f}); the loop waited {:.2f} s for results and {:.2f} s "
+      "for compilation, and spent {:.2f} s on records and {:.2f} s on the strategy while the GPU worked\n",
+      profile.evaluations, worker_seconds, worker.preparation_ms / 1e3, worker.verification_ms / 1e3,
       worker.warmup_ms / 1e3, worker.sampling_ms / 1e3, worker.conditions_ms / 1e3, worker.energy_ms / 1e3,
-      std::max(profile.evaluate_seconds - worker_seconds, 0.0), profile.compile_wait_seconds, profile.record_seconds,
-      profile.strategy_seconds);
+      profile.evaluate_seconds, profile.compile_wait_seconds, profile.record_seconds, profile.strategy_seconds);
   text += fmt::format("profile  final round {:.2f} s; total {:.2f} s\n", profile.final_round_seconds,
                       profile.total_seconds);
   return text;

@@ -1,7 +1,7 @@
 #pragma once
 // Where a `tune run` spent its wall time. Start-up is every step before the first configuration is measured, in
-// order; the run loop splits into waiting for compilation, the evaluation worker's stages (summed over
-// configurations), the round trip to the worker, records and the strategy. `tune run` prints the profile on stderr
+// order; the run loop splits into waiting for compilation and for results, records and the strategy (which overlap
+// the GPU's work), beside the evaluation worker's own stages summed over configurations. `tune run` prints the profile on stderr
 // at the end and puts it in its --json output, so a slow run shows which step to look at.
 
 #include <chrono>
@@ -26,8 +26,8 @@ struct RunProfile {
   // The run loop, summed over evaluations.
   int evaluations = 0;
   double compile_wait_seconds = 0;  // the loop waited for the compile pool
-  double evaluate_seconds = 0;      // measurement calls, the worker round trip included
-  WorkerStageTimes worker;          // the worker's own stages (milliseconds), a part of evaluate_seconds
+  double evaluate_seconds = 0;      // waiting for measurement results (the GPU works while the loop does the rest)
+  WorkerStageTimes worker;          // the worker's own stages (milliseconds)
   double record_seconds = 0;        // appending rows
   double strategy_seconds = 0;      // ask and tell
   double final_round_seconds = 0;

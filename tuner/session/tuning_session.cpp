@@ -363,36 +363,72 @@ TuneReport tune(const TuneOptions& options) {
        (measurement.energy == EnergyMeasurement::automatic && options.objective != Objective::time)) &&
       !spec.stream.enabled;
   const bool energy_in_final_round = measurement.energy != EnergyMeasurement::off && !spec.stream.enabled;
-  while (!pending.empty()) {
+  // The GPU measures one configuration while the loop records and tells the strategy the previous result and asks
+  // it for more: the measurement is started (measurer->start) before the previous result is processed, and
+  // collected (finish) after. A configuration that failed to compile needs no GPU and is ready at once.
+  struct InFlight {
+    Configuration configuration;
+    std::optional<CompileResult> compiled;  // must outlive the measurement
+  };
+  std::optional<InFlight> in_flight;
+  std::deque<Evaluation> ready;
+  const auto start_next = [&] {
     PendingEvaluation item = std::move(pending.front());
     pending.pop_front();
-    Evaluation evaluation;
+    std::optional<CompileResult> compiled;
     if (item.compiled) {
       lap.lap();
-      CompileResult compiled = item.compiled->get();
+      compiled = item.compiled->get();
       profile.compile_wait_seconds += lap.lap();
-      if (!compiled.ok) {
+      if (!compiled->ok) {
+        Evaluation evaluation;
         evaluation.configuration = item.configuration;
         evaluation.status = Status::compile_error;
-        evaluation.message = compiled.error.empty() ? "compilation failed" : compiled.error;
-        evaluation.compile_ms = compiled.compile_ms;
-        if (!compile_logs.empty() && !compiled.key.empty()) {
+        evaluation.message = compiled->error.empty() ? "compilation failed" : compiled->error;
+        evaluation.compile_ms = compiled->compile_ms;
+        if (!compile_logs.empty() && !compiled->key.empty()) {
           std::filesystem::create_directories(compile_logs);
-          const auto log_file = compile_logs / (compiled.key + ".log");
-          std::ofstream(log_file) << compiled.log;
+          const auto log_file = compile_logs / (compiled->key + ".log");
+          std::ofstream(log_file) << compiled->log;
           evaluation.message += fmt::format(" (full log: {})", log_file.string());
         }
-      } else {
-        evaluation = measurer->measure(item.configuration, &compiled, space, energy_in_search);
-        profile.evaluate_seconds += lap.lap();
-        evaluation.compile_ms = compiled.compile_ms;
-        evaluation.cubin_cached = compiled.cached;
+        ready.push_back(std::move(evaluation));
+        return;
       }
-    } else {
-      lap.lap();
-      evaluation = measurer->measure(item.configuration, nullptr, space, energy_in_search);
-      profile.evaluate_seconds += lap.lap();
     }
+    in_flight.emplace(InFlight{std::move(item.configuration), std::move(compiled)});
+    measurer->start(in_flight->configuration, in_flight->compiled ? &*in_flight->compiled : nullptr, space,
+                    energy_in_search);
+  };
+  // Whether another measurement may start: not past the evaluation budget counting the results not yet processed.
+  const auto may_start = [&] {
+    const std::uint64_t coming = report.evaluated + ready.size() + (in_flight ? 1 : 0);
+    return !pending.empty() && !in_flight &&
+           (!options.stop.max_evaluations || coming < *options.stop.max_evaluations);
+  };
+  const auto collect = [&] {
+    lap.lap();
+    Evaluation evaluation = measurer->finish();
+    profile.evaluate_seconds += lap.lap();
+    if (in_flight->compiled) {
+      evaluation.compile_ms = in_flight->compiled->compile_ms;
+      evaluation.cubin_cached = in_flight->compiled->cached;
+    }
+    evaluation.configuration = in_flight->configuration;
+    in_flight.reset();
+    return evaluation;
+  };
+  while (true) {
+    if (ready.empty()) {
+      while (!in_flight && ready.empty() && !pending.empty()) start_next();
+      if (ready.empty() && !in_flight) break;
+      if (ready.empty()) {
+        ready.push_back(collect());
+        while (may_start()) start_next();  // the GPU works while this result is processed
+      }
+    }
+    Evaluation evaluation = std::move(ready.front());
+    ready.pop_front();
     const WorkerStageTimes& stages = evaluation.worker_stages;
     profile.worker.preparation_ms += stages.preparation_ms;
     profile.worker.verification_ms += stages.verification_ms;
@@ -401,7 +437,6 @@ TuneReport tune(const TuneOptions& options) {
     profile.worker.conditions_ms += stages.conditions_ms;
     profile.worker.energy_ms += stages.energy_ms;
     if (profile.evaluations++ == 0) profile.first_result_seconds = elapsed_seconds();
-    evaluation.configuration = item.configuration;
     if (evaluation.timestamp == 0)
       evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     if (options.objective != Objective::time && !replay) {
@@ -436,7 +471,11 @@ TuneReport tune(const TuneOptions& options) {
     lap.lap();
     refill();
     profile.strategy_seconds += lap.lap();
+    if (may_start()) start_next();
   }
+  // A measurement started before the stop is collected, so the worker is free for the final round; past the budget
+  // it is neither recorded nor ranked.
+  if (in_flight) collect();
   if (report.stop_reason.empty()) report.stop_reason = "space exhausted";
   report.seconds = elapsed_seconds();
   report.evaluations_per_second = report.seconds > 0 ? report.evaluated / report.seconds : 0;
@@ -476,10 +515,10 @@ TuneReport tune(const TuneOptions& options) {
     // cuBLAS compare figures taken side by side (it was timed once, cool, at setup).
     const bool baseline_in_round = report.baseline_ms > 0;
     const std::size_t baseline_index = candidates.size();
-    const auto measure_again = [&](std::size_t index) {
-      if (baseline_in_round && index == baseline_index) return measurer->measure_baseline(energy_in_final_round);
+    const auto measure_again = [&](std::size_t index, bool with_energy) {
+      if (baseline_in_round && index == baseline_index) return measurer->measure_baseline(with_energy);
       const Configuration& configuration = candidates[index];
-      if (!pool) return measurer->measure(configuration, nullptr, space, energy_in_final_round);
+      if (!pool) return measurer->measure(configuration, nullptr, space, with_energy);
       // Compiled before in this run: the cubin cache answers (or the pool compiles it again with the cache off).
       CompileResult compiled = pool->submit(instantiate(spec, space, configuration, arch_for(device, spec.needs_arch_specific))).get();
       if (!compiled.ok) {
@@ -489,7 +528,7 @@ TuneReport tune(const TuneOptions& options) {
         failed.message = compiled.error;
         return failed;
       }
-      return measurer->measure(configuration, &compiled, space, energy_in_final_round);
+      return measurer->measure(configuration, &compiled, space, with_energy);
     };
     const std::size_t measured_count = candidates.size() + (baseline_in_round ? 1 : 0);
     const std::size_t total = measured_count * static_cast<std::size_t>(options.final_rounds);
@@ -497,10 +536,17 @@ TuneReport tune(const TuneOptions& options) {
     if (options.show_progress)
       fmt::print(stderr, "final round: {} configurations{} x {} rounds, interleaved\n", candidates.size(),
                  baseline_in_round ? " and the baseline" : "", options.final_rounds);
-    std::vector<FinalFigures> figures = run_final_round(measured_count, options.final_rounds, measure_again, [&](int, std::size_t) {
-      ++done;
-      if (options.show_progress) fmt::print(stderr, "\rfinal round: {}/{}", done, total);
-    });
+    // Energy in every round where the objective ranks by it; otherwise once per candidate, in the last round: with
+    // the time objective it is reported, not ranked on, and each figure costs 0.1-0.3 s.
+    const int energy_rounds =
+        !energy_in_final_round ? 0 : options.objective == Objective::time ? 1 : options.final_rounds;
+    std::vector<FinalFigures> figures = run_final_round(
+        measured_count, options.final_rounds, measure_again,
+        [&](int, std::size_t) {
+          ++done;
+          if (options.show_progress) fmt::print(stderr, "\rfinal round: {}/{}", done, total);
+        },
+        energy_rounds);
     if (options.show_progress) fmt::print(stderr, "\n");
     report.final_rounds = options.final_rounds;
     if (baseline_in_round) {
