@@ -183,6 +183,37 @@ TEST(SpaceEnumerator, MatchesBruteForceOnRandomSpaces) {
   EXPECT_GT(spaces_with_several_groups_and_constraints, 50);
 }
 
+TEST(SpaceEnumerator, InOrderWalkGivesWhatAtGivesFromAnyStart) {
+  const Constants constants{{"K", integer(6)}};
+  int spaces_checked = 0;
+  for (unsigned seed = 0; spaces_checked < 200; ++seed) {
+    Space space = RandomSpaceBuilder(seed).build();
+    std::optional<SpaceEnumerator> enumerator;
+    try {
+      enumerator.emplace(space, constants);
+    } catch (const InputError&) {
+      continue;  // no valid configuration
+    }
+    ++spaces_checked;
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const std::uint64_t valid = enumerator->valid_count();
+    for (std::uint64_t first : {std::uint64_t{0}, valid / 3, valid - 1}) {
+      std::uint64_t index = first;
+      enumerator->for_each_in_order(first, valid + 5, [&](std::span<const std::uint32_t> value_indices) {
+        ASSERT_LT(index, valid);
+        const Configuration expected = enumerator->at(index);
+        for (std::size_t p = 0; p < space.parameters.size(); ++p)
+          ASSERT_EQ(space.parameters[p].values[value_indices[p]], expected[p]) << "index " << index << " parameter " << p;
+        ++index;
+      });
+      EXPECT_EQ(index, valid) << "from " << first;  // the count is clamped to the end
+    }
+    std::uint64_t visited = 0;
+    enumerator->for_each_in_order(valid, 10, [&](std::span<const std::uint32_t>) { ++visited; });
+    EXPECT_EQ(visited, 0u);
+  }
+}
+
 TEST(SpaceEnumerator, NeighboursMatchBruteForceOnRandomSpaces) {
   const Constants constants{{"K", integer(6)}};
   int checked = 0;

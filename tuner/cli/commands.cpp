@@ -7,8 +7,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -17,6 +23,7 @@
 #include "tuner/cache/export.h"
 #include "tuner/cli/analyze_command.h"
 #include "tuner/cli/ceilings_command.h"
+#include "tuner/cli/configuration_listing.h"
 #include "tuner/cli/t4_command.h"
 #include "tuner/cli/replay_command.h"
 #include "tuner/cli/report_command.h"
@@ -91,13 +98,55 @@ struct CommonSpecOptions {
 
 struct SpaceCommand {
   CommonSpecOptions common;
-  std::uint64_t list = 0;
+  std::string list_text;  // N or "all"
   std::uint64_t sample = 0;
   std::uint64_t seed = 1;
 
+  // A space file on its own (spaces/*.yaml: parameters and no template) stands for a spec with that space and the
+  // --problem symbols, so a space can be counted and listed before any kernel uses it.
+  KernelSpec load() const {
+    const std::filesystem::path file = find_spec(common.spec);
+    if (file.extension() == ".yaml" || file.extension() == ".yml") {
+      YAML::Node document;
+      try {
+        document = YAML::LoadFile(file.string());
+      } catch (const YAML::Exception&) {
+        return common.load();  // the spec loader reports the syntax error with its location
+      }
+      if (document.IsMap() && document["parameters"] && !document["template"] && !document["space"]) {
+        KernelSpec spec;
+        spec.space = load_space(file);
+        spec.name = spec.space.name;
+        spec.file = file;
+        for (const auto& [symbol, value] : parse_problem_overrides(common.problem)) {
+          auto found = std::find_if(spec.problem.begin(), spec.problem.end(),
+                                    [&](const auto& entry) { return entry.first == symbol; });
+          if (found != spec.problem.end()) {
+            found->second = value;
+          } else {
+            spec.problem.emplace_back(symbol, value);
+          }
+        }
+        return spec;
+      }
+    }
+    return common.load();
+  }
+
+  std::uint64_t list_count() const {
+    if (list_text.empty()) return 0;
+    if (list_text == "all") return std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t count = 0;
+    const auto [end, error] = std::from_chars(list_text.data(), list_text.data() + list_text.size(), count);
+    if (error != std::errc() || end != list_text.data() + list_text.size())
+      throw InputError(fmt::format("--list {}: expected a count of configurations or 'all'", list_text));
+    return count;
+  }
+
   int run() const {
     const auto started = SteadyClock::now();
-    KernelSpec spec = common.load();
+    const std::uint64_t list = list_count();
+    KernelSpec spec = load();
     DeviceProperties device = resolve_device(common.arch, common.device);
     SpaceEnumerator space(spec.space, run_constants(spec, device));
     const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
@@ -107,11 +156,13 @@ struct SpaceCommand {
       throw InputError(fmt::format("--sample {}: at most {} configurations can be drawn at once ({} are valid); "
                                    "--list N prints any number, one by one",
                                    sample, max_sample_size, space.valid_count()));
-    // Configurations are printed one by one as they are decoded, never collected: --list 17000000 on a space of 17
-    // million needs no more memory than --list 1 (issue 6).
-    const auto for_each_shown = [&](const std::function<void(const Configuration&)>& print) {
-      if (list > 0)
-        for (std::uint64_t i = 0; i < std::min(list, space.valid_count()); ++i) print(space.at(i));
+    // Configurations are written as they are enumerated, never collected: --list all on a space of 17 million needs
+    // no more memory than --list 1 (configuration_listing.h).
+    const auto for_each_shown = [&](ListingFormat format, const std::function<void(const Configuration&)>& print) {
+      if (list > 0) {
+        std::fflush(stdout);  // the summary printed before goes first
+        ConfigurationListing::write(space, 0, list, format, stdout);
+      }
       if (sample > 0) space.for_each_sample(sample, seed, print);
     };
 
@@ -142,7 +193,7 @@ struct SpaceCommand {
       }
       // JSON lines: the summary on the first line, then one object per configuration.
       fmt::print("{}\n", output.dump());
-      for_each_shown([&](const Configuration& configuration) {
+      for_each_shown(ListingFormat::json_lines, [&](const Configuration& configuration) {
         fmt::print("{}\n", configuration_to_json(spec.space, configuration).dump());
       });
       return exit_ok;
@@ -162,8 +213,8 @@ struct SpaceCommand {
                  fmt::join(values, ", "), expr::to_string(parameter.default_value),
                  parameter.relevant_when.empty() ? "" : " when " + parameter.relevant_when.text());
     }
-    for_each_shown(
-        [&](const Configuration& configuration) { fmt::print("{}\n", to_string(spec.space, configuration)); });
+    for_each_shown(ListingFormat::text,
+                   [&](const Configuration& configuration) { fmt::print("{}\n", to_string(spec.space, configuration)); });
     return exit_ok;
   }
 };
@@ -639,8 +690,9 @@ int run_cli(int argc, char** argv) {
   SpaceCommand space_command;
   CLI::App* space = app.add_subcommand("space", "count and list a spec's valid configurations");
   space_command.common.add_to(*space, true);
-  space->add_option("--list", space_command.list,
-                    "print the first N valid configurations, one by one (with --json: JSON lines, the summary first)");
+  space->add_option("--list", space_command.list_text,
+                    "print the first N valid configurations, or all of them, as they are enumerated (with --json: "
+                    "JSON lines, the summary first)");
   auto* sample_option = space->add_option(
       "--sample", space_command.sample,
       fmt::format("print N random valid configurations, N <= {} (with --json: JSON lines)", max_sample_size));

@@ -123,4 +123,51 @@ std::optional<std::uint64_t> PrefixTree::index_of(std::span<const std::uint32_t>
   return std::nullopt;
 }
 
+PrefixTree::Cursor::Cursor(const PrefixTree& tree, std::uint64_t leaf)
+    : tree_(&tree), node_(static_cast<std::size_t>(tree.depth_)), values_(static_cast<std::size_t>(tree.depth_)) {
+  position(leaf);
+}
+
+void PrefixTree::Cursor::position(std::uint64_t leaf) {
+  const PrefixTree& tree = *tree_;
+  tree.at(leaf, values_);
+  // at() finds the values; the nodes come from the same descent, kept here for advance().
+  std::uint64_t begin = 0;
+  for (int level = 0; level + 1 < tree.depth_; ++level) {
+    std::uint64_t low = begin;
+    std::uint64_t high = tree.child_begin_[level].size() - 1;  // the end sentinel is not a node
+    if (level > 0) high = tree.child_begin_[level - 1][node_[level - 1] + 1];
+    while (high - low > 1) {
+      const std::uint64_t middle = low + (high - low) / 2;
+      if (tree.first_leaf(level, middle) <= leaf) {
+        low = middle;
+      } else {
+        high = middle;
+      }
+    }
+    node_[level] = low;
+    begin = tree.child_begin_[level][low];
+  }
+  node_[tree.depth_ - 1] = leaf;
+}
+
+bool PrefixTree::Cursor::advance() {
+  const PrefixTree& tree = *tree_;
+  const int last = tree.depth_ - 1;
+  const std::uint64_t leaf = node_[last] + 1;
+  if (leaf == tree.leaf_count()) {
+    position(0);
+    return false;
+  }
+  node_[last] = leaf;
+  values_[last] = static_cast<std::uint32_t>(tree.value_index_[last][leaf]);
+  // Every node has at least one child, so a level whose child left its range moves on by exactly one node.
+  for (int level = last - 1; level >= 0; --level) {
+    if (node_[level + 1] < tree.child_begin_[level][node_[level] + 1]) break;
+    ++node_[level];
+    values_[level] = static_cast<std::uint32_t>(tree.value_index_[level][node_[level]]);
+  }
+  return true;
+}
+
 }  // namespace kernlathe::space_detail

@@ -79,6 +79,22 @@ class PrefixTree {
 
   // value_indices has depth() entries, one per level.
   void at(std::uint64_t index, std::span<std::uint32_t> value_indices) const;
+
+  // Walks the leaves in order from a given one: each step moves to the next leaf and updates only the levels whose
+  // node changes (amortised constant time), where at() searches every level afresh.
+  class Cursor {
+   public:
+    Cursor(const PrefixTree& tree, std::uint64_t leaf);  // leaf < leaf_count()
+    // The next leaf; false, and back at leaf 0, after the last.
+    bool advance();
+    std::span<const std::uint32_t> value_indices() const { return values_; }
+
+   private:
+    void position(std::uint64_t leaf);
+    const PrefixTree* tree_;
+    std::vector<std::uint64_t> node_;    // per level, the node on the path to the current leaf
+    std::vector<std::uint32_t> values_;  // per level, its value index
+  };
   std::optional<std::uint64_t> index_of(std::span<const std::uint32_t> value_indices) const;
 
  private:

@@ -775,6 +775,52 @@ Configuration SpaceEnumerator::at(std::uint64_t index) const {
   return configuration;
 }
 
+void SpaceEnumerator::for_each_in_order(
+    std::uint64_t first, std::uint64_t count,
+    const std::function<void(std::span<const std::uint32_t> value_indices)>& visit) const {
+  const Impl& impl = *impl_;
+  if (first >= impl.valid) return;
+  count = std::min(count, impl.valid - first);
+  // An odometer over the groups, the last group the fastest digit; each tree group steps with a cursor.
+  const std::size_t groups = impl.groups.size();
+  std::vector<std::uint64_t> local(groups);
+  std::uint64_t rest = first;
+  for (std::size_t g = groups; g-- > 0;) {
+    local[g] = rest % impl.groups[g].count;
+    rest /= impl.groups[g].count;
+  }
+  std::vector<std::optional<PrefixTree::Cursor>> cursors(groups);
+  std::vector<std::uint32_t> value_indices(impl.space.parameters.size());
+  const auto place = [&](std::size_t g) {
+    const Group& group = impl.groups[g];
+    if (!group.tree) {
+      value_indices[static_cast<std::size_t>(group.parameters[0])] = static_cast<std::uint32_t>(local[g]);
+      return;
+    }
+    std::span<const std::uint32_t> levels = cursors[g]->value_indices();
+    for (std::size_t level = 0; level < group.parameters.size(); ++level)
+      value_indices[static_cast<std::size_t>(group.parameters[level])] = levels[level];
+  };
+  for (std::size_t g = 0; g < groups; ++g) {
+    if (impl.groups[g].tree) cursors[g].emplace(*impl.groups[g].tree, local[g]);
+    place(g);
+  }
+  for (std::uint64_t done = 0; done < count; ++done) {
+    visit(value_indices);
+    for (std::size_t g = groups; g-- > 0;) {  // carry into the next digit when one wraps
+      bool wrapped = false;
+      if (cursors[g]) {
+        wrapped = !cursors[g]->advance();
+      } else if (++local[g] == impl.groups[g].count) {
+        local[g] = 0;
+        wrapped = true;
+      }
+      place(g);
+      if (!wrapped) break;
+    }
+  }
+}
+
 std::optional<std::uint64_t> SpaceEnumerator::index_of(const Configuration& configuration) const {
   return impl_->index_of(configuration);
 }
