@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 
 scripts/setup.sh "$@"
 
-# The probes in probes/ include the shipped templates: built (not run) wherever nvcc exists, so a template change
-# that breaks one fails here. The option stays on in build/'s cache. About 10 s on 2 cores.
+# The diagnostic probes (probes/), three of which include the shipped templates: built, not run, wherever nvcc
+# exists, so a template change that breaks one fails here. The option stays on in build's cache. 8-13 s on 2 cores.
 cuda_home="${CUDA_HOME:-/usr/local/cuda}"
 if [[ -x "$cuda_home/bin/nvcc" ]]; then
   probes_start=$SECONDS
