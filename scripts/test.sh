@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds, runs every CPU test, compile-checks every shipped kernel spec
-# with NVRTC (no GPU needed) and gives each fuzz target a short bounded run.
+# The test command: installs dependencies, builds, builds the diagnostic probes with nvcc, runs every CPU test,
+# compile-checks every shipped kernel spec with NVRTC (no GPU needed) and gives each fuzz target a short bounded run.
 # GPU tests carry the ctest label `gpu`; on a machine with a GPU run them with: ctest --test-dir build -L gpu
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh "$@"
+
+# The diagnostic probes (probes/), three of which include the shipped templates: built, not run, wherever nvcc
+# exists, so a template change that breaks one fails here. The option stays on in build's cache. 8-13 s on 2 cores.
+cuda_home="${CUDA_HOME:-/usr/local/cuda}"
+if [[ -x "$cuda_home/bin/nvcc" ]]; then
+  probes_start=$SECONDS
+  cmake -S . -B build -DKERNLATHE_BUILD_PROBES=ON >/dev/null
+  cmake --build build --target kernlathe_probes -j "$(nproc)"
+  echo "probes: built in $((SECONDS - probes_start)) s" >&2
+else
+  echo "probes: NOT built: no nvcc under $cuda_home (set CUDA_HOME to the CUDA toolkit)" >&2
+fi
 
 ctest_log="$(mktemp)"
 ctest --test-dir build -L cpu --output-on-failure -j "$(nproc)" | tee "$ctest_log"

@@ -125,7 +125,7 @@ TEST(LoaderOnDevice, ShortDatasetFileIsAnInputErrorNamingTheFile) {
 // Not a check of correctness but a measurement for issue 7's transfer-bound floor: the real pipeline and driver
 // layer over the conv3x3_stream_small shards, swept over loader settings, with and without the per-batch check,
 // beside the host read rate alone and the copy rates while host threads read. Disabled in ordinary runs; run with
-// --gtest_also_run_disabled_tests --gtest_filter='*TransferBound*' (scripts/loader_bench.sh does). Each printed line
+// --gtest_also_run_disabled_tests --gtest_filter='*TransferBound*' (benchmarks/loader_bench.sh does). Each printed line
 // starts with a tag (ceiling, read, contention, pass) so scripts can pick them out.
 
 // out[i] = in[i] + 1 over `elements` floats: as little kernel as possible, so the pass is all transfer.

@@ -3,7 +3,7 @@
 # best caches, each ending with the final round. Prints per kernel: both winners and whether they agree (the same
 # configuration, or final-round intervals that overlap), the best times' difference, the baseline ratios'
 # difference, and the default configuration's energy per launch in both runs.
-# Usage (GPU host, repository root): scripts/reproducibility_bench.sh BIN_DIR LOG_DIR [BUDGET]
+# Usage (GPU host, repository root): benchmarks/reproducibility_bench.sh BIN_DIR LOG_DIR [BUDGET]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-build}"

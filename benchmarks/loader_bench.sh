@@ -1,6 +1,6 @@
 #!/bin/bash
 # Streamed workloads (issue 7) on a GPU host: where the transfer-bound example loses time, and the issue's floors.
-# Usage, from anywhere: scripts/loader_bench.sh [BIN_DIR] [LOG_DIR]
+# Usage, from anywhere: benchmarks/loader_bench.sh [BIN_DIR] [LOG_DIR]
 #   BIN_DIR holds tune and test_gpu_device built from this tree (default build/; scripts/package-for-device.sh
 #   gathers stripped copies); LOG_DIR defaults to loader-logs/; relative paths start at the repository root.
 #   About 160-200 s; each step has its own timeout.
@@ -19,7 +19,8 @@
 #                        staging     a few settings with cuMemHostAlloc staging (huge=0) and with staging on 2 MiB
 #                                    pages registered with cuMemHostRegister (huge=1), unchecked
 #   diagnostic_top.txt the 25 fastest unchecked settings and the checked ones, sorted
-#   <example>.txt/.err/.csv  `tune run` of conv3x3_stream_small (annealing, 95 s) and stream_heavy (annealing, 25 s)
+#   <example>.txt/.err/.csv  `tune run` of conv3x3_stream_small (95 s) and stream_heavy (25 s), with the default
+#                      strategy (no --strategy: the path users take), seed 1
 #   floors.txt         the issue's floors from those runs, PASS or FAIL
 set -u
 cd "$(dirname "$0")/.."
@@ -61,7 +62,7 @@ run_example() {
   local name=$1 spec=$2 limit=$3
   shift 3
   rm -rf "/tmp/loader-runs/$name"
-  timeout "$limit" "$TUNE" run "$spec" --strategy annealing --seed 1 --timeout 30 "$@" \
+  timeout "$limit" "$TUNE" run "$spec" --seed 1 --timeout 30 "$@" \
       --out "/tmp/loader-runs/$name" --best-dir /tmp/loader-runs/best > "$LOG/$name.txt" 2> "$LOG/$name.err"
   echo "$name: exit $? after $(elapsed) s"
   cp "/tmp/loader-runs/$name"/*.csv "$LOG/$name.csv" 2>/dev/null

@@ -2,7 +2,8 @@
 // tuner measures energy per launch (issue 16). Prints the counter's update interval, idle and busy power, and the
 // spread of energy per launch over windows of several lengths.
 //
-//   nvcc -O2 -arch=sm_90 -o /tmp/energy_probe scripts/energy_probe.cu -ldl && /tmp/energy_probe
+// Build with CMake (-DKERNLATHE_BUILD_PROBES=ON; build/probes/energy_probe), or by hand from the repository root:
+//   nvcc -O2 -arch=sm_90 -o /tmp/energy_probe probes/energy_probe.cu -ldl && /tmp/energy_probe
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 

@@ -16,8 +16,8 @@ and seeds that do not collapse (the quartiles over seeds are not one configurati
 Replays are cached under --cache (one JSON per candidate and landscape), so a rerun replays only what is missing.
 Usage (from the repository root, after building):
 
-  nice scripts/strategy_cv.py                    # the whole development set, about 20 minutes on 2 cores
-  nice scripts/strategy_cv.py --seeds 5 --candidates 'local surrogate'   # a quick look
+  nice benchmarks/strategy_cv.py                    # the whole development set, about 20 minutes on 2 cores
+  nice benchmarks/strategy_cv.py --seeds 5 --candidates 'local surrogate'   # a quick look
 """
 
 import argparse

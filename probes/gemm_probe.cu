@@ -1,9 +1,13 @@
-// Standalone check of one GEMM configuration against cuBLAS, outside the tuner: correctness and speed.
+// Standalone check of one GEMM configuration (simt or mma_sync path) against cuBLAS, outside the tuner: correctness
+// and speed. The wgmma path has its own probe (wgmma_probe.cu), which encodes tensor maps.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90a -Itemplates -DGEMM_INPUT_F32 -DPATH_simt=1 -DBM=128 -DBN=128 -DBK=8 -DWM=32 \
-//        -DWN=64 -DTM=8 -DTN=8 -DSTAGES=2 -DSMEM_PAD=1 -DGROUP_M=8 -DBLOCKS_PER_SM=2 -DSIMT_COPY_registers=1 \
-//        scripts/gemm_probe.cu -lcublas -o probe
-//   ./probe 4096 4096 4096
+// CMake with -DKERNLATHE_BUILD_PROBES=ON builds three configurations (probes/CMakeLists.txt): build/probes/
+// gemm_probe_simt, gemm_probe_simt_async and gemm_probe_mma_sync_bf16. Another configuration is one binary by hand,
+// from the repository root, as one command (every parameter of the path in spaces/gemm.yaml is a -D):
+//   nvcc -O3 -std=c++17 -arch=sm_90a -Itemplates -DGEMM_INPUT_F32 -DPATH_simt=1 -DBM=128 -DBN=128 -DBK=8 -DWM=32
+//        -DWN=64 -DTM=8 -DTN=8 -DSTAGES=2 -DSMEM_PAD=1 -DGROUP_M=8 -DBLOCKS_PER_SM=2 -DSIMT_COPY_registers=1
+//        probes/gemm_probe.cu -lcublas -o probe
+//   ./probe [m n k [repetitions [label]]]      (default 4096 4096 4096 20 config)
 //
 // The tuner defines every parameter and derived value of spaces/gemm.yaml; here the derived values the kernel
 // reads are computed below from the parameters with the same formulas. Prints one line:

@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
     if (raw_module) cuda.cuModuleUnload(raw_module);
 
     // ---- 3. time through the runtime against the recorded time of the entry it selected
-    // `tune` measuring the same configuration again in this session (scripts/runtime_bench.sh writes
+    // `tune` measuring the same configuration again in this session (benchmarks/runtime_bench.sh writes
     // REMEASURED: kernel and median ms per line), so drift between machines and sessions is out of the comparison.
     std::map<std::string, double> remeasured;
     if (const char* file = std::getenv("REMEASURED"); file && *file) {

@@ -6,7 +6,7 @@
 # runtime's GPU tests; and the examples against the export. Streamed kernels (STREAM_KERNELS, default the two
 # conv3x3 streams; their data written by scripts/make_stream_data.sh when missing) are tuned, exported and measured
 # through kernlathe::StreamedKernel the same way, and the streamed example checks every image on the host.
-# Usage (on a GPU host, from anywhere): scripts/runtime_bench.sh BIN_DIR LOG_DIR [SECONDS_PER_KERNEL]
+# Usage (on a GPU host, from anywhere): benchmarks/runtime_bench.sh BIN_DIR LOG_DIR [SECONDS_PER_KERNEL]
 # RUNTIME_KERNELS (space-separated) replaces the default list of kernels; SKIP_TUNING=1 uses results/best as it is,
 # TUNE_ONLY=1 stops after the tuning runs; STREAM_SECONDS sets the streamed kernels' tuning time (an evaluation of
 # one takes ~1 s: several passes over 512 MiB to 1 GiB of files). The entries stored are copied to LOG_DIR/best.

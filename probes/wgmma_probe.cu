@@ -2,9 +2,11 @@
 // encodes the tensor maps the way the evaluation worker does, runs templates/gemm.cu's entry point on M x N x K,
 // compares C with cuBLAS (cublasGemmEx, fp32 accumulation) and prints both speeds.
 //
-// Build (one configuration per binary; every -D has a default below):
-//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Itemplates -DWG_BN=256 \
-//        scripts/wgmma_probe.cu -o wgmma_probe -lcuda -lcublas
+// Build: CMake with -DKERNLATHE_BUILD_PROBES=ON builds two configurations (probes/CMakeLists.txt):
+// build/probes/wgmma_probe (the defaults below) and build/probes/wgmma_probe_bf16_cluster. Another configuration is
+// one binary by hand, from the repository root (every -D has a default below), as one command:
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Itemplates -DWG_BN=128 -DWG_PINGPONG=1
+//        probes/wgmma_probe.cu -o wgmma_probe -lcuda -lcublas
 // Run:  ./wgmma_probe [M N K [repetitions [alpha beta]]]      (default 4096 4096 4096 20 1 0)
 // Output: one line `config ... max_error ... ok|WRONG ... wgmma_tflops ... cublas_tflops ... fraction ...`;
 // the exit status is 1 when C differs from cuBLAS beyond the tolerance.
@@ -47,12 +49,19 @@
 #ifndef WG_PERSISTENT
 #define WG_PERSISTENT 1
 #endif
+#ifndef WG_CLUSTER
+#define WG_CLUSTER 1
+#endif
+#define WG_SPREAD 0  // the tf32 fragment gather only; this probe takes 16-bit inputs
 // The same expressions as the wgmma block of spaces/gemm.yaml.
 #define THREADS (128 * (1 + WG_CONSUMERS))
 #define BLOCKS_PER_SM 1
 #define SHARED_BYTES (WG_STAGES * (WG_BM + WG_BN) * WG_BK * 2 + 1024 + (2 * WG_STAGES + WG_CONSUMERS) * 8)
 
 #include "gemm.cu"
+
+// The second of the space's cluster constraints: B's 128-byte boxes split evenly among a cluster's blocks.
+static_assert(WG_BN * 2 / 128 % WG_CLUSTER == 0, "WG_BN / 64 boxes of B must divide among WG_CLUSTER blocks");
 
 namespace {
 
@@ -130,6 +139,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%d x %d x %d is not a whole number of %d x %d x %d tiles\n", m, n, k, WG_BM, WG_BN, WG_BK);
     return 2;
   }
+  if (m / WG_BM % WG_CLUSTER != 0) {  // the first of the space's cluster constraints
+    std::fprintf(stderr, "%d rows are not a whole number of clusters of %d tiles of %d rows\n", m, WG_CLUSTER, WG_BM);
+    return 2;
+  }
   DRIVER_CHECK(cuInit(0));
   cudaDeviceProp properties;
   CUDA_CHECK(cudaGetDeviceProperties(&properties, 0));
@@ -152,7 +165,8 @@ int main(int argc, char** argv) {
   const TensorMap a_map = encode_map(a, k, m, WG_BK, WG_BM);
   const TensorMap b_map = encode_map(b, n, k, 64, WG_BK);
   const int tiles = (m / WG_BM) * (n / WG_BN);
-  const int grid = WG_PERSISTENT ? std::min(properties.multiProcessorCount, tiles) : tiles;
+  // Whole clusters, as WG_GRID_X of spaces/gemm.yaml: the persistent grid rounds down to a multiple of WG_CLUSTER.
+  const int grid = WG_PERSISTENT ? std::min(properties.multiProcessorCount, tiles) / WG_CLUSTER * WG_CLUSTER : tiles;
   CUDA_CHECK(cudaFuncSetAttribute(gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED_BYTES));
   auto run_kernel = [&] {
     gemm<<<grid, THREADS, SHARED_BYTES>>>(m, n, k, alpha, beta, a, b, c, a_map, b_map);
@@ -207,8 +221,9 @@ int main(int argc, char** argv) {
   const double cublas_seconds = seconds_per_run(run_cublas);
   const double kernel_tflops = operations / kernel_seconds / 1e12;
   const double cublas_tflops = operations / cublas_seconds / 1e12;
-  std::printf("config %s BM=%d BN=%d STAGES=%d CONSUMERS=%d GROUP_M=%d PERSISTENT=%d PINGPONG=%d size=%dx%dx%d ",
-              type_name, WG_BM, WG_BN, WG_STAGES, WG_CONSUMERS, WG_GROUP_M, WG_PERSISTENT, WG_PINGPONG, m, n, k);
+  std::printf("config %s BM=%d BN=%d STAGES=%d CONSUMERS=%d GROUP_M=%d PERSISTENT=%d PINGPONG=%d CLUSTER=%d "
+              "size=%dx%dx%d ", type_name, WG_BM, WG_BN, WG_STAGES, WG_CONSUMERS, WG_GROUP_M, WG_PERSISTENT,
+              WG_PINGPONG, WG_CLUSTER, m, n, k);
   std::printf("alpha=%g beta=%g ", alpha, beta);
   std::printf("max_error=%.4g (max |C|=%.4g) wrong=%zu %s wgmma_tflops=%.1f cublas_tflops=%.1f fraction=%.3f\n",
               max_error, max_reference, wrong, wrong ? "WRONG" : "ok", kernel_tflops, cublas_tflops,

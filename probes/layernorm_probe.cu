@@ -5,9 +5,11 @@
 // counter, and two diagnostics that skip work on purpose (no cluster barrier; no statistics at all). The figures
 // and what they showed are in results/memory_bound.md.
 //
-// Build and run on the GPU host, from the repository root:
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Itemplates -o /tmp/layernorm_probe \
-//        scripts/layernorm_probe.cu && /tmp/layernorm_probe [rows cols]
+// Build with CMake (-DKERNLATHE_BUILD_PROBES=ON; build/probes/layernorm_probe), or by hand from the repository root,
+// as one command:
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Itemplates -o /tmp/layernorm_probe
+//        probes/layernorm_probe.cu
+// Run on a Hopper GPU: layernorm_probe [rows cols]      (default 4096 32768)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -226,10 +228,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       one_barrier_row(k, row_of(k));
       copy_row(k + kStages - 1);
     }
-    return;  // after a row's barrier no block touches another's shared memory
-  }
-
-  if constexpr (kMode == 4) {
+    // no closing cluster barrier: after a row's barrier no block touches another's shared memory
+  } else if constexpr (kMode == 4) {
     // One barrier per row, rows handed out at run time: the first kStages - 1 rows of each cluster are fixed
     // (cluster + j * clusters), later ones come from a global ticket counter, so a cluster that runs faster
     // takes more rows. Rank 0 draws the ticket for local row k + kStages - 1 during row k and writes it into every
@@ -265,10 +265,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         __threadfence();
       }
     }
-    return;
-  }
-
-  if constexpr (kEarlyRefill) {
+  } else if constexpr (kEarlyRefill) {
     for (int k = 0; k < kStages; ++k) copy_row(k);
     for (int k = 0; k < my_rows; ++k) {
       wait_copies<kStages - 1>();
@@ -286,44 +283,44 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     cluster_arrive();
     cluster_wait();
-    return;
-  }
-  for (int k = 0; k < kStages - 1; ++k) copy_row(k);
-  if constexpr (kPipelined) {
-    // Iteration k: partial sums of row k; block barrier; wait for row k-1's cluster barrier and normalise it;
-    // publish row k and arrive. Stages: row k-1 and row k in use, rows k+1 .. k+kStages-2 in flight.
-    for (int k = 0; k <= my_rows; ++k) {
-      if (k < my_rows) {
-        wait_copies<kStages - 2>();
-        partial_sums(k);
-      }
-      __syncthreads();
-      if (k < my_rows) publish_block_total(k);
-      if (k >= 1) {
-        cluster_wait();  // row k-1's slots are all written (and row k-2's all read)
-        normalise(k - 1);
-      }
-      cluster_arrive();  // this block's slot of row k is written; it has read row k-1's slots
-      copy_row(k - 1 + kStages);  // into row k-1's stage, which this thread has read for the last time
-    }
-    cluster_wait();
   } else {
-    for (int k = 0; k < my_rows; ++k) {
-      wait_copies<kStages - 2>();
-      if constexpr (kMode != 2) {
-        partial_sums(k);
+    for (int k = 0; k < kStages - 1; ++k) copy_row(k);
+    if constexpr (kPipelined) {
+      // Iteration k: partial sums of row k; block barrier; wait for row k-1's cluster barrier and normalise it;
+      // publish row k and arrive. Stages: row k-1 and row k in use, rows k+1 .. k+kStages-2 in flight.
+      for (int k = 0; k <= my_rows; ++k) {
+        if (k < my_rows) {
+          wait_copies<kStages - 2>();
+          partial_sums(k);
+        }
         __syncthreads();
-        publish_block_total(k);
+        if (k < my_rows) publish_block_total(k);
+        if (k >= 1) {
+          cluster_wait();  // row k-1's slots are all written (and row k-2's all read)
+          normalise(k - 1);
+        }
+        cluster_arrive();  // this block's slot of row k is written; it has read row k-1's slots
+        copy_row(k - 1 + kStages);  // into row k-1's stage, which this thread has read for the last time
       }
-      if constexpr (kMode == 0) {
-        cluster_arrive();
-        cluster_wait();
+      cluster_wait();
+    } else {
+      for (int k = 0; k < my_rows; ++k) {
+        wait_copies<kStages - 2>();
+        if constexpr (kMode != 2) {
+          partial_sums(k);
+          __syncthreads();
+          publish_block_total(k);
+        }
+        if constexpr (kMode == 0) {
+          cluster_arrive();
+          cluster_wait();
+        }
+        normalise(k);
+        copy_row(k + kStages - 1);
       }
-      normalise(k);
-      copy_row(k + kStages - 1);
+      cluster_arrive();
+      cluster_wait();
     }
-    cluster_arrive();
-    cluster_wait();
   }
 }
 

@@ -1,7 +1,8 @@
 // How fast can pinned host memory reach the GPU while results go back at the same time? The streamed examples
 // copy every batch in and its result out, so their ceiling is the host-to-device rate under a concurrent
 // device-to-host copy, not the one-way rate `tune run` reports. Prints both, median of 7 after 2 warm-ups.
-// Build on the GPU host: nvcc -O2 -o /tmp/copy_duplex_probe scripts/copy_duplex_probe.cu
+// Build with CMake (-DKERNLATHE_BUILD_PROBES=ON; build/probes/copy_duplex_probe), or by hand from the repository
+// root: nvcc -O2 -o /tmp/copy_duplex_probe probes/copy_duplex_probe.cu
 #include <cuda_runtime.h>
 
 #include <algorithm>
