@@ -28,7 +28,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -256,12 +255,13 @@ def check_instantiation(tune: Tune, case: Case, spec: tune_spec.KernelSpec, conf
 
 # ----------------------------------------------------------------------------------------------- timing
 
-def timed_run(command: list[str], env: dict, timeout: float, stdout_path: Path, stderr_path: Path) -> Outcome:
+def timed_run(command: list[str], env: dict, timeout: float, stdout_path: Path, stderr_path: Path,
+              cwd: Path = REPOSITORY) -> Outcome:
     """Runs a command from process start to exit, wall clock, killing its process group past the timeout."""
     outcome = Outcome(command=command)
     with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
         started = time.monotonic()
-        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env, cwd=REPOSITORY,
+        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env, cwd=cwd,
                                    start_new_session=True)
         try:
             outcome.exit_code = process.wait(timeout=timeout)
@@ -318,7 +318,8 @@ def run_kernel_tuner(case: Case, plan: dict, work: Path, logs: Path, timeout: fl
     env = {**os.environ, "CUPY_CACHE_DIR": str(cupy_cache), "CUDA_CACHE_DISABLE": "1"}
     command = [python, str(HERE / "kernel_tuner_inputs.py"), str(plan_path), str(result_path)]
     log_path = logs / f"{case.name}.kernel_tuner.log"
-    outcome = timed_run(command, env, timeout, log_path, logs / f"{case.name}.kernel_tuner.stderr.log")
+    # In the work folder: Kernel Tuner writes the source of a configuration that fails into its working folder.
+    outcome = timed_run(command, env, timeout, log_path, logs / f"{case.name}.kernel_tuner.stderr.log", cwd=work)
     if outcome.timed_out or outcome.exit_code != 0 or not result_path.exists():
         outcome.error = f"exit {outcome.exit_code}" if not outcome.timed_out else f"not finished in {timeout:.0f} s"
         outcome.details["log_tail"] = tail(logs / f"{case.name}.kernel_tuner.stderr.log")
@@ -331,17 +332,17 @@ def run_kernel_tuner(case: Case, plan: dict, work: Path, logs: Path, timeout: fl
     return outcome
 
 
-def verdict(tune: Outcome, kernel_tuner: Outcome) -> tuple[str, str]:
-    """(ratio text, goal text). A Kernel Tuner run stopped at its time limit gives a lower bound."""
+def verdict(tune: Outcome, kernel_tuner: Outcome) -> tuple[float | None, str, str]:
+    """(ratio, its text, goal). A Kernel Tuner run stopped at its time limit gives a lower bound (">12.3x")."""
     if tune.error:
-        return "-", "error (tune)"
+        return None, "-", "error (tune)"
     if kernel_tuner.timed_out:
         bound = kernel_tuner.seconds / tune.seconds
-        return f">{bound:.1f}x", ("pass" if bound >= GOAL_RATIO else "undecided")
+        return bound, f">{bound:.1f}x", ("pass" if bound >= GOAL_RATIO else "undecided")
     if kernel_tuner.error:
-        return "-", "error (Kernel Tuner)"
+        return None, "-", "error (Kernel Tuner)"
     ratio = kernel_tuner.seconds / tune.seconds
-    return f"{ratio:.1f}x", ("pass" if ratio >= GOAL_RATIO else "FAIL")
+    return ratio, f"{ratio:.1f}x", ("pass" if ratio >= GOAL_RATIO else "FAIL")
 
 
 def print_table(rows: list[dict]) -> None:
@@ -358,7 +359,7 @@ def print_table(rows: list[dict]) -> None:
         table.append((row["case"], row["problem"], row["search"], str(row["valid"]),
                       f"{tune['evaluated'] if tune['evaluated'] is not None else '-'}/"
                       f"{kt['evaluated'] if kt['evaluated'] is not None else '-'}",
-                      f"{tune['seconds']:.1f}", kt_seconds, row["ratio"], row["goal"],
+                      f"{tune['seconds']:.1f}", kt_seconds, row["ratio_text"], row["goal"],
                       f"{figure(tune['best_ms'])}/{figure(kt['best_ms'])}"))
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for index, line in enumerate(table):
@@ -381,6 +382,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tune", default=str(REPOSITORY / "build" / "tune"), help="the tune binary")
     parser.add_argument("--out", default="kernel-tuner-comparison", help="logs, records and the JSON summary")
+    parser.add_argument("--work", help="caches and scratch records of the runs (default: a temporary folder, "
+                                       "removed at the end)")
     parser.add_argument("--cases", default=str(HERE / "cases.yaml"))
     parser.add_argument("--only", help="comma-separated case names")
     parser.add_argument("--restrictions", choices=("translated", "membership"), default="translated",
@@ -410,11 +413,21 @@ def main() -> int:
     out = Path(options.out).resolve()
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    work_root = Path(options.work).resolve() if options.work else Path(tempfile.mkdtemp(prefix="kt-compare-"))
+    try:
+        return compare(options, cases, tune, out, logs, work_root)
+    finally:
+        if not options.work:
+            shutil.rmtree(work_root, ignore_errors=True)
+
+
+def compare(options: argparse.Namespace, cases: list[Case], tune: Tune, out: Path, logs: Path, work_root: Path) -> int:
 
     if options.dry_run:
         device = dict(tune_spec.SM90_PROFILE) if options.arch == "sm_90" else None
         if device is None:
-            parser.error("a dry run knows the sm_90 profile only")
+            print("kt_compare: a dry run knows the sm_90 profile only", file=sys.stderr)
+            return 2
     else:
         probe = subprocess.run([options.python, str(HERE / "kernel_tuner_inputs.py"), "--device-properties"],
                                capture_output=True, text=True)
@@ -444,7 +457,7 @@ def main() -> int:
         if problems:
             failures += 1
             continue
-        work = out / "work" / case.name
+        work = work_root / case.name
         work.mkdir(parents=True, exist_ok=True)
         if options.dry_run:
             print(f"  tune: XDG_CACHE_HOME=<empty> "
@@ -466,19 +479,29 @@ def main() -> int:
         for outcome, tool in ((tune_outcome, "tune"), (kt_outcome, "Kernel Tuner")):
             if not outcome.error and outcome.evaluated != expected:
                 print(f"  NOTE: {tool} evaluated {outcome.evaluated} configurations, {expected} expected")
-        ratio, goal = verdict(tune_outcome, kt_outcome)
+        records = out / "records" / case.name
+        records.mkdir(parents=True, exist_ok=True)
+        for source in [*(work / "tune-records").glob("*"), work / "kernel_tuner_plan.json",
+                       work / "kernel_tuner_result.json"]:
+            if source.is_file():
+                shutil.copy(source, records / (source.name if source.parent.name != "tune-records"
+                                               else "tune_" + source.name))
+        ratio_value, ratio, goal = verdict(tune_outcome, kt_outcome)
         if goal.startswith("error"):
             failures += 1
         rows.append({"case": case.name, "spec": case.spec, "problem": case.problem, "search": case.search,
                      "budget": case.budget, "valid": summary["valid"], "combinations": summary["total"],
-                     "restrictions": options.restrictions, "ratio": ratio, "goal": goal,
+                     "restrictions": options.restrictions, "ratio": ratio_value, "ratio_text": ratio,
+                     "ratio_is_lower_bound": kt_outcome.timed_out, "goal": goal,
                      "tune": vars(tune_outcome), "kernel_tuner": vars(kt_outcome)})
 
     if not options.dry_run and rows:
         print()
         print_table(rows)
+        gpu = next((row["tune"]["details"].get("device") or row["kernel_tuner"]["details"].get("device_name")
+                    for row in rows), None)
         document = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": repository_commit(),
-                    "device": device, "goal_ratio": GOAL_RATIO, "cases": rows}
+                    "gpu": gpu, "device_properties": device, "goal_ratio": GOAL_RATIO, "cases": rows}
         (out / "kernel_tuner_comparison.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
         print(f"\nwritten: {out / 'kernel_tuner_comparison.json'}")
     return 1 if failures else 0

@@ -155,7 +155,7 @@ class KernelSpec:
     shared_memory: Expression | None
     compile_options: list[str]
     arch_specific: bool
-    reference: dict[str, Any]
+    reference: dict[str, Any] | str   # a configuration, or "baseline" (a library routine's output)
     tolerance: dict[str, tuple[float, float]] = field(default_factory=dict)
     template_text: str = ""
 
@@ -170,6 +170,8 @@ class KernelSpec:
 
     def reference_configuration(self) -> dict[str, Any]:
         """The verification reference: the named values, the space defaults for the rest (as tune)."""
+        if not isinstance(self.reference, dict):
+            raise SpecError(f"{self.file}: the reference is a library baseline, which Kernel Tuner cannot run")
         return {p.name: self.reference.get(p.name, p.default) for p in self.parameters}
 
 
@@ -259,9 +261,8 @@ def load_spec(spec_file: str | Path, tune_parameters: list[dict], problem_overri
 
     verify = document.get("verify") or {}
     reference = verify.get("reference") or {}
-    if not isinstance(reference, dict):
-        raise SpecError(f"{where}: verify.reference '{reference}': only a reference configuration is supported "
-                        "(a library baseline is not)")
+    if not isinstance(reference, dict) and reference != "baseline":
+        raise SpecError(f"{where}: verify.reference '{reference}' is neither a configuration nor 'baseline'")
     tolerance = {}
     for dtype, bounds in (verify.get("tolerance") or {}).items():
         relative, absolute = DEFAULT_TOLERANCE[dtype]
