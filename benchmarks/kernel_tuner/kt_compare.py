@@ -273,6 +273,12 @@ def timed_run(command: list[str], env: dict, timeout: float, stdout_path: Path, 
     return outcome
 
 
+def process_seconds(command: list[str]) -> float:
+    started = time.monotonic()
+    subprocess.run(command, capture_output=True, cwd=REPOSITORY)
+    return time.monotonic() - started
+
+
 def tail(path: Path, lines: int = 15) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -435,9 +441,14 @@ def compare(options: argparse.Namespace, cases: list[Case], tune: Tune, out: Pat
             print(f"kt_compare: cannot read the GPU's properties through CuPy:\n{probe.stderr}", file=sys.stderr)
             return 1
         device = json.loads(probe.stdout)
-        # Untimed warm-up of both tools' files (binary, Python modules) in the page cache.
+        # Untimed warm-up of both tools' files (binary, Python modules) in the page cache, then, for the record,
+        # each tool's bare start-up: tune printing its version, Python importing Kernel Tuner.
         subprocess.run([str(tune.binary), "--version"], capture_output=True)
         subprocess.run([options.python, "-c", "import cupy, numpy, kernel_tuner"], capture_output=True)
+        startup = {"tune_version_seconds": process_seconds([str(tune.binary), "--version"]),
+                   "kernel_tuner_import_seconds": process_seconds([options.python, "-c", "import kernel_tuner"])}
+        print(f"start-up: `tune --version` {startup['tune_version_seconds']:.3f} s, `import kernel_tuner` "
+              f"{startup['kernel_tuner_import_seconds']:.3f} s", flush=True)
 
     failures = 0
     rows = []
@@ -501,7 +512,7 @@ def compare(options: argparse.Namespace, cases: list[Case], tune: Tune, out: Pat
         gpu = next((row["tune"]["details"].get("device") or row["kernel_tuner"]["details"].get("device_name")
                     for row in rows), None)
         document = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": repository_commit(),
-                    "gpu": gpu, "device_properties": device, "goal_ratio": GOAL_RATIO, "cases": rows}
+                    "gpu": gpu, "device_properties": device, "startup": startup, "goal_ratio": GOAL_RATIO, "cases": rows}
         (out / "kernel_tuner_comparison.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
         print(f"\nwritten: {out / 'kernel_tuner_comparison.json'}")
     return 1 if failures else 0
