@@ -92,9 +92,15 @@ class Tune:
     def space(self, case: Case) -> tuple[dict, list[dict]]:
         """`tune space --json` and every valid configuration (canonical forms, as tune enumerates them)."""
         base = [str(self.binary), "space", case.spec, "--problem", case.problem, "--json"] + self._arch_options()
-        summary = json.loads(subprocess.run(base, check=True, capture_output=True, text=True, cwd=REPOSITORY).stdout)
-        listed = subprocess.run(base + ["--list", str(summary["valid"])], check=True, capture_output=True, text=True,
-                                cwd=REPOSITORY).stdout.splitlines()
+
+        def output(command: list[str]) -> str:
+            done = subprocess.run(command, capture_output=True, text=True, cwd=REPOSITORY)
+            if done.returncode != 0:
+                raise RuntimeError(f"{' '.join(command)} exited with {done.returncode}: {done.stderr.strip()}")
+            return done.stdout
+
+        summary = json.loads(output(base))
+        listed = output(base + ["--list", str(summary["valid"])]).splitlines()
         configurations = [json.loads(line) for line in listed[1:]]
         if len(configurations) != summary["valid"]:
             raise RuntimeError(f"tune space listed {len(configurations)} of {summary['valid']} configurations")
@@ -455,7 +461,12 @@ def compare(options: argparse.Namespace, cases: list[Case], tune: Tune, out: Pat
     for case in cases:
         print(f"== {case.name} ({case.spec}, {case.problem}, {case.search}"
               f"{f' {case.budget}' if case.budget else ''})", flush=True)
-        summary, configurations = tune.space(case)
+        try:
+            summary, configurations = tune.space(case)
+        except RuntimeError as error:
+            print(f"  {error}", flush=True)
+            failures += 1
+            continue
         spec = tune_spec.load_spec(REPOSITORY / case.spec, summary["parameters"],
                                    tune_spec.parse_problem_overrides(case.problem))
         plan = kernel_tuner_plan(case, summary, configurations, options.restrictions)
@@ -480,7 +491,10 @@ def compare(options: argparse.Namespace, cases: list[Case], tune: Tune, out: Pat
         tune_outcome = run_tune(tune, case, work, logs, options.tune_timeout)
         print(f"  tune: {tune_outcome.seconds:.1f} s, {tune_outcome.evaluated} evaluated"
               f"{', ' + tune_outcome.error if tune_outcome.error else ''}", flush=True)
-        kt_outcome = run_kernel_tuner(case, plan, work, logs, options.kernel_tuner_timeout, options.python)
+        if tune_outcome.error:  # no ratio to compute: spare the GPU time
+            kt_outcome = Outcome(command=[], error="not run (tune failed)")
+        else:
+            kt_outcome = run_kernel_tuner(case, plan, work, logs, options.kernel_tuner_timeout, options.python)
         print(f"  Kernel Tuner: {kt_outcome.seconds:.1f} s, {kt_outcome.evaluated} evaluated"
               f"{', ' + kt_outcome.error if kt_outcome.error else ''}", flush=True)
         for outcome, tool in ((tune_outcome, "tune"), (kt_outcome, "Kernel Tuner")):
