@@ -53,11 +53,12 @@ if ! imports_kernel_tuner "$python"; then
   exit 1
 fi
 if [[ " $* " != *" --dry-run "* ]] && ! "$python" -c 'import cupy' 2>/dev/null; then
-  echo "kernel_tuner_bench: $python cannot import cupy (install the cupy-cuda12x or cupy-cuda13x that matches the driver)" >&2
+  echo "kernel_tuner_bench: $python cannot import cupy (install the cupy-cuda12x or cupy-cuda13x of the driver)" >&2
   exit 1
 fi
 version=$("$python" -c 'import kernel_tuner; print(kernel_tuner.__version__)')
-[[ "$version" == 1.5.0 ]] || echo "kernel_tuner_bench: note: Kernel Tuner $version; the benchmark was written for 1.5.0" >&2
+[[ "$version" == 1.5.0 ]] \
+  || echo "kernel_tuner_bench: note: Kernel Tuner $version; the benchmark was written for 1.5.0" >&2
 
 "$python" benchmarks/kernel_tuner/kt_compare.py --tune "$tune" --out "$out" --python "$python" "$@" 2>&1 \
   | tee "$out/kt_compare.log"

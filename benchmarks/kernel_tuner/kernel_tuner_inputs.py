@@ -14,10 +14,11 @@ How the spec maps onto Kernel Tuner 1.5 (CuPy backend), so that both tools tune 
   * geometry: block dimensions from the parameters the spec's launch.block names (block_size_names), the grid
     from the spec's grid expressions (a problem_size callable with grid divisors of 1), dynamic shared memory
     from launch.shared_memory (smem_args);
-  * arguments: the same sizes, dtypes and value ranges, drawn with NumPy; outputs filled with all-ones bytes (NaN)
-    as tune poisons them; the answer is the spec's reference configuration run once with Kernel Tuner's
-    run_kernel, and every configuration is checked against it with the spec's tolerance (|x - ref| <= absolute
-    + relative * |ref|, NaN failing), as tune checks it.
+  * arguments: the same sizes, dtypes and contents (tune's counter-based generator written again in NumPy, so
+    random buffers are bit for bit tune's); outputs filled with all-ones bytes (NaN) as tune poisons them; the
+    answer is the spec's reference configuration run once with Kernel Tuner's run_kernel, and every configuration
+    is checked against it with the spec's tolerance (|x - ref| <= absolute + relative * |ref|, NaN failing), as
+    tune checks it.
 """
 
 from __future__ import annotations
@@ -205,7 +206,9 @@ def kernel_name_for(name: str, params: dict[str, Any]) -> str:
 
 
 def template_arguments_of(name_expression: str) -> list[str]:
-    inside = name_expression[name_expression.index("<") + 1:name_expression.rindex(">")] if "<" in name_expression else ""
+    if "<" not in name_expression:
+        return []
+    inside = name_expression[name_expression.index("<") + 1:name_expression.rindex(">")]
     return [argument.strip() for argument in inside.split(",")] if inside else []
 
 
@@ -237,12 +240,60 @@ def block_size_names(spec: KernelSpec) -> list[str]:
 NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "u8": "uint8", "i32": "int32",
                 "u32": "uint32", "i64": "int64"}
 
+_MASK64 = (1 << 64) - 1
+_GOLDEN_GAMMA = 0x9E3779B97F4A7C15
+
+
+def _mix(value: int) -> int:
+    """SplitMix64's output function on a Python integer (tuner/run/element_values.cpp mix)."""
+    value ^= value >> 30
+    value = (value * 0xBF58476D1CE4E5B9) & _MASK64
+    value ^= value >> 27
+    value = (value * 0x94D049BB133111EB) & _MASK64
+    return value ^ (value >> 31)
+
+
+def _store(values, dtype, numpy):
+    """Doubles to dtype as tune stores them: floats rounded to nearest (f16 through f32), integers floored and
+    clamped to the type's range."""
+    if dtype.kind == "f":
+        return values.astype(numpy.float32).astype(dtype) if dtype.itemsize < 4 else values.astype(dtype)
+    limits = numpy.iinfo(dtype)
+    return numpy.clip(numpy.floor(values), limits.min, limits.max).astype(dtype)
+
+
+def tune_random_values(seed: int, count: int, low: float, high: float, dtype, numpy, slice_elements: int = 1 << 22):
+    """The contents tune gives a buffer with `init: {random: {seed, low, high}}`, bit for bit: element i is
+    low + (high - low) * top53(mix(mix(seed) + (i + 1) * golden gamma)) / 2^53 (element_values.cpp
+    random_element), computed in slices of 64-bit integers so memory stays bounded."""
+    dtype = numpy.dtype(dtype)
+    result = numpy.empty(count, dtype)
+    base = numpy.uint64(_mix(seed & _MASK64))
+    gamma = numpy.uint64(_GOLDEN_GAMMA)
+    first, second = numpy.uint64(0xBF58476D1CE4E5B9), numpy.uint64(0x94D049BB133111EB)
+    for begin in range(0, count, slice_elements):
+        end = min(begin + slice_elements, count)
+        draws = numpy.arange(begin + 1, end + 1, dtype=numpy.uint64)
+        draws *= gamma
+        draws += base
+        draws ^= draws >> numpy.uint64(30)
+        draws *= first
+        draws ^= draws >> numpy.uint64(27)
+        draws *= second
+        draws ^= draws >> numpy.uint64(31)
+        draws >>= numpy.uint64(11)
+        values = draws.astype(numpy.float64)
+        values *= 2.0 ** -53
+        values *= high - low
+        values += low
+        result[begin:end] = _store(values, dtype, numpy)
+    return result
+
 
 def argument_values(spec: KernelSpec, instantiator: tune_spec.Instantiator, numpy) -> list[Any]:
-    """The kernel's arguments as NumPy values: scalars as NumPy scalars, buffers as arrays filled as the spec says
-    (random: uniform in [low, high) from NumPy's generator seeded with the spec's seed; tune draws from
-    mt19937_64, so the values differ, not their distribution); outputs without an init poisoned with all-ones
-    bytes, as tune fills them before each verified run."""
+    """The kernel's arguments as NumPy values: scalars as NumPy scalars, buffers with the contents tune gives them
+    (random ones bit for bit, tune_random_values); outputs poisoned with all-ones bytes (NaN), as tune fills them
+    before each verified run."""
     values = []
     for argument in spec.arguments:
         if argument.tensor_map:
@@ -255,24 +306,18 @@ def argument_values(spec: KernelSpec, instantiator: tune_spec.Instantiator, nump
             continue
         count = int(instantiator.problem_value(argument.count))
         init = argument.init or {}
-        if "random" in init:
-            random = init["random"]
-            generator = numpy.random.default_rng(int(random.get("seed", 0)))
-            low, high = float(random.get("low", 0.0)), float(random.get("high", 1.0))
-            if dtype.kind == "f":
-                array = generator.random(count, dtype=numpy.float32 if dtype.itemsize <= 4 else numpy.float64)
-                array = (array * (high - low) + low).astype(dtype, copy=False)
-            else:
-                array = numpy.floor(generator.uniform(low, high, count)).astype(dtype)
+        if argument.role == "out":  # tune poisons outputs before every verified launch, whatever their init
+            array = numpy.full(count * dtype.itemsize, 0xFF, dtype=numpy.uint8).view(dtype)
         elif "constant" in init:
-            array = numpy.full(count, init["constant"], dtype=dtype)
+            array = _store(numpy.full(count, float(init["constant"])), dtype, numpy)
         elif "sequence" in init:
             sequence = init["sequence"]
-            array = (sequence.get("start", 0) + sequence.get("step", 1) * numpy.arange(count)).astype(dtype)
-        elif argument.role == "out":
-            array = numpy.full(count * dtype.itemsize, 0xFF, dtype=numpy.uint8).view(dtype)
-        else:
-            array = numpy.zeros(count, dtype=dtype)
+            array = _store(float(sequence.get("start", 0)) + numpy.arange(count, dtype=numpy.float64)
+                           * float(sequence.get("step", 1)), dtype, numpy)
+        else:  # random, tune's default init (seed 1, [-1, 1)) included
+            random = init.get("random") or {}
+            array = tune_random_values(int(random.get("seed", 1)), count, float(random.get("low", -1.0)),
+                                       float(random.get("high", 1.0)), dtype, numpy)
         values.append(array)
     return values
 

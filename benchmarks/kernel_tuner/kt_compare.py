@@ -315,7 +315,7 @@ def run_tune(tune: Tune, case: Case, work: Path, logs: Path, timeout: float) -> 
         if best_rows[0].get("final_round"):
             outcome.details["best_final_round_mean_ms"] = best_rows[0]["final_round"].get("mean_ms")
     outcome.details.update({k: report.get(k) for k in ("device", "valid", "statuses", "seconds", "stop_reason",
-                                                      "evaluations_per_second", "final_rounds")})
+                                                      "evaluations_per_second", "final_rounds", "profile")})
     return outcome
 
 
@@ -526,7 +526,8 @@ def compare(options: argparse.Namespace, cases: list[Case], tune: Tune, out: Pat
         gpu = next((row["tune"]["details"].get("device") or row["kernel_tuner"]["details"].get("device_name")
                     for row in rows), None)
         document = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": repository_commit(),
-                    "gpu": gpu, "device_properties": device, "startup": startup, "goal_ratio": GOAL_RATIO, "cases": rows}
+                    "gpu": gpu, "device_properties": device, "startup": startup, "goal_ratio": GOAL_RATIO,
+                    "cases": rows}
         (out / "kernel_tuner_comparison.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
         print(f"\nwritten: {out / 'kernel_tuner_comparison.json'}")
     return 1 if failures else 0

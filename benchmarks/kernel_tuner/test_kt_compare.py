@@ -150,9 +150,36 @@ class ArgumentsAndVerification(unittest.TestCase):
         width, height, image, weights, output = values
         self.assertEqual((width.dtype, int(width), int(height)), (numpy.int32, 64, 32))
         self.assertEqual((image.dtype, image.size, weights.size), (numpy.float32, 64 * 32, 9))
-        self.assertTrue(-1 <= image.min() and image.max() < 1 and image.std() > 0.5)
+        self.assertEqual(list(image[:2]), [numpy.float32(v) for v in inputs.tune_random_values(7, 2, -1.0, 1.0,
+                                                                                              numpy.float64, numpy)])
+        self.assertEqual(list(weights), list(inputs.tune_random_values(8, 9, -1.0, 1.0, numpy.float32, numpy)))
         self.assertTrue(numpy.isnan(output).all())  # poisoned, as tune fills outputs before a verified run
         self.assertEqual(inputs.checked_outputs(spec), [False, False, False, False, True])
+
+    def test_random_contents_are_tunes_generator(self):
+        # Seed 0: mix(0) = 0, so element i is SplitMix64's (i + 1)-th output from state 0, published values.
+        draws = inputs.tune_random_values(0, 3, 0.0, 1.0, numpy.float64, numpy)
+        published = [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
+        self.assertEqual(list(draws), [(value >> 11) * 2.0 ** -53 for value in published])
+
+        def element(seed, index, low, high):  # element_values.cpp random_element, on Python integers
+            draw = inputs._mix((inputs._mix(seed) + (index + 1) * inputs._GOLDEN_GAMMA) & inputs._MASK64)
+            return low + (high - low) * ((draw >> 11) * 2.0 ** -53)
+
+        # Slices of 4 elements, so the counter must carry across slice boundaries.
+        values = inputs.tune_random_values(51, 11, -2.0, 3.0, numpy.float64, numpy, slice_elements=4)
+        self.assertEqual(list(values), [element(51, i, -2.0, 3.0) for i in range(11)])
+        as_float = inputs.tune_random_values(51, 11, -2.0, 3.0, numpy.float32, numpy, slice_elements=4)
+        self.assertEqual(list(as_float), [numpy.float32(element(51, i, -2.0, 3.0)) for i in range(11)])
+        # Values printed by tune's own random_element (tuner/run/element_values.cpp) on [-1, 1): element 4194304
+        # of seed 7 (the first of a second 2^22-element slice) and the last element of a 2^26-element buffer.
+        self.assertEqual(inputs.tune_random_values(7, 4194305, -1.0, 1.0, numpy.float64, numpy)[-1],
+                         0.36365163534053946)
+        self.assertEqual(inputs.tune_random_values(51, 1, -1.0, 1.0, numpy.float64, numpy)[0],
+                         element(51, 0, -1.0, 1.0))
+        self.assertEqual(element(51, 67108863, -1.0, 1.0), -0.81635751320684791)
+        integers = inputs.tune_random_values(9, 1000, -3.0, 300.0, numpy.int8, numpy)
+        self.assertEqual((int(integers.min()), int(integers.max())), (-3, 127))  # floored, clamped to int8
 
     def test_verify_applies_tunes_tolerance(self):
         _, _, spec = space("kernels/conv3x3.yaml", "W=64,H=32")   # f32: relative 1e-5, absolute 1e-5
