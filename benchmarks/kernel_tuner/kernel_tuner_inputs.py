@@ -385,9 +385,20 @@ def kernel_tuner_options(spec: KernelSpec) -> list[str]:
 
 def run(plan: dict[str, Any]) -> dict[str, Any]:
     """One Kernel Tuner tuning run as a user's script does it: read the inputs, draw the arguments, compute the
-    answer from the reference configuration, tune. plan: see kt_compare.py kernel_tuner_plan."""
+    answer from the reference configuration, tune. plan: see kt_compare.py kernel_tuner_plan. The summary says
+    where the time went: phases of this process (seconds) and Kernel Tuner's own totals (milliseconds)."""
+    clock = time.perf_counter()
+    phases = {}
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        phases[name] = now - clock
+        clock = now
+
     import numpy
     import kernel_tuner
+    phase("import_seconds")
 
     spec = tune_spec.load_spec(plan["spec"], plan["parameters"], plan["problem"])
     device = device_properties(plan.get("device_index", 0))
@@ -421,10 +432,12 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
                        if spec.shared_memory is not None else None),
         )
 
+    phase("inputs_seconds")
     reference = to_kernel_tuner_configuration(spec, spec.reference_configuration())
     outputs = kernel_tuner.run_kernel(params=reference, **common())
     answer = [output if checked else None for output, checked in zip(outputs, checked_outputs(spec))]
     del outputs
+    phase("answer_seconds")
 
     strategy_options = {"max_fevals": plan["budget"]} if plan["strategy"] == "random_sample" else None
     if plan.get("seed") is not None:
@@ -432,6 +445,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     results, environment = kernel_tuner.tune_kernel(
         tune_params=tune_parameters(spec), restrictions=restrictions, answer=answer, verify=make_verify(spec, numpy),
         strategy=plan["strategy"], strategy_options=strategy_options, **common())
+    phase("tune_kernel_seconds")
 
     timed = [r for r in results if isinstance(r.get("time"), (int, float))]
     best = min(timed, key=lambda r: r["time"]) if timed else None
@@ -444,6 +458,10 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
         "iterations": environment.get("iterations"),
         "device_name": environment.get("device_name"),
         "kernel_tuner_version": kernel_tuner.__version__ if hasattr(kernel_tuner, "__version__") else None,
+        "phases": phases,
+        "kernel_tuner_totals_ms": {key: environment.get(key) for key in (
+            "total_compile_time", "total_verification_time", "total_benchmark_time", "total_framework_time",
+            "total_strategy_time", "overhead_time")},
     }
 
 

@@ -344,6 +344,17 @@ def run_kernel_tuner(case: Case, plan: dict, work: Path, logs: Path, timeout: fl
     return outcome
 
 
+def kernel_tuner_breakdown(outcome: Outcome) -> str:
+    """Where Kernel Tuner's run went: this process's phases and Kernel Tuner's own totals."""
+    phases, totals = outcome.details.get("phases"), outcome.details.get("kernel_tuner_totals_ms")
+    if not phases or not totals or totals.get("total_compile_time") is None:
+        return ""
+    return (f" (import {phases['import_seconds']:.1f} s, inputs {phases['inputs_seconds']:.1f} s, answer "
+            f"{phases['answer_seconds']:.1f} s, tune_kernel {phases['tune_kernel_seconds']:.1f} s: compile "
+            f"{totals['total_compile_time'] / 1000:.1f} s, verification {totals['total_verification_time'] / 1000:.1f} "
+            f"s, benchmark {totals['total_benchmark_time'] / 1000:.1f} s)")
+
+
 def verdict(tune: Outcome, kernel_tuner: Outcome) -> tuple[float | None, str, str]:
     """(ratio, its text, goal). A Kernel Tuner run stopped at its time limit gives a lower bound (">12.3x")."""
     if tune.error:
@@ -496,7 +507,7 @@ def compare(options: argparse.Namespace, cases: list[Case], tune: Tune, out: Pat
         else:
             kt_outcome = run_kernel_tuner(case, plan, work, logs, options.kernel_tuner_timeout, options.python)
         print(f"  Kernel Tuner: {kt_outcome.seconds:.1f} s, {kt_outcome.evaluated} evaluated"
-              f"{', ' + kt_outcome.error if kt_outcome.error else ''}", flush=True)
+              f"{', ' + kt_outcome.error if kt_outcome.error else ''}{kernel_tuner_breakdown(kt_outcome)}", flush=True)
         for outcome, tool in ((tune_outcome, "tune"), (kt_outcome, "Kernel Tuner")):
             if outcome.error and outcome.details.get("log_tail"):
                 print(f"  {tool} log (last lines):\n    " + outcome.details["log_tail"].replace("\n", "\n    "))
