@@ -445,7 +445,7 @@ def main() -> int:
 
 
 def compare(options: argparse.Namespace, cases: list[Case], tune: Tune, out: Path, logs: Path, work_root: Path) -> int:
-
+    """Checks and, unless a dry run, times every case; prints the table and writes the JSON. Returns the exit code."""
     if options.dry_run:
         device = dict(tune_spec.SM90_PROFILE) if options.arch == "sm_90" else None
         if device is None:
