@@ -26,7 +26,7 @@ PowerReading read_power(const std::string& pci_bus_id);
 
 // The board's energy counter since the driver loaded, in millijoules (nvmlDeviceGetTotalEnergyConsumption, Volta
 // and later); nothing when NVML or the counter is absent. On the H200 it advances about every 100 ms
-// (scripts/energy_probe.cu), which is why energy is measured over whole counter periods (tuner/measure/).
+// (probes/energy_probe.cu), which is why energy is measured over whole counter periods (tuner/measure/).
 std::optional<std::uint64_t> read_energy_mj(const std::string& pci_bus_id);
 
 // The display driver version ("580.159"); empty when NVML is absent.

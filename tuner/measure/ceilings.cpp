@@ -22,7 +22,7 @@ using Clock = std::chrono::steady_clock;
 
 // 16 independent chains per thread, 128 FMAs per loop trip: the loop's own two instructions cost 1.5% of issue
 // slots (with 8 chains and one FMA each per trip, 20% went to the loop and the kernel reached 84% of the
-// H200's 66.9 TFLOP/s; scripts/energy_probe.cu).
+// H200's 66.9 TFLOP/s; probes/energy_probe.cu).
 constexpr const char* fma_source = R"(
 extern "C" __global__ void fma_peak(float* out, int iterations) {
   float value[16];

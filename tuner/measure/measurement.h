@@ -17,7 +17,7 @@
 // all of them see the same state.
 //
 // Energy. NVML's energy counter advances in steps (about every 100 ms on the H200), so a window shorter than a few
-// steps reads 0 or one step (coefficient of variation 0.3-3 over 10-50 ms windows; scripts/energy_probe.cu). The
+// steps reads 0 or one step (coefficient of variation 0.3-3 over 10-50 ms windows; probes/energy_probe.cu). The
 // energy loop keeps the GPU busy with the configuration, waits for a step, and measures the mean power over
 // energy_periods whole steps; energy per launch is that power times the measured time per launch (static power
 // included, as an application pays it).

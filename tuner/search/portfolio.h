@@ -5,7 +5,7 @@
 // in one move (conditional parameters), and restart from random configurations when a stretch brings nothing.
 //
 // Why a portfolio: picked by leave-one-kernel-family-out cross-validation over 18 recorded landscapes
-// (scripts/strategy_cv.py, README "Search strategies"). The surrogate alone leads where its settings were fitted
+// (benchmarks/strategy_cv.py, README "Search strategies"). The surrogate alone leads where its settings were fitted
 // (the convolution landscapes) but its seeds, first to third quartile, sat on one configuration 1.027x from the
 // optimum of the bf16 wgmma GEMM (H200, 4096^3) after 50 and 100 evaluations: the two fastest configurations lie in
 // another region. Local search alone reaches them, but refines slowly where a model reads the landscape at once.
@@ -20,7 +20,7 @@
 namespace kernlathe {
 
 struct PortfolioSettings {
-  // Share of proposals the model makes; the rest are local moves. Chosen by scripts/strategy_cv.py among 0.25, 0.5
+  // Share of proposals the model makes; the rest are local moves. Chosen by benchmarks/strategy_cv.py among 0.25, 0.5
   // and 0.75: with 0.5 and 0.75 every middle seed of the bf16 wgmma GEMM (H200, 4096^3) sat on one configuration
   // 1.027x from the optimum after 100 evaluations; 0.25 keeps a quarter of the seeds at the optimum there, and
   // costs 0.2% at 100 evaluations over the 18 landscapes (1.0019 against 1.0017).
