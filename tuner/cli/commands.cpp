@@ -329,6 +329,7 @@ struct RunCommand {
   std::string replay;
   bool no_cubin_cache = false;
   bool fresh_ceilings = false;
+  std::string ceiling_cache;
   double timeout = 10;
   std::string best_dir = "results/best";
   int final_candidates = 5;
@@ -371,6 +372,7 @@ struct RunCommand {
     options.replay_arch = common.arch;
     options.use_cubin_cache = !no_cubin_cache;
     options.refresh_ceilings = fresh_ceilings;
+    options.ceiling_cache_dir = ceiling_cache;
     options.timeout_seconds = timeout;
     options.best_cache_dir = best_dir;
     options.final_candidates = final_candidates;
@@ -750,7 +752,7 @@ int run_cli(int argc, char** argv) {
                   "(2; never longer than --warmup; at least two launches either way)")
       ->group(measurement_group)->check(CLI::NonNegativeNumber);
   run->add_option("--energy", run_command.energy,
-                  "energy per launch: off, auto (in the final round; every row when --objective needs it) or always "
+                  "energy per launch: off, auto (the final round's winner; every row and round when --objective needs it) or always "
                   "(every row; costs 0.1-0.3 s per configuration: NVML's counter steps every ~100 ms)")
       ->group(measurement_group);
   run->add_option("--objective", run_command.objective,
@@ -767,6 +769,8 @@ int run_cli(int argc, char** argv) {
   run->add_flag("--fresh-ceilings", run_command.fresh_ceilings,
                 "measure the GPU's ceilings again (about a second) instead of taking them from the ceiling cache, "
                 "which keeps them a week per GPU model and driver");
+  run->add_option("--ceiling-cache", run_command.ceiling_cache,
+                  "ceiling cache folder (default $XDG_CACHE_HOME/kernlathe/ceilings or ~/.cache/kernlathe/ceilings)");
   run->add_option("--timeout", run_command.timeout, "seconds a configuration may run before it is killed");
   run->add_option("--best-dir", run_command.best_dir, "best-configuration cache directory");
   run->add_option("--final", run_command.final_candidates,

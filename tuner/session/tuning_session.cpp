@@ -536,10 +536,9 @@ TuneReport tune(const TuneOptions& options) {
     if (options.show_progress)
       fmt::print(stderr, "final round: {} configurations{} x {} rounds, interleaved\n", candidates.size(),
                  baseline_in_round ? " and the baseline" : "", options.final_rounds);
-    // Energy in every round where the objective ranks by it; otherwise once per candidate, in the last round: with
-    // the time objective it is reported, not ranked on, and each figure costs 0.1-0.3 s.
-    const int energy_rounds =
-        !energy_in_final_round ? 0 : options.objective == Objective::time ? 1 : options.final_rounds;
+    // Energy in every round where the objective ranks by it. With the time objective it is reported, not ranked
+    // on, and each figure costs 0.1-0.3 s: only the winner's is measured, once, after the rounds.
+    const int energy_rounds = energy_in_final_round && options.objective != Objective::time ? options.final_rounds : 0;
     std::vector<FinalFigures> figures = run_final_round(
         measured_count, options.final_rounds, measure_again,
         [&](int, std::size_t) {
@@ -589,6 +588,18 @@ TuneReport tune(const TuneOptions& options) {
       if ((fa != nullptr) != (fb != nullptr)) return fa != nullptr;
       return fa ? final_value(*fa) < final_value(*fb) : search_value(*a) < search_value(*b);
     });
+    if (energy_in_final_round && energy_rounds == 0 && !ok.empty()) {
+      const auto winner = final_figures.find(configuration_key(spec.space, ok.front()->configuration));
+      const auto position = std::find(candidates.begin(), candidates.end(), ok.front()->configuration);
+      if (winner != final_figures.end() && winner->second.complete && position != candidates.end()) {
+        const Evaluation measured = measure_again(static_cast<std::size_t>(position - candidates.begin()), true);
+        if (measured.ok() && measured.energy_mj > 0) {
+          FinalFigures& figures = winner->second;
+          figures.round_energy_mj = {measured.energy_mj};
+          figures.energy_mj = figures.energy_low_mj = figures.energy_high_mj = measured.energy_mj;
+        }
+      }
+    }
     if (report.default_evaluation) {
       if (const FinalFigures* figures_of_default = final_of(&*report.default_evaluation)) {
         report.default_evaluation->time.median_ms = figures_of_default->mean_ms;
