@@ -509,4 +509,18 @@ TEST(Cli, RunRefusesARecordWithAStrayQuoteNamingItsLineAndLeavesItAlone) {
     EXPECT_FALSE(entry.path().filename().string().starts_with("evaluations.csv.torn-")) << entry.path();
 }
 
+TEST(CliCommands, SpaceFileIsListedWholeWithItsProblemSymbols) {
+  // bench_medium: 372,538 valid configurations at M=N=K=4096 on sm_90, every one a line after the summary.
+  CommandResult listed = run_tune("space spaces/bench_medium.yaml --arch sm_90 --problem M=4096,N=4096,K=4096 "
+                                  "--list all --json | wc -l");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(std::stoull(listed.out), 372538u + 1);
+  CommandResult missing = run_tune("space spaces/bench_medium.yaml --arch sm_90 --list 1");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("--problem"), std::string::npos) << missing.err;
+  CommandResult bad = run_tune("space saxpy --arch sm_90 --list some");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--list some: expected a count of configurations or 'all'"), std::string::npos) << bad.err;
+}
+
 }  // namespace

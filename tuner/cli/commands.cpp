@@ -148,7 +148,18 @@ struct SpaceCommand {
     const std::uint64_t list = list_count();
     KernelSpec spec = load();
     DeviceProperties device = resolve_device(common.arch, common.device);
-    SpaceEnumerator space(spec.space, run_constants(spec, device));
+    const bool bare_space = spec.template_file.empty();
+    std::optional<SpaceEnumerator> enumerated;
+    try {
+      enumerated.emplace(spec.space, run_constants(spec, device));
+    } catch (const InputError& error) {
+      // A space file has no problem of its own: the symbols its constraints read come from --problem.
+      if (!bare_space || std::string(error.what()).find("unknown name") == std::string::npos) throw;
+      throw InputError(fmt::format("{} (a space file's problem symbols are given with --problem, e.g. "
+                                   "--problem M=4096,N=4096)",
+                                   error.what()));
+    }
+    const SpaceEnumerator& space = *enumerated;
     const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
 
     // Checked before anything is printed: a sample is drawn without repeats, so its indices are held in memory.

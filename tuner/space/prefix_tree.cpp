@@ -130,8 +130,7 @@ PrefixTree::Cursor::Cursor(const PrefixTree& tree, std::uint64_t leaf)
 
 void PrefixTree::Cursor::position(std::uint64_t leaf) {
   const PrefixTree& tree = *tree_;
-  tree.at(leaf, values_);
-  // at() finds the values; the nodes come from the same descent, kept here for advance().
+  // The descent of at(), keeping each level's node for advance().
   std::uint64_t begin = 0;
   for (int level = 0; level + 1 < tree.depth_; ++level) {
     std::uint64_t low = begin;
@@ -146,9 +145,11 @@ void PrefixTree::Cursor::position(std::uint64_t leaf) {
       }
     }
     node_[level] = low;
+    values_[level] = static_cast<std::uint32_t>(tree.value_index_[level][low]);
     begin = tree.child_begin_[level][low];
   }
   node_[tree.depth_ - 1] = leaf;
+  values_[tree.depth_ - 1] = static_cast<std::uint32_t>(tree.value_index_[tree.depth_ - 1][leaf]);
 }
 
 bool PrefixTree::Cursor::advance() {
