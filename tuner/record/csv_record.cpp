@@ -15,6 +15,9 @@
 
 namespace kernlathe {
 
+// Records written before the device column have the first eight condition columns.
+constexpr std::size_t conditions_before_device = 8;
+
 namespace {
 
 // ---------------------------------------------------------------- writing
@@ -323,11 +326,11 @@ std::string join(const std::vector<std::string>& names) {
   return text;
 }
 
-// Whether the header has the measurement-condition columns (records written before they existed do not).
-bool check_header(const std::vector<std::string>& found, const Space& space, const std::filesystem::path& path) {
+// How many measurement-condition columns the header has (records written before some existed have fewer).
+std::size_t check_header(const std::vector<std::string>& found, const Space& space, const std::filesystem::path& path) {
+  for (std::size_t count : condition_layouts())
+    if (found == record_columns(space, count)) return count;
   std::vector<std::string> expected = record_columns(space);
-  if (found == expected) return true;
-  if (found == record_columns(space, /*with_conditions=*/false)) return false;
   // Name the parameter columns: the usual cause is a space edited between a run and its resume.
   auto parameter_part = [](const std::vector<std::string>& columns) {
     std::vector<std::string> parameters;
@@ -369,10 +372,10 @@ class RowParser {
     columns_ = record_columns(space);
   }
 
-  // Set from the header: a record without the condition columns has rows without them.
-  void set_with_conditions(bool with_conditions) {
-    with_conditions_ = with_conditions;
-    columns_ = record_columns(space_, with_conditions);
+  // Set from the header: a record written with fewer condition columns has rows without them.
+  void set_condition_count(std::size_t count) {
+    condition_count_ = count;
+    columns_ = record_columns(space_, count);
   }
 
   RecordedEvaluation parse(std::vector<std::string>& fields, int line) const {
@@ -421,7 +424,7 @@ class RowParser {
         *field = number(fields, column++, line);
       }
     }
-    if (with_conditions_) {
+    if (condition_count_ > 0) {
       evaluation.time.low_ms = number(fields, column++, line);
       evaluation.time.high_ms = number(fields, column++, line);
       evaluation.power_w = number(fields, column++, line);
@@ -431,6 +434,7 @@ class RowParser {
       evaluation.objective = number(fields, column++, line);
       ++column;  // clock_flag: derived from throttle_reasons when written
     }
+    if (condition_count_ > conditions_before_device) evaluation.device = std::move(fields[column++]);
     return record;
   }
 
@@ -475,23 +479,23 @@ class RowParser {
   const Space& space_;
   const std::filesystem::path& path_;
   std::vector<std::string> columns_;
-  bool with_conditions_ = true;
+  std::size_t condition_count_ = condition_columns().size();
 };
 
 // The header, then every row parsed into an evaluation and handed to visit. header_seen (when given) tells
 // whether the text held a complete header row.
 ScanResult scan_records(std::string_view text, const std::filesystem::path& path, const Space& space,
                         const std::function<void(RecordedEvaluation&&)>& visit, bool* header_seen,
-                        bool* layout_with_conditions = nullptr) {
+                        std::size_t* layout_condition_count = nullptr) {
   const std::vector<std::string> columns = record_columns(space);
   RowParser parser(space, path);
   bool header_done = false;
   RecordScanner scanner(text, path, columns);
   ScanResult result = scanner.scan([&](std::vector<std::string>& fields, int line) {
     if (!header_done) {
-      const bool with_conditions = check_header(fields, space, path);
-      parser.set_with_conditions(with_conditions);
-      if (layout_with_conditions) *layout_with_conditions = with_conditions;
+      const std::size_t condition_count = check_header(fields, space, path);
+      parser.set_condition_count(condition_count);
+      if (layout_condition_count) *layout_condition_count = condition_count;
       header_done = true;
       return;
     }
@@ -526,11 +530,20 @@ const std::vector<std::string>& stream_columns() {
 
 const std::vector<std::string>& condition_columns() {
   static const std::vector<std::string> columns{"time_low_ms", "time_high_ms",     "power_w",   "temperature_c",
-                                                "energy_mj",   "energy_window_ms", "objective", "clock_flag"};
+                                                "energy_mj",   "energy_window_ms", "objective", "clock_flag",
+                                                "device"};
   return columns;
 }
 
-std::vector<std::string> record_columns(const Space& space, bool with_conditions) {
+const std::vector<std::size_t>& condition_layouts() {
+  // 9: with device (multi-GPU runs); 8: before it; 0: before any condition column.
+  static const std::vector<std::size_t> layouts{condition_columns().size(), conditions_before_device, 0};
+  return layouts;
+}
+
+std::vector<std::string> record_columns(const Space& space) { return record_columns(space, condition_columns().size()); }
+
+std::vector<std::string> record_columns(const Space& space, std::size_t condition_count) {
   std::vector<std::string> columns{"hash"};
   for (const Parameter& parameter : space.parameters) columns.push_back(parameter.name);
   const auto& measurement = measurement_columns();
@@ -539,10 +552,9 @@ std::vector<std::string> record_columns(const Space& space, bool with_conditions
     const auto& stream = stream_columns();
     columns.insert(columns.end(), stream.begin(), stream.end());
   }
-  if (with_conditions) {
-    const auto& conditions = condition_columns();
-    columns.insert(columns.end(), conditions.begin(), conditions.end());
-  }
+  const auto& conditions = condition_columns();
+  columns.insert(columns.end(), conditions.begin(),
+                 conditions.begin() + static_cast<std::ptrdiff_t>(std::min(condition_count, conditions.size())));
   return columns;
 }
 
@@ -575,13 +587,16 @@ std::string configuration_key(const Configuration& configuration) {
 // ---------------------------------------------------------------- RecordWriter
 
 RecordWriter::RecordWriter(std::filesystem::path csv, const Space& space, const RunMetadata& metadata)
-    : path_(std::move(csv)), parameter_count_(space.parameters.size()), streamed_(space.streamed) {
+    : path_(std::move(csv)),
+      parameter_count_(space.parameters.size()),
+      streamed_(space.streamed),
+      condition_count_(condition_columns().size()) {
   bool has_header = false;
   if (std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0) {
     const std::string contents = read_file(path_);
     // Every row is read before anything is written: appending to a record that cannot be read back would bury
     // the problem under more rows.
-    ScanResult scanned = scan_records(contents, path_, space, [&](RecordedEvaluation&&) {}, &has_header, &with_conditions_);
+    ScanResult scanned = scan_records(contents, path_, space, [&](RecordedEvaluation&&) {}, &has_header, &condition_count_);
     if (scanned.torn_line > 0) {
       torn_row_file_ = set_aside(path_, std::string_view(contents).substr(scanned.complete_bytes));
       torn_row_line_ = scanned.torn_line;
@@ -639,7 +654,7 @@ void RecordWriter::append(const Evaluation& evaluation, const std::string& hash)
       row.add(format_number(field));
     }
   }
-  if (with_conditions_) {
+  if (condition_count_ > 0) {
     row.add(format_number(evaluation.time.low_ms));
     row.add(format_number(evaluation.time.high_ms));
     row.add(format_number(evaluation.power_w));
@@ -649,6 +664,7 @@ void RecordWriter::append(const Evaluation& evaluation, const std::string& hash)
     row.add(format_number(evaluation.objective));
     row.add(clock_policy_flag(evaluation.throttle_reasons));
   }
+  if (condition_count_ > conditions_before_device) row.add(evaluation.device);
   // One write() per row: with O_APPEND a row lands whole or, if the process dies mid-call, as a torn last line
   // that readers skip and the next writer sets aside.
   write_all(descriptor_, std::move(row).finish(), path_);

@@ -34,16 +34,20 @@ namespace kernlathe {
 
 // The header of a record file for space: "hash", the parameter names in declared order, then the measurement
 // columns (measurement_columns()), the stream columns for a streamed space, then the conditions of the
-// measurement (condition_columns()). Records written before the condition columns existed are read, and resumed
-// in their own layout (with_conditions false).
-std::vector<std::string> record_columns(const Space& space, bool with_conditions = true);
+// measurement (condition_columns()). The conditions grew over time: records written with fewer of them (none,
+// or all but `device`) are read, and resumed in their own layout; condition_count says how many a layout has.
+std::vector<std::string> record_columns(const Space& space, std::size_t condition_count);
+std::vector<std::string> record_columns(const Space& space);  // the current layout, every condition column
 const std::vector<std::string>& measurement_columns();
 // Appended after the measurement columns when space.streamed: the stream stage breakdown (StreamStages).
 const std::vector<std::string>& stream_columns();
 // The 95% interval of the median, board power and temperature after timing, energy per launch and its window,
-// the objective's value when the run minimised energy (0 otherwise), and clock_flag: the throttle reasons outside the clock policy by name (tuner/measure/measurement.h), empty
-// inside it.
+// the objective's value when the run minimised energy (0 otherwise), clock_flag: the throttle reasons outside the
+// clock policy by name (tuner/measure/measurement.h), empty inside it, and device: which GPU measured the row
+// (Evaluation::device).
 const std::vector<std::string>& condition_columns();
+// The numbers of condition columns that records have been written with, newest first.
+const std::vector<std::size_t>& condition_layouts();
 
 // A text key that identifies a configuration (values with their types), for sets and maps of configurations.
 std::string configuration_key(const Configuration& configuration);
@@ -76,7 +80,7 @@ class RecordWriter {
   std::filesystem::path path_;
   std::size_t parameter_count_ = 0;
   bool streamed_ = false;  // streamed spaces add stream_columns()
-  bool with_conditions_ = true;  // false when resuming a record written before condition_columns()
+  std::size_t condition_count_ = 0;  // condition columns in the file's layout (condition_layouts())
   int descriptor_ = -1;
   bool resumed_ = false;
   bool sync_every_row_ = false;

@@ -86,6 +86,9 @@ struct Evaluation {
   double objective = 0;
   double max_error = 0;           // largest relative error seen during verification
   double timestamp = 0;           // seconds since the epoch when the evaluation finished
+  // Which GPU measured it, as the run names its devices: the CUDA index ("0", "1") or, in a run over several
+  // processes (tune run under mpirun), the rank too ("rank 2, gpu 0"); empty in records written before.
+  std::string device;
   StreamStages stream;            // streamed specs; time then holds the end-to-end time of a whole pass
   WorkerStageTimes worker_stages;  // GPU evaluations only; not recorded
 

@@ -415,6 +415,7 @@ json encode(const Evaluation& evaluation) {
   document["worker_stages"] = {{"preparation_ms", stages.preparation_ms}, {"verification_ms", stages.verification_ms},
                                {"warmup_ms", stages.warmup_ms},           {"sampling_ms", stages.sampling_ms},
                                {"conditions_ms", stages.conditions_ms},   {"energy_ms", stages.energy_ms}};
+  if (!evaluation.device.empty()) document["device"] = evaluation.device;
   const StreamStages& stream = evaluation.stream;
   if (stream.end_to_end_ms > 0) {
     document["stream"] = {{"end_to_end_ms", stream.end_to_end_ms}, {"host_read_ms", stream.host_read_ms},
@@ -451,6 +452,7 @@ Evaluation decode_evaluation(const json& document) {
     evaluation.energy_window_ms = document.at("energy_window_ms").get<double>();
     evaluation.max_error = document.at("max_error").get<double>();
     evaluation.timestamp = document.at("timestamp").get<double>();
+    if (document.contains("device")) evaluation.device = document.at("device").get<std::string>();
     if (document.contains("worker_stages")) {
       const json& stages = document.at("worker_stages");
       WorkerStageTimes& times = evaluation.worker_stages;

@@ -212,30 +212,12 @@ class GpuMeasurer final : public Measurer {
 
   Evaluation measure(const Configuration& configuration, const CompileResult* compiled, const SpaceEnumerator& space,
                      bool measure_energy) override {
-    start(configuration, compiled, space, measure_energy);
-    return finish();
-  }
-
-  void start(const Configuration& configuration, const CompileResult* compiled, const SpaceEnumerator& space,
-             bool measure_energy) override {
-    started_configuration_ = configuration;
     std::variant<EvaluationRequest, Evaluation> request = request_for(configuration, compiled, space, measure_energy);
-    if (auto* refused = std::get_if<Evaluation>(&request)) {
-      refused_ = std::move(*refused);  // no GPU work: finish() returns it
-      return;
-    }
-    evaluator_.start(std::get<EvaluationRequest>(request));
-  }
-
-  Evaluation finish() override {
-    Evaluation evaluation;
-    if (refused_) {
-      evaluation = std::move(*refused_);
-      refused_.reset();
-    } else {
-      evaluation = evaluator_.finish();
-    }
-    evaluation.configuration = started_configuration_;
+    // No GPU work for a configuration refused before launch (geometry or loader settings that cannot be evaluated).
+    Evaluation evaluation = std::holds_alternative<Evaluation>(request)
+                                ? std::move(std::get<Evaluation>(request))
+                                : evaluator_.evaluate(std::get<EvaluationRequest>(request));
+    evaluation.configuration = configuration;
     return evaluation;
   }
 
@@ -337,8 +319,6 @@ class GpuMeasurer final : public Measurer {
   gpu::DeviceInfo info_;
   double copy_bandwidth_gbps_ = 0;
   std::vector<ProfilePhase> phases_;
-  Configuration started_configuration_;  // between start() and finish()
-  std::optional<Evaluation> refused_;
   double pinned_copy_in_gbps_ = 0;
 };
 

@@ -3,7 +3,6 @@
 // The run loop in tuning_session.cpp does not know which.
 
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "tuner/nvrtc/nvrtc_compiler.h"
@@ -34,21 +33,11 @@ class Measurer {
   // What prepare() spent its time on, in order (the start-up profile); empty when it did nothing worth naming.
   virtual std::vector<ProfilePhase> preparation_phases() const { return {}; }
   // compiled is null when needs_compilation() is false. measure_energy: energy per launch too (a GPU measurer
-  // with an energy counter; a replay takes what the record holds).
+  // with an energy counter; a replay takes what the record holds). The run loop calls it from a lane's thread
+  // (measurement_lanes.h), one measurement at a time per measurer. Throws only when the device is lost (its
+  // worker cannot be started again): a configuration's failure is a status.
   virtual Evaluation measure(const Configuration& configuration, const CompileResult* compiled,
                              const SpaceEnumerator& space, bool measure_energy) = 0;
-  // measure() in two halves, so that the run loop tells and asks its strategy while the GPU measures: start()
-  // begins and returns, finish() returns the result. One measurement at a time; *compiled and space must outlive
-  // it. By default finish() does all the work.
-  virtual void start(const Configuration& configuration, const CompileResult* compiled, const SpaceEnumerator& space,
-                     bool measure_energy) {
-    started_.emplace(StartedMeasurement{configuration, compiled, &space, measure_energy});
-  }
-  virtual Evaluation finish() {
-    StartedMeasurement started = std::move(started_.value());
-    started_.reset();
-    return measure(started.configuration, started.compiled, *started.space, started.measure_energy);
-  }
   // The ceilings of tuner/measure/ceilings.h on this device; all zero when unknown (a replay).
   virtual Ceilings ceilings() { return {}; }
   // The baseline measured again, for the final round; status invalid where there is none (no baseline, replay).
@@ -59,15 +48,6 @@ class Measurer {
     none.message = "no baseline to measure";
     return none;
   }
-
- private:
-  struct StartedMeasurement {
-    Configuration configuration;
-    const CompileResult* compiled = nullptr;
-    const SpaceEnumerator* space = nullptr;
-    bool measure_energy = false;
-  };
-  std::optional<StartedMeasurement> started_;
 };
 
 struct GpuMeasurerOptions {

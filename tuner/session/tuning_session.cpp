@@ -1,6 +1,7 @@
 #include "tuner/session/tuning_session.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "tuner/record/run_metadata.h"
 #include "tuner/search/strategy.h"
 #include "tuner/space/configuration_checks.h"
+#include "tuner/session/measurement_lanes.h"
 #include "tuner/session/measurer.h"
 
 namespace kernlathe {
@@ -138,41 +140,157 @@ MeasurementSettings measurement_settings_for(const KernelSpec& spec, const Measu
   return settings;
 }
 
-TuneReport tune(const TuneOptions& options) {
-  const auto started = Clock::now();
-  const auto elapsed_seconds = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
-  RunProfile profile;
-  profile.process_start_seconds = seconds_since_process_start();
-  LapClock lap;
+namespace {
 
-  KernelSpec spec = load_kernel_spec(options.spec_file, options.problem);
-  const MeasurementSettings measurement = measurement_settings_for(spec, options.measurement);
-  profile.add_startup("load spec", lap.lap());
-  const bool replay = !options.replay_csv.empty();
-  const std::filesystem::path worker =
-      options.worker_executable.empty() ? current_executable() : options.worker_executable;
-  const std::filesystem::path cubin_cache =
-      options.cubin_cache_dir.empty() ? default_cubin_cache_dir() : options.cubin_cache_dir;
+// The devices of a run, one Measurer each, in the order of --devices; labels name them in the record.
+struct DeviceSet {
+  std::vector<std::unique_ptr<Measurer>> measurers;
+  std::vector<std::string> labels;
+};
 
-  std::unique_ptr<Measurer> measurer;
-  if (replay) {
+void add_remote_devices(DeviceSet& set, const KernelSpec& spec, const TuneOptions& options) {
+  if (!options.remote_devices) return;
+  RemoteDevices remote = options.remote_devices(spec);
+  for (std::size_t index = 0; index < remote.measurers.size(); ++index) {
+    set.measurers.push_back(std::move(remote.measurers[index]));
+    set.labels.push_back(remote.labels.at(index));
+  }
+}
+
+std::vector<int> device_indices(const TuneOptions& options) {
+  return options.devices.empty() ? std::vector<int>{options.device} : options.devices;
+}
+
+// Starts a worker on every device at once (each opens its device in about 0.15 s), or reads the record once per
+// device of a replay: a replay over several devices runs the multi-device scheduling without a GPU.
+DeviceSet open_devices(const KernelSpec& spec, const TuneOptions& options, const MeasurementSettings& measurement) {
+  DeviceSet set;
+  const std::vector<int> indices = device_indices(options);
+  std::set<int> distinct(indices.begin(), indices.end());
+  if (distinct.size() != indices.size()) throw InputError("--devices names a GPU twice");
+  for (int index : indices) set.labels.push_back(options.device_label_prefix + std::to_string(index));
+  if (!options.replay_csv.empty()) {
     std::string arch = options.replay_arch;
     if (arch.empty()) {
       const auto runs = read_run_metadata(options.replay_csv);
       arch = runs.empty() ? "sm_90" : runs.back().arch;
     }
-    measurer = make_replay_measurer(spec, options.replay_csv, device_profile(arch));
-  } else {
+    for (std::size_t n = 0; n < indices.size(); ++n)
+      set.measurers.push_back(make_replay_measurer(spec, options.replay_csv, device_profile(arch)));
+    add_remote_devices(set, spec, options);
+    return set;
+  }
+  const std::filesystem::path worker =
+      options.worker_executable.empty() ? current_executable() : options.worker_executable;
+  std::vector<std::future<std::unique_ptr<Measurer>>> starting;
+  for (int index : indices) {
     GpuMeasurerOptions gpu_options;
     gpu_options.worker_executable = worker;
-    gpu_options.cubin_cache_dir = cubin_cache;
-    gpu_options.device = options.device;
+    gpu_options.cubin_cache_dir = options.cubin_cache_dir.empty() ? default_cubin_cache_dir() : options.cubin_cache_dir;
+    gpu_options.device = index;
     gpu_options.timeout_seconds = options.timeout_seconds;
     gpu_options.measurement = measurement;
-    measurer = make_gpu_measurer(spec, gpu_options);
+    starting.push_back(std::async(std::launch::async, [&spec, gpu_options] { return make_gpu_measurer(spec, gpu_options); }));
   }
+  std::exception_ptr failure;
+  for (auto& future : starting) {
+    try {
+      set.measurers.push_back(future.get());
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  add_remote_devices(set, spec, options);
+  return set;
+}
+
+std::string model_of(const Measurer& measurer) {
+  return measurer.device().name + " (" + measurer.device().arch_name() + ")";
+}
+
+TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const MeasurementSettings& measurement,
+                       DeviceSet devices, RunProfile profile, LapClock lap, Clock::time_point started);
+
+}  // namespace
+
+std::vector<TuneReport> tune_each_model(const TuneOptions& options) {
+  const auto started = Clock::now();
+  RunProfile profile;
+  profile.process_start_seconds = seconds_since_process_start();
+  LapClock lap;
+  KernelSpec spec = load_kernel_spec(options.spec_file, options.problem);
+  const MeasurementSettings measurement = measurement_settings_for(spec, options.measurement);
+  profile.add_startup("load spec", lap.lap());
+  DeviceSet all = open_devices(spec, options, measurement);
+  profile.add_startup(options.replay_csv.empty() ? "start GPU workers" : "read record", lap.lap());
+
+  // Identical GPUs share one session; each other model gets its own, with its own record and best-cache entry.
+  std::vector<std::string> models;
+  std::vector<DeviceSet> groups;
+  for (std::size_t index = 0; index < all.measurers.size(); ++index) {
+    const std::string model = model_of(*all.measurers[index]);
+    auto found = std::find(models.begin(), models.end(), model);
+    if (found == models.end()) {
+      models.push_back(model);
+      groups.emplace_back();
+      found = models.end() - 1;
+    }
+    DeviceSet& group = groups[static_cast<std::size_t>(found - models.begin())];
+    group.measurers.push_back(std::move(all.measurers[index]));
+    group.labels.push_back(all.labels[index]);
+  }
+  if (groups.size() == 1) return {run_session(options, spec, measurement, std::move(groups.front()), profile, lap, started)};
+
+  // Several models: one session per model at once, each recording under a folder named after its GPU.
+  std::vector<std::future<TuneReport>> sessions;
+  for (DeviceSet& group : groups) {
+    TuneOptions group_options = options;
+    const std::string folder = sanitise_for_path(group.measurers.front()->device().name);
+    if (!options.out_dir.empty()) group_options.out_dir = options.out_dir / folder;
+    group_options.device_folder = folder;
+    group_options.show_progress = false;  // several progress lines would overwrite each other
+    sessions.push_back(std::async(std::launch::async, [&, group_options, set = std::move(group)]() mutable {
+      return run_session(group_options, spec, measurement, std::move(set), profile, lap, started);
+    }));
+  }
+  std::vector<TuneReport> reports;
+  std::exception_ptr failure;
+  for (auto& session : sessions) {
+    try {
+      reports.push_back(session.get());
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  return reports;
+}
+
+TuneReport tune(const TuneOptions& options) {
+  std::vector<TuneReport> reports = tune_each_model(options);
+  if (reports.size() != 1) {
+    std::string models;
+    for (const TuneReport& report : reports) models += (models.empty() ? "" : ", ") + report.device_name;
+    throw InputError(fmt::format("the devices are GPUs of different models ({}): tune each model on its own", models));
+  }
+  return std::move(reports.front());
+}
+
+namespace {
+
+TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const MeasurementSettings& measurement,
+                       DeviceSet devices, RunProfile profile, LapClock lap, Clock::time_point started) {
+  const auto elapsed_seconds = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  const bool replay = !options.replay_csv.empty();
+  const std::filesystem::path worker =
+      options.worker_executable.empty() ? current_executable() : options.worker_executable;
+  const std::filesystem::path cubin_cache =
+      options.cubin_cache_dir.empty() ? default_cubin_cache_dir() : options.cubin_cache_dir;
+  // The first device is the primary one: it runs the reference first, measures the ceilings and, at the end,
+  // the final round, so that the figures compared there come from one GPU.
+  Measurer* measurer = devices.measurers.front().get();
   const DeviceProperties& device = measurer->device();
-  profile.add_startup(replay ? "read record" : "start GPU worker", lap.lap());
   SpaceEnumerator space(spec.space, run_constants(spec, device));
   profile.add_startup("enumerate space", lap.lap());
   // What `tune validate` checks with a profile, checked again with this device's properties before anything is
@@ -190,12 +308,21 @@ TuneReport tune(const TuneOptions& options) {
   report.arch = arch;
   report.replay = replay;
   report.valid_configurations = space.valid_count();
+  report.devices = devices.labels;
 
   // Buffers, the reference outputs and the copy ceiling first: a spec whose reference fails writes nothing.
   profile.add_startup("check spec", lap.lap());
   measurer->prepare(space);
   for (ProfilePhase& phase : measurer->preparation_phases()) profile.startup.push_back(std::move(phase));
   lap.lap();
+  if (devices.measurers.size() > 1) {
+    // The other devices after the primary one, all at once: the reference cubin is in the cache by now.
+    std::vector<std::future<void>> preparing;
+    for (std::size_t index = 1; index < devices.measurers.size(); ++index)
+      preparing.push_back(std::async(std::launch::async, [&, index] { devices.measurers[index]->prepare(space); }));
+    for (auto& future : preparing) future.get();
+    profile.add_startup("prepare the other devices", lap.lap());
+  }
   report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
   report.streamed = spec.stream.enabled;
   report.pinned_copy_in_gbps = measurer->pinned_copy_in_gbps();
@@ -230,8 +357,10 @@ TuneReport tune(const TuneOptions& options) {
 
   // Records: every evaluation of this run, appended and flushed row by row. A replay writes none unless asked.
   std::filesystem::path out_dir = options.out_dir;
-  if (out_dir.empty() && !replay)
+  if (out_dir.empty() && !replay) {
     out_dir = std::filesystem::path("results") / "runs" / spec.name / arch / sanitise_for_path(report.problem);
+    if (!options.device_folder.empty()) out_dir /= options.device_folder;
+  }
   std::optional<RecordWriter> writer;
   std::optional<ResumeState> resume;
   if (!out_dir.empty()) {
@@ -263,6 +392,7 @@ TuneReport tune(const TuneOptions& options) {
     if (report.ceilings_measured_at > 0)
       metadata.extra["ceilings_measured_at"] = fmt::format("{:.0f}", report.ceilings_measured_at);
     metadata.extra["objective"] = std::string(objective_name(options.objective));
+    if (devices.labels.size() > 1) metadata.extra["devices"] = fmt::format("{}", fmt::join(devices.labels, ","));
     if (report.pinned_copy_in_gbps > 0)
       metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);
     if (report.baseline_ms > 0) {
@@ -290,7 +420,8 @@ TuneReport tune(const TuneOptions& options) {
     pool.emplace(pool_options);
   }
   profile.add_startup("strategy and compile pool", lap.lap());
-  const std::size_t lookahead = pool ? static_cast<std::size_t>(pool->jobs()) * 2 + 1 : 64;
+  const std::size_t lookahead =
+      (pool ? static_cast<std::size_t>(pool->jobs()) * 2 + 1 : 64) + devices.measurers.size();
 
   std::deque<PendingEvaluation> pending;
   std::unordered_set<std::string> seen;
@@ -363,69 +494,102 @@ TuneReport tune(const TuneOptions& options) {
        (measurement.energy == EnergyMeasurement::automatic && options.objective != Objective::time)) &&
       !spec.stream.enabled;
   const bool energy_in_final_round = measurement.energy != EnergyMeasurement::off && !spec.stream.enabled;
-  // The GPU measures one configuration while the loop records and tells the strategy the previous result and asks
-  // it for more: the measurement is started (measurer->start) before the previous result is processed, and
-  // collected (finish) after. A configuration that failed to compile needs no GPU and is ready at once.
-  struct InFlight {
-    Configuration configuration;
-    std::optional<CompileResult> compiled;  // must outlive the measurement
-  };
-  std::optional<InFlight> in_flight;
+  // The lanes (measurement_lanes.h): each device measures a configuration while the loop records the results that
+  // came back, tells the strategy and asks it for more. A configuration that failed to compile needs no GPU and is
+  // ready at once.
+  std::vector<Measurer*> lane_measurers;
+  for (const auto& lane_measurer : devices.measurers) lane_measurers.push_back(lane_measurer.get());
+  MeasurementLanes lanes(lane_measurers, devices.labels, space);
   std::deque<Evaluation> ready;
-  const auto start_next = [&] {
+  std::deque<LaneJob> again;  // to measure on another lane: theirs was lost, or its worker died during them
+  std::uint64_t next_job_id = 0;
+  const auto next_job = [&]() -> std::optional<LaneJob> {
     PendingEvaluation item = std::move(pending.front());
     pending.pop_front();
-    std::optional<CompileResult> compiled;
+    LaneJob job;
+    job.id = next_job_id++;
+    job.configuration = std::move(item.configuration);
+    job.measure_energy = energy_in_search;
     if (item.compiled) {
       lap.lap();
-      compiled = item.compiled->get();
+      job.compiled = item.compiled->get();
       profile.compile_wait_seconds += lap.lap();
-      if (!compiled->ok) {
+      const CompileResult& compiled = *job.compiled;
+      if (!compiled.ok) {
         Evaluation evaluation;
-        evaluation.configuration = item.configuration;
+        evaluation.configuration = job.configuration;
         evaluation.status = Status::compile_error;
-        evaluation.message = compiled->error.empty() ? "compilation failed" : compiled->error;
-        evaluation.compile_ms = compiled->compile_ms;
-        if (!compile_logs.empty() && !compiled->key.empty()) {
+        evaluation.message = compiled.error.empty() ? "compilation failed" : compiled.error;
+        evaluation.compile_ms = compiled.compile_ms;
+        if (!compile_logs.empty() && !compiled.key.empty()) {
           std::filesystem::create_directories(compile_logs);
-          const auto log_file = compile_logs / (compiled->key + ".log");
-          std::ofstream(log_file) << compiled->log;
+          const auto log_file = compile_logs / (compiled.key + ".log");
+          std::ofstream(log_file) << compiled.log;
           evaluation.message += fmt::format(" (full log: {})", log_file.string());
         }
         ready.push_back(std::move(evaluation));
-        return;
+        return std::nullopt;
       }
     }
-    in_flight.emplace(InFlight{std::move(item.configuration), std::move(compiled)});
-    measurer->start(in_flight->configuration, in_flight->compiled ? &*in_flight->compiled : nullptr, space,
-                    energy_in_search);
+    return job;
   };
-  // Whether another measurement may start: not past the evaluation budget counting the results not yet processed.
-  const auto may_start = [&] {
-    const std::uint64_t coming = report.evaluated + ready.size() + (in_flight ? 1 : 0);
-    return !pending.empty() && !in_flight &&
-           (!options.stop.max_evaluations || coming < *options.stop.max_evaluations);
+  // Whether another configuration may start: not past the evaluation budget counting those not yet recorded.
+  const auto within_budget = [&] {
+    const std::uint64_t coming = report.evaluated + ready.size() + lanes.busy() + again.size();
+    return !options.stop.max_evaluations || coming < *options.stop.max_evaluations;
   };
-  const auto collect = [&] {
-    lap.lap();
-    Evaluation evaluation = measurer->finish();
-    profile.evaluate_seconds += lap.lap();
-    if (in_flight->compiled) {
-      evaluation.compile_ms = in_flight->compiled->compile_ms;
-      evaluation.cubin_cached = in_flight->compiled->cached;
+  const auto fill_lanes = [&] {
+    while (lanes.idle() > 0) {
+      if (!again.empty()) {  // already counted against the budget
+        lanes.submit(again.front());
+        again.pop_front();
+        continue;
+      }
+      if (pending.empty() || !within_budget()) return;
+      if (std::optional<LaneJob> job = next_job()) lanes.submit(*job);
     }
-    evaluation.configuration = in_flight->configuration;
-    in_flight.reset();
-    return evaluation;
+  };
+  // One result from the lanes into `ready`, or its job back into `again`.
+  const auto take_outcome = [&] {
+    lap.lap();
+    LaneOutcome outcome = lanes.wait();
+    profile.evaluate_seconds += lap.lap();
+    LaneJob& job = outcome.job;
+    const std::string& label = lanes.label(outcome.lane);
+    if (!outcome.evaluation) {
+      report.lost_devices.push_back(fmt::format("{}: {}", label, outcome.lost_reason));
+      if (lanes.alive() == 0)
+        throw TunerError(fmt::format("every device of the run was lost; the last, {}: {}", label, outcome.lost_reason));
+      fmt::print(stderr, "tune: device {} was lost ({}); its configuration goes to another device\n", label,
+                 outcome.lost_reason);
+      job.lanes_tried.push_back(outcome.lane);
+      job.earlier_failure = fmt::format("device {} was lost during it: {}", label, outcome.lost_reason);
+      again.push_back(std::move(job));
+      return;
+    }
+    Evaluation evaluation = std::move(*outcome.evaluation);
+    // A dead worker is the configuration's fault or the device's (a killed worker, a GPU that fell off the bus):
+    // with another device at hand, that one measures it again and its result is recorded.
+    if (evaluation.status == Status::crashed && job.lanes_tried.empty() && lanes.alive() > 1) {
+      job.lanes_tried.push_back(outcome.lane);
+      job.earlier_failure = fmt::format("the worker on device {} died during it: {}", label, evaluation.message);
+      again.push_back(std::move(job));
+      return;
+    }
+    if (!job.earlier_failure.empty())
+      evaluation.message += (evaluation.message.empty() ? "" : "; ") + fmt::format("measured again: {}", job.earlier_failure);
+    if (job.compiled) {
+      evaluation.compile_ms = job.compiled->compile_ms;
+      evaluation.cubin_cached = job.compiled->cached;
+    }
+    ready.push_back(std::move(evaluation));
   };
   while (true) {
+    fill_lanes();
     if (ready.empty()) {
-      while (!in_flight && ready.empty() && !pending.empty()) start_next();
-      if (ready.empty() && !in_flight) break;
-      if (ready.empty()) {
-        ready.push_back(collect());
-        while (may_start()) start_next();  // the GPU works while this result is processed
-      }
+      if (lanes.busy() == 0) break;
+      take_outcome();
+      continue;  // the lane that finished starts its next configuration before this result is processed
     }
     Evaluation evaluation = std::move(ready.front());
     ready.pop_front();
@@ -471,11 +635,17 @@ TuneReport tune(const TuneOptions& options) {
     lap.lap();
     refill();
     profile.strategy_seconds += lap.lap();
-    if (may_start()) start_next();
   }
-  // A measurement started before the stop is collected, so the worker is free for the final round; past the budget
-  // it is neither recorded nor ranked.
-  if (in_flight) collect();
+  // Measurements started before the stop are collected, so the workers are free for the final round; past the
+  // budget they are neither recorded nor ranked.
+  while (lanes.busy() > 0) lanes.wait();
+  // The final round runs on one device: the primary one, or the first still there.
+  for (std::size_t lane = 0; lane < lanes.size(); ++lane) {
+    if (lanes.lost(lane)) continue;
+    measurer = lane_measurers[lane];
+    break;
+  }
+  for (const Evaluation& evaluation : results) ++report.evaluations_per_device[evaluation.device];
   if (report.stop_reason.empty()) report.stop_reason = "space exhausted";
   report.seconds = elapsed_seconds();
   report.evaluations_per_second = report.seconds > 0 ? report.evaluated / report.seconds : 0;
@@ -699,5 +869,7 @@ TuneReport tune(const TuneOptions& options) {
   report.profile = std::move(profile);
   return report;
 }
+
+}  // namespace
 
 }  // namespace kernlathe

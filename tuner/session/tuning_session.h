@@ -9,6 +9,7 @@
 #include "tuner/nvrtc/cubin_cache.h"  // default_cubin_cache_dir
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,12 +20,19 @@
 #include "tuner/search/strategy.h"
 #include "tuner/search/stop_condition.h"
 #include "tuner/session/final_round.h"
+#include "tuner/session/measurer.h"
 #include "tuner/session/run_profile.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
 #include "tuner/spec/spec_loader.h"
 
 namespace kernlathe {
+
+// Measurers for devices that live in other processes, with their labels (Evaluation::device).
+struct RemoteDevices {
+  std::vector<std::unique_ptr<Measurer>> measurers;
+  std::vector<std::string> labels;
+};
 
 struct TuneOptions {
   std::filesystem::path spec_file;
@@ -35,6 +43,18 @@ struct TuneOptions {
   std::filesystem::path out_dir;  // empty: results/runs/<kernel>/<arch>/<problem>
   bool resume = false;
   int device = 0;
+  // Several GPUs of this host (`--devices`): one evaluation worker on each, fed by one compile pool and one
+  // strategy, rows recorded with their device. Empty: `device` alone. GPUs of one model share a session; each
+  // other model gets a session of its own (tune_each_model). With replay_csv, each index is a replayed device.
+  std::vector<int> devices;
+  // Set by tune_each_model when the devices are of several models: the folder, named after the GPU, that this
+  // model's records go to under the default record directory.
+  std::string device_folder;
+  // Devices in other processes (a run under mpirun, tuner/cluster/cluster_run.h): called once this process's own
+  // devices are open; what it returns joins them as further lanes, and is grouped by model like them.
+  std::function<RemoteDevices(const KernelSpec& spec)> remote_devices;
+  // Put before each local device's index in its label ("rank 0, gpu " under mpirun).
+  std::string device_label_prefix;
   int jobs = 0;  // compile processes; 0: one per core
   std::filesystem::path cubin_cache_dir;  // empty: $XDG_CACHE_HOME or ~/.cache, /kernlathe/cubins
   bool use_cubin_cache = true;
@@ -117,11 +137,20 @@ struct TuneReport {
   Objective objective = Objective::time;   // what the ranking minimised
   std::string best_cache_decision;         // with a final round: why the best cache was or was not replaced
   RunProfile profile;                      // where the run's wall time went (run_profile.h)
+  std::vector<std::string> devices;        // the labels of the devices that measured (Evaluation::device)
+  std::map<std::string, std::uint64_t> evaluations_per_device;  // this run's rows by device
+  std::vector<std::string> lost_devices;   // "label: why" for each device lost during the run
 };
 
-// Runs a tuning session. Throws InputError (bad spec, problem, strategy), NoGpuError (no driver or device when
-// not replaying) or TunerError; a failing configuration is recorded, never thrown.
+// Runs a tuning session. Throws InputError (bad spec, problem, strategy, or devices of several models: see
+// tune_each_model), NoGpuError (no driver or device when not replaying) or TunerError; a failing configuration is
+// recorded, never thrown.
 TuneReport tune(const TuneOptions& options);
+
+// tune() over options.devices when they may be GPUs of several models: one session per model, run at the same
+// time, each with its own record (under a folder named after its GPU) and its own best-cache entry; one report per
+// model, in the order the models first appear in the devices.
+std::vector<TuneReport> tune_each_model(const TuneOptions& options);
 
 // "H=8192,W=8192" in the spec's declared order.
 std::string problem_text(const KernelSpec& spec);

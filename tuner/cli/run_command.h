@@ -1,0 +1,47 @@
+#pragma once
+// `tune run`: tunes a kernel spec on the GPU, on several GPUs of this host (--devices), or over several processes
+// started by mpirun; or replays a recorded run. Prints the ranking (a table, or JSON with --json) on stdout and
+// progress and the time profile on stderr.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "tuner/cli/spec_options.h"
+#include "tuner/measure/measurement.h"
+#include "tuner/search/strategy.h"
+
+namespace kernlathe {
+
+struct RunCommand {
+  CommonSpecOptions common;
+  std::string strategy = default_strategy_name();  // chosen by cross-validation (README "Search strategies")
+  std::uint64_t budget = 0;
+  std::string time_budget;
+  std::string out;
+  bool resume = false;
+  bool cold = false;
+  bool warm = false;
+  MeasurementOverrides measurement;  // --min-samples and the rest; unset: the defaults of the spec's kind
+  std::string energy;
+  std::string objective = "time";
+  std::uint64_t seed = 1;
+  int jobs = 0;
+  std::string replay;
+  bool no_cubin_cache = false;
+  bool fresh_ceilings = false;
+  std::string ceiling_cache;
+  double timeout = 10;
+  std::string best_dir = "results/best";
+  int final_candidates = 5;
+  int final_rounds = 3;
+  std::string devices;  // --devices: all, or indices 0,1,...
+  double rank_timeout = 10;  // under mpirun: seconds of silence after which a rank is lost
+  CLI::Option* device_option = nullptr;  // --device, to tell whether it was given
+
+
+  void add_to(CLI::App& command);
+  int run() const;
+};
+
+}  // namespace kernlathe
