@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev libyaml-cpp-dev libcsv-dev libcli11-dev libfmt-dev
-          nlohmann-json3-dev libgtest-dev libeigen3-dev zlib1g-dev
+          nlohmann-json3-dev libgtest-dev libeigen3-dev zlib1g-dev libopenmpi-dev openmpi-bin
           python3-venv chromium)  # tune report: matplotlib in a venv; its test opens pages in Chromium
 
 if [[ "${1:-}" != "--no-install" ]]; then

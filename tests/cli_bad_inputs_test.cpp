@@ -156,6 +156,31 @@ TEST(BadInputs, NegativeProblemOverrideOnTheCommandLine) {
 
 // The control: the same harness sees what a command writes. compile-check of the valid spec fills its cubin
 // cache in the fresh folder, so an empty folder after a bad spec means the bad spec wrote nothing.
+// --devices takes `all` or GPU indices, each once; `all` needs a GPU to count, so a replay must name indices.
+TEST(BadInputs, DevicesListsThatCannotBeUsed) {
+  FreshFolder folder("devices");
+  const fs::path source(KERNLATHE_SOURCE_DIR);
+  const std::string run = "run '" + (source / "kernels/saxpy.yaml").string() + "' --replay '" +
+                          (source / "results/runs/saxpy/sm_90/N=67108864/evaluations.csv").string() + "' --out {out} ";
+  for (const char* devices : {"0,x", "0,,1", "-1", "1.5", "0,0"}) {
+    CommandResult result = run_tune_in(folder, run + "--devices " + devices);
+    EXPECT_EQ(result.exit_code, 2) << devices << ": " << result.err;
+    EXPECT_NE(result.err.find("--devices"), std::string::npos) << devices << ": " << result.err;
+  }
+  CommandResult all = run_tune_in(folder, run + "--devices all");
+  EXPECT_EQ(all.exit_code, 2) << all.err;
+  EXPECT_NE(all.err.find("with --replay give indices"), std::string::npos) << all.err;
+  CommandResult both = run_tune_in(folder, run + "--devices 0,1 --device 1");
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_FALSE(fs::exists(folder.path() / "out")) << "a refused command wrote its record folder";
+  CommandResult good = run_tune_in(folder, run + "--devices 0,1 --budget 20");
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  std::ifstream record(folder.path() / "out" / "evaluations.csv");
+  std::string header;
+  std::getline(record, header);
+  EXPECT_EQ(header.substr(header.rfind(',') + 1), "device");
+}
+
 TEST(BadInputs, TheHarnessSeesWhatAGoodSpecWrites) {
   FreshFolder folder("control");
   CommandResult validated = run_tune_in(folder, "validate '" + (corpus / "good.yaml").string() + "'");

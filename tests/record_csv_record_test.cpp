@@ -193,7 +193,7 @@ TEST_F(RecordTest, FileIsAPlainTableWithOneLinePerRowAndQuotingOnlyWhereNeeded) 
             "hash,BLOCK,USE_SHMEM,LAYOUT,status,message,time_median_ms,time_min_ms,time_max_ms,relative_spread,"
             "samples,compile_ms,cubin_cached,registers,static_shared_bytes,dynamic_shared_bytes,threads_per_block,"
             "occupancy,sm_clock_mhz,throttle_reasons,max_error,timestamp,time_low_ms,time_high_ms,power_w,"
-            "temperature_c,energy_mj,energy_window_ms,objective,clock_flag");
+            "temperature_c,energy_mj,energy_window_ms,objective,clock_flag,device");
   EXPECT_NE(text.find("\nh1,128,true,column major,ok,,0.012345678901234,"), std::string::npos) << text;
   // The message's line break is written as \n: every row is one line.
   EXPECT_NE(text.find("\nh2,-1,false,\"a,b\",compile_error,\" kernel.cu(3): error: expected a \"\";\"\", got "
@@ -214,8 +214,8 @@ TEST_F(RecordTest, ARowMeasuredDuringAThermalSlowdownIsFlagged) {
     writer.append(hot, "h2");
   }
   std::string text = read_text(csv_);
-  EXPECT_NE(text.find(",200.5,0,\n"), std::string::npos) << text;         // the power-cap row: empty flag
-  EXPECT_NE(text.find(",200.5,0,sw_thermal\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(",200.5,0,,\n"), std::string::npos) << text;         // the power-cap row: empty flag
+  EXPECT_NE(text.find(",200.5,0,sw_thermal,\n"), std::string::npos) << text;
 }
 
 // Records written before the condition columns existed are read with those fields zero, and a resumed run
@@ -245,6 +245,43 @@ TEST_F(RecordTest, RecordsWithoutConditionColumnsAreReadAndResumedInTheirLayout)
   records = read_records(csv_, space);
   EXPECT_EQ(records.back().hash, "specB");
   EXPECT_EQ(records.back().evaluation.time.median_ms, measured_evaluation().time.median_ms);
+}
+
+// A record written before the device column (every other condition column, no `device`) is read with the device
+// empty and resumed in its own layout; a current record keeps each row's device.
+TEST_F(RecordTest, RecordsWithoutTheDeviceColumnAreResumedInTheirLayoutAndNewOnesKeepTheDevice) {
+  Space space = mixed_space();
+  std::vector<std::string> old_header = record_columns(space);
+  ASSERT_EQ(old_header.back(), "device");
+  old_header.pop_back();
+  std::string header_line;
+  for (const std::string& column : old_header) header_line += (header_line.empty() ? "" : ",") + column;
+  append_text(csv_, header_line + "\n");
+  append_text(csv_, "h,64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");
+  {
+    RecordWriter writer(csv_, space, metadata());
+    Evaluation evaluation = measured_evaluation();
+    evaluation.device = "1";
+    writer.append(evaluation, "h2");
+  }
+  const std::string text = read_text(csv_);
+  const std::string last_row = text.substr(text.rfind("\nh2,") + 1);
+  EXPECT_EQ(std::count(last_row.begin(), last_row.end(), ','), static_cast<std::ptrdiff_t>(old_header.size() - 1))
+      << last_row;
+  std::vector<RecordedEvaluation> records = read_records(csv_, space);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[1].evaluation.device, "");  // the old layout has nowhere to keep it
+
+  std::filesystem::remove(csv_);
+  {
+    RecordWriter writer(csv_, space, metadata());
+    Evaluation evaluation = measured_evaluation();
+    evaluation.device = "rank 2, gpu 0";
+    writer.append(evaluation, "h3");
+  }
+  records = read_records(csv_, space);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].evaluation.device, "rank 2, gpu 0");
 }
 
 TEST_F(RecordTest, MetadataGoesToTheCompanionJsonAndResumesAppendARun) {
@@ -399,7 +436,7 @@ TEST_F(RecordTest, MalformedRowInTheMiddleNamesItsLineAndIsNeverAppendedTo) {
   } catch (const InputError& error) {
     std::string message = error.what();
     EXPECT_NE(message.find("evaluations.csv:3"), std::string::npos) << message;
-    EXPECT_NE(message.find("expected 30 fields, found 5"), std::string::npos) << message;
+    EXPECT_NE(message.find("expected 31 fields, found 5"), std::string::npos) << message;
   }
   EXPECT_THROW(RecordWriter(csv_, space, metadata()), InputError);
   EXPECT_EQ(read_text(csv_), before);
@@ -496,8 +533,8 @@ TEST_F(RecordTest, LegacyLineBreaksInAQuotedMessageAreStillRead) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
   append_text(csv_, "h,64,true,row,compile_error,\"error: first\nsecond \"\"line\"\"\",1,1,1,0,1,0,false,0,0,0,0,0,0,"
-                    "0,0,0,0,0,0,0,0,0,0,\r\n");                             // lines 2-3, CRLF
-  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 4
+                    "0,0,0,0,0,0,0,0,0,0,,\r\n");                             // lines 2-3, CRLF
+  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\n");  // line 4
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -518,10 +555,10 @@ TEST_F(RecordTest, LegacyLineBreaksInAQuotedMessageAreStillRead) {
 TEST_F(RecordTest, HandWrittenBlanksAndCarriageReturnsAreTextAndOnlyLineFeedsEndRows) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
-  append_text(csv_, "h, a\tb ,true,ro\rw,ok, spaced message ,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 2
+  append_text(csv_, "h, a\tb ,true,ro\rw,ok, spaced message ,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\n");  // line 2
   append_text(csv_, "\r\n\n");                                                                       // lines 3-4
-  append_text(csv_, "\"h2\"\r,64,true,\"x\",ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\r\n");            // line 5
-  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");                    // line 6
+  append_text(csv_, "\"h2\"\r,64,true,\"x\",ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\r\n");            // line 5
+  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\n");                    // line 6
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -540,7 +577,7 @@ TEST_F(RecordTest, HandWrittenBlanksAndCarriageReturnsAreTextAndOnlyLineFeedsEnd
   EXPECT_EQ(records[0].evaluation.message, " spaced message ");
   EXPECT_EQ(records[1].hash, "h2");  // the carriage return after a closing quote is a CRLF-style blank
   EXPECT_EQ(records[1].evaluation.configuration[2], Value{std::string("x")});
-  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");  // line 6 again
+  append_text(csv_, "h, 64,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\n");  // line 6 again
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -554,7 +591,7 @@ TEST_F(RecordTest, HandWrittenBlanksAndCarriageReturnsAreTextAndOnlyLineFeedsEnd
 TEST_F(RecordTest, BadParameterTextNamesTheColumn) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
-  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");
+  append_text(csv_, "h,12x,true,row,ok,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\n");
   try {
     read_records(csv_, space);
     FAIL() << "expected InputError";
@@ -568,7 +605,7 @@ TEST_F(RecordTest, BadParameterTextNamesTheColumn) {
 TEST_F(RecordTest, UnknownStatusIsAnInputError) {
   Space space = mixed_space();
   { RecordWriter writer(csv_, space, metadata()); }
-  append_text(csv_, "h,64,true,row,exploded,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\n");
+  append_text(csv_, "h,64,true,row,exploded,,1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\n");
   EXPECT_THROW(read_records(csv_, space), InputError);
 }
 

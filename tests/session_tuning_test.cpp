@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "tuner/common/hash.h"
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
+#include "session_test_support.h"
 
 extern char** environ;
 
@@ -24,76 +26,7 @@ namespace kernlathe {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path fresh_directory(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("tune_session_test_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-// A spec over a three-parameter space of a x b x c configurations; the template only has to exist.
-fs::path write_spec(const fs::path& dir, int a_values, int b_values, int c_values) {
-  const fs::path spec = dir / "synthetic.yaml";
-  std::ofstream(spec) << "name: synthetic\n"
-                      << "template: " << KERNLATHE_SOURCE_DIR << "/templates/saxpy.cu\n"
-                      << "entry: saxpy\n"
-                      << "space:\n"
-                      << "  parameters:\n"
-                      << "    - {name: A, range: {from: 0, to: " << a_values - 1 << ", step: 1}, default: 1}\n"
-                      << "    - {name: B, range: {from: 0, to: " << b_values - 1 << ", step: 1}, default: 1}\n"
-                      << "    - {name: C, range: {from: 0, to: " << c_values - 1 << ", step: 1}, default: 0}\n"
-                      << "problem: {N: 1000000}\n"
-                      << "arguments: []\n"
-                      << "launch: {grid: [1], block: [32]}\n"
-                      << "metrics: {bytes: 8 * N}\n";
-  return spec;
-}
-
-// The synthetic landscape: time grows with the distance from (A, B, C) = (3, 2, 1); B == 4 fails verification.
-double synthetic_time_ms(std::int64_t a, std::int64_t b, std::int64_t c) {
-  return 1.0 + 0.1 * static_cast<double>((a - 3) * (a - 3) + (b - 2) * (b - 2) + (c - 1) * (c - 1));
-}
-
-fs::path write_recording(const fs::path& spec_file, const fs::path& dir) {
-  KernelSpec spec = load_kernel_spec(spec_file);
-  SpaceEnumerator space(spec.space, run_constants(spec, device_profile("sm_90")));
-  const fs::path csv = dir / "recorded.csv";
-  RunMetadata metadata;
-  metadata.kernel = spec.name;
-  metadata.arch = "sm_90";
-  metadata.gpu_name = "synthetic";
-  RecordWriter writer(csv, spec.space, metadata);
-  for (std::uint64_t i = 0; i < space.valid_count(); ++i) {
-    Evaluation evaluation;
-    evaluation.configuration = space.at(i);
-    const auto a = std::get<std::int64_t>(evaluation.configuration[0]);
-    const auto b = std::get<std::int64_t>(evaluation.configuration[1]);
-    const auto c = std::get<std::int64_t>(evaluation.configuration[2]);
-    if (b == 4) {
-      evaluation.status = Status::wrong_result;
-      evaluation.message = "1 of 10 elements differ";
-    } else {
-      evaluation.time.median_ms = synthetic_time_ms(a, b, c);
-      evaluation.time.min_ms = evaluation.time.median_ms;
-      evaluation.time.samples = 10;
-    }
-    writer.append(evaluation, "recorded");
-  }
-  return csv;
-}
-
-TuneOptions replay_options(const fs::path& spec, const fs::path& recording, const fs::path& out) {
-  TuneOptions options;
-  options.spec_file = spec;
-  options.replay_csv = recording;
-  options.replay_arch = "sm_90";
-  options.out_dir = out;
-  options.strategy = "exhaustive";
-  options.show_progress = false;
-  options.update_best_cache = false;
-  return options;
-}
+using namespace session_test;
 
 TEST(TuningSession, ReplayFindsTheRecordedOptimumAndRecordsEveryEvaluation) {
   const fs::path dir = fresh_directory("replay");
@@ -122,6 +55,87 @@ TEST(TuningSession, ReplayFindsTheRecordedOptimumAndRecordsEveryEvaluation) {
   EXPECT_EQ(rows.size(), 90u);
 }
 
+// --devices with a replay: three replayed devices share the space. Nothing is lost, nothing measured twice, every
+// row names its device, and the answer is the one device's.
+TEST(TuningSession, SeveralDevicesMeasureEachConfigurationOnceAndRecordTheirDevice) {
+  const fs::path dir = fresh_directory("devices");
+  const fs::path spec = write_spec(dir, 6, 5, 3);
+  const fs::path recording = write_recording(spec, dir);
+  TuneOptions options = replay_options(spec, recording, dir / "out");
+  options.devices = {0, 1, 2};
+  TuneReport report = tune(options);
+  EXPECT_EQ(report.evaluated, 90u);
+  EXPECT_EQ(report.devices, (std::vector<std::string>{"0", "1", "2"}));
+  std::uint64_t counted = 0;
+  for (const auto& [device, count] : report.evaluations_per_device) {
+    EXPECT_TRUE(device == "0" || device == "1" || device == "2") << device;
+    counted += count;
+  }
+  EXPECT_EQ(counted, 90u);
+  ASSERT_FALSE(report.best.empty());
+  EXPECT_EQ(report.best.front().evaluation.configuration,
+            (Configuration{std::int64_t{3}, std::int64_t{2}, std::int64_t{1}}));
+
+  KernelSpec loaded = load_kernel_spec(spec);
+  std::set<std::string> keys;
+  for (const RecordedEvaluation& row : read_records(report.records, loaded.space)) {
+    EXPECT_TRUE(keys.insert(configuration_key(row.evaluation.configuration)).second) << "measured twice";
+    EXPECT_FALSE(row.evaluation.device.empty());
+  }
+  EXPECT_EQ(keys.size(), 90u);
+}
+
+TEST(TuningSession, SeveralDevicesStopAtTheBudgetExactly) {
+  const fs::path dir = fresh_directory("devices_budget");
+  const fs::path spec = write_spec(dir, 6, 5, 3);
+  const fs::path recording = write_recording(spec, dir);
+  TuneOptions options = replay_options(spec, recording, dir / "out");
+  options.devices = {0, 1, 2, 3};
+  options.strategy = "random";
+  options.stop.max_evaluations = 25;
+  TuneReport report = tune(options);
+  EXPECT_EQ(report.evaluated, 25u);
+  KernelSpec loaded = load_kernel_spec(spec);
+  EXPECT_EQ(read_records(report.records, loaded.space).size(), 25u);
+}
+
+TEST(TuningSession, AGpuNamedTwiceInDevicesIsBadInput) {
+  const fs::path dir = fresh_directory("devices_twice");
+  const fs::path spec = write_spec(dir, 2, 2, 2);
+  const fs::path recording = write_recording(spec, dir);
+  TuneOptions options = replay_options(spec, recording, dir / "out");
+  options.devices = {0, 1, 0};
+  EXPECT_THROW(tune(options), InputError);
+}
+
+// A configuration whose worker died is measured again on another device: a killed worker or a failing GPU is not
+// the configuration's fault. The record holds one row for it, saying what happened; here the replay crashes both
+// times, so the row stays `crashed`.
+TEST(TuningSession, ACrashedConfigurationIsMeasuredAgainOnAnotherDeviceAndRecordedOnce) {
+  const fs::path dir = fresh_directory("devices_crash");
+  const fs::path spec = write_spec(dir, 6, 5, 3);
+  const Configuration crashing = configuration_of(0, 0, 0);
+  const fs::path recording = write_recording(spec, dir, [&](Evaluation& evaluation) {
+    if (evaluation.configuration != crashing) return;
+    evaluation.status = Status::crashed;
+    evaluation.message = "the worker died: killed by signal 9";
+  });
+  TuneOptions options = replay_options(spec, recording, dir / "out");
+  options.devices = {0, 1};
+  TuneReport report = tune(options);
+  EXPECT_EQ(report.evaluated, 90u);
+  EXPECT_EQ(report.status_counts["crashed"], 1u);
+  KernelSpec loaded = load_kernel_spec(spec);
+  int rows_of_crashing = 0;
+  for (const RecordedEvaluation& row : read_records(report.records, loaded.space)) {
+    if (row.evaluation.configuration != crashing) continue;
+    ++rows_of_crashing;
+    EXPECT_NE(row.evaluation.message.find("measured again: the worker on device "), std::string::npos)
+        << row.evaluation.message;
+  }
+  EXPECT_EQ(rows_of_crashing, 1);
+}
+
 TEST(TuningSession, BudgetThenResumeMeasuresEachConfigurationOnce) {
   const fs::path dir = fresh_directory("resume");
   const fs::path spec = write_spec(dir, 6, 5, 3);
@@ -144,10 +158,6 @@ TEST(TuningSession, BudgetThenResumeMeasuresEachConfigurationOnce) {
   for (const RecordedEvaluation& row : read_records(rest.records, loaded.space))
     EXPECT_TRUE(keys.insert(configuration_key(row.evaluation.configuration)).second) << "measured twice";
   EXPECT_EQ(keys.size(), 90u);
-}
-
-Configuration configuration_of(std::int64_t a, std::int64_t b, std::int64_t c) {
-  return Configuration{Value{a}, Value{b}, Value{c}};
 }
 
 // Issue item 4: a resumed run ranked only what it measured itself. The first run measures the optimum (3, 2, 1)
