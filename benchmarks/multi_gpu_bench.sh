@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Several GPUs of one host (issue 20): each spec is tuned with one GPU and then with N, same strategy, same budget,
+# each run with an empty cubin cache (compilation included, as a user's first run has it); prints the evaluation
+# rate of the search loop (evaluations / (run seconds - start-up)) for both and the ratio to linear scaling,
+# rate(N) / (N x rate(1)), measured in this run. The final round is off: it runs on one GPU by design.
+#
+# Then the worker check: a run over the N GPUs during which one evaluation worker is killed (SIGKILL) must record
+# every configuration once, the one being measured again on another GPU.
+#
+# Usage (on a host with 2 or more GPUs): benchmarks/multi_gpu_bench.sh [TUNE_BINARY] [OUT_DIR] [N]
+# Env: SPECS (default "saxpy conv3x3 gemm_bf16"), STRATEGIES (default "default random"), BUDGET_<spec> to change
+# a budget.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+tune="${1:-build/tune}"
+out="${2:-multi-gpu-logs}"
+gpus="${3:-2}"
+mkdir -p "$out"
+export KERNLATHE_SOURCE_DIR="${KERNLATHE_SOURCE_DIR:-$PWD}"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+all_devices=$(seq -s, 0 $((gpus - 1)))
+declare -A budget=([saxpy]=600 [conv3x3]=400 [gemm_bf16]=400)
+problem_gemm_bf16="--problem M=4096,N=4096,K=4096"
+
+run_one() {  # spec strategy devices label -> prints the JSON path
+  local spec=$1 strategy=$2 devices=$3 label=$4
+  local b="${budget[$spec]}"
+  local override="BUDGET_$spec"
+  [[ -n "${!override:-}" ]] && b="${!override}"
+  local problem_var="problem_$spec"
+  local strategy_args=()
+  [[ "$strategy" != default ]] && strategy_args=(--strategy "$strategy")
+  local dir="$out/$spec-$strategy-$label"
+  rm -rf "$dir" && mkdir -p "$dir/cache"
+  # shellcheck disable=SC2086
+  XDG_CACHE_HOME="$dir/cache" "$tune" run "$spec" ${!problem_var:-} --devices "$devices" --budget "$b" --final 0 \
+    "${strategy_args[@]}" --out "$dir/records" --best-dir "$dir/best" --ceiling-cache "$out/ceilings" --json \
+    > "$dir/run.json" 2> "$dir/run.log"
+  echo "$dir/run.json"
+}
+
+loop_rate() {  # run.json -> "rate evaluated loop_seconds"
+  python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+loop = r["seconds"] - r["profile"]["startup_seconds"]
+print(f"{r[\"evaluated\"] / loop:.2f} {r[\"evaluated\"]} {loop:.2f} {r[\"profile\"][\"compile_wait_seconds\"]:.2f} {r[\"profile\"][\"strategy_seconds\"]:.2f}")
+' "$1"
+}
+
+echo "multi-GPU scaling: $gpus GPUs ($("$tune" --version 2>/dev/null || echo tune)); $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ' | paste -sd, -)"
+printf "%-10s %-8s %10s %10s %8s   %s\n" spec strategy "1 GPU/s" "$gpus GPUs/s" "linear" "(evaluated, loop s, compile wait s, strategy s: 1 GPU | $gpus GPUs)"
+for spec in ${SPECS:-saxpy conv3x3 gemm_bf16}; do
+  for strategy in ${STRATEGIES:-default random}; do
+    one=$(run_one "$spec" "$strategy" 0 one) || true
+    many=$(run_one "$spec" "$strategy" "$all_devices" many) || true
+    read -r rate1 n1 loop1 wait1 strat1 < <(loop_rate "$one" 2>/dev/null || echo "0 0 0 0 0")
+    read -r rate2 n2 loop2 wait2 strat2 < <(loop_rate "$many" 2>/dev/null || echo "0 0 0 0 0")
+    fraction=$(python3 -c "print(f'{$rate2 / ($gpus * $rate1):.3f}' if $rate1 > 0 else 'n/a')")
+    printf "%-10s %-8s %10s %10s %8s   (%s, %s, %s, %s | %s, %s, %s, %s)\n" "$spec" "$strategy" "$rate1" "$rate2" \
+      "$fraction" "$n1" "$loop1" "$wait1" "$strat1" "$n2" "$loop2" "$wait2" "$strat2"
+  done
+done
+
+# The worker check: kill one evaluation worker while the run goes on.
+echo
+echo "worker check: one evaluation worker killed during a $gpus-GPU run of conv3x3"
+dir="$out/kill-check"
+rm -rf "$dir" && mkdir -p "$dir/cache"
+XDG_CACHE_HOME="$dir/cache" "$tune" run conv3x3 --devices "$all_devices" --budget 300 --final 0 --strategy random \
+  --out "$dir/records" --best-dir "$dir/best" --ceiling-cache "$out/ceilings" --json > "$dir/run.json" 2> "$dir/run.log" &
+run_pid=$!
+for _ in $(seq 1 100); do  # wait until the run is measuring
+  [[ -s "$dir/records/evaluations.csv" ]] && [[ $(wc -l < "$dir/records/evaluations.csv") -gt 20 ]] && break
+  sleep 0.2
+done
+victim=$(pgrep -f -- "__evaluation-worker" | head -n 1)
+if [[ -n "$victim" ]]; then
+  kill -9 "$victim" && echo "killed evaluation worker $victim"
+else
+  echo "no evaluation worker found to kill"
+fi
+wait "$run_pid"
+echo "exit status of the run: $?"
+python3 - "$dir" <<'PYTHON'
+import csv, json, os, sys
+d = sys.argv[1]
+report = json.load(open(os.path.join(d, "run.json")))
+rows = list(csv.DictReader(open(os.path.join(d, "records", "evaluations.csv"))))
+parameters = [c for c in rows[0].keys() if c not in ("hash",) and c[0].isupper()]
+keys = [tuple(r[p] for p in parameters) for r in rows]
+again = [r for r in rows if "measured again" in r["message"]]
+print(f"rows {len(rows)}, evaluated {report['evaluated']}, distinct {len(set(keys))}, per device "
+      f"{report['evaluations_per_device']}, crashed {sum(r['status'] == 'crashed' for r in rows)}")
+for r in again:
+    print(f"  measured again: status {r['status']} on device {r['device']}: {r['message'][:160]}")
+ok = len(rows) == report["evaluated"] and len(keys) == len(set(keys))
+print("worker check:", "PASS" if ok and again else "FAIL")
+PYTHON
