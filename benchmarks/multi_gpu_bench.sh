@@ -39,26 +39,42 @@ run_one() {  # spec strategy devices label -> prints the JSON path
   echo "$dir/run.json"
 }
 
-loop_rate() {  # run.json -> "rate evaluated loop_seconds"
-  python3 -c '
+rates() {  # one.json many.json gpus -> one table row
+  python3 - "$@" <<'PYTHON'
 import json, sys
-r = json.load(open(sys.argv[1]))
-loop = r["seconds"] - r["profile"]["startup_seconds"]
-print(f"{r[\"evaluated\"] / loop:.2f} {r[\"evaluated\"]} {loop:.2f} {r[\"profile\"][\"compile_wait_seconds\"]:.2f} {r[\"profile\"][\"strategy_seconds\"]:.2f}")
-' "$1"
+def figures(path):
+    try:
+        r = json.load(open(path))
+    except (OSError, ValueError):
+        return None
+    p = r["profile"]
+    loop = r["seconds"] - p["startup_seconds"]
+    steady = (r["evaluated"] - 1) / (r["seconds"] - p["first_result_seconds"])
+    return {"loop": r["evaluated"] / loop, "steady": steady, "n": r["evaluated"], "first": p["first_result_seconds"],
+            "compile": p["compile_wait_seconds"], "strategy": p["strategy_seconds"]}
+one, many, gpus = figures(sys.argv[1]), figures(sys.argv[2]), int(sys.argv[3])
+if not one or not many:
+    print("failed: see run.log beside", sys.argv[1] if not one else sys.argv[2]); sys.exit()
+line = ""
+for key in ("loop", "steady"):
+    line += f"{one[key]:9.1f} {many[key]:9.1f} {many[key] / (gpus * one[key]):7.3f}   "
+line += "({n}, {first:.2f}, {compile:.2f}, {strategy:.2f}".format(**one) + " | {n}, {first:.2f}, {compile:.2f}, {strategy:.2f})".format(**many)
+print(line)
+PYTHON
 }
 
 echo "multi-GPU scaling: $gpus GPUs ($("$tune" --version 2>/dev/null || echo tune)); $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | tr -s ' ' | paste -sd, -)"
-printf "%-10s %-8s %10s %10s %8s   %s\n" spec strategy "1 GPU/s" "$gpus GPUs/s" "linear" "(evaluated, loop s, compile wait s, strategy s: 1 GPU | $gpus GPUs)"
+echo "whole loop: evaluations / (run seconds - start-up); after the first result: (evaluations - 1) / (run seconds -"
+echo "time of the first result), which leaves out the first compilations, the same for any number of GPUs."
+echo "linear: rate with $gpus GPUs / ($gpus x rate with one)."
+printf "%-10s %-8s %9s %9s %7s   %9s %9s %7s   %s\n" spec strategy "1 GPU/s" "$gpus GPUs/s" linear "1 GPU/s" \
+  "$gpus GPUs/s" linear "(evaluated, first result s, compile wait s, strategy s: 1 GPU | $gpus GPUs)"
+printf "%-19s %-29s %s\n" "" "--- whole loop ---" "--- after the first result ---"
 for spec in ${SPECS:-saxpy conv3x3 gemm_bf16}; do
   for strategy in ${STRATEGIES:-default random}; do
     one=$(run_one "$spec" "$strategy" 0 one) || true
     many=$(run_one "$spec" "$strategy" "$all_devices" many) || true
-    read -r rate1 n1 loop1 wait1 strat1 < <(loop_rate "$one" 2>/dev/null || echo "0 0 0 0 0")
-    read -r rate2 n2 loop2 wait2 strat2 < <(loop_rate "$many" 2>/dev/null || echo "0 0 0 0 0")
-    fraction=$(python3 -c "print(f'{$rate2 / ($gpus * $rate1):.3f}' if $rate1 > 0 else 'n/a')")
-    printf "%-10s %-8s %10s %10s %8s   (%s, %s, %s, %s | %s, %s, %s, %s)\n" "$spec" "$strategy" "$rate1" "$rate2" \
-      "$fraction" "$n1" "$loop1" "$wait1" "$strat1" "$n2" "$loop2" "$wait2" "$strat2"
+    printf "%-10s %-8s %s\n" "$spec" "$strategy" "$(rates "$one" "$many" "$gpus")"
   done
 done
 
