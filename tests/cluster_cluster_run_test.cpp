@@ -93,11 +93,7 @@ TEST(ClusterRun, FourRanksMeasureEachConfigurationOnceAndEndWithRankZerosChoice)
     EXPECT_EQ(outcome->measured, from_rank);
     EXPECT_GE(outcome->measured, 1u);  // every lane gets a configuration at the start
   }
-  KernelSpec loaded = load_kernel_spec(spec);
-  std::set<std::string> keys;
-  for (const RecordedEvaluation& row : read_records(report.records, loaded.space))
-    EXPECT_TRUE(keys.insert(configuration_key(row.evaluation.configuration)).second) << "measured twice";
-  EXPECT_EQ(keys.size(), 90u);
+  EXPECT_EQ(rows_each_configuration_once(report.records, spec), 90u);
 }
 
 TEST(ClusterRun, ARankThatDiesIsReportedAndItsConfigurationMeasuredByAnother) {
@@ -117,11 +113,7 @@ TEST(ClusterRun, ARankThatDiesIsReportedAndItsConfigurationMeasuredByAnother) {
       << report.lost_devices[0];
   EXPECT_EQ(report.evaluated, 90u);
   EXPECT_EQ(report.evaluations_per_device.count("rank 2, replayed gpu 0"), 0u);
-  KernelSpec loaded = load_kernel_spec(spec);
-  std::set<std::string> keys;
-  for (const RecordedEvaluation& row : read_records(report.records, loaded.space))
-    EXPECT_TRUE(keys.insert(configuration_key(row.evaluation.configuration)).second) << "measured twice";
-  EXPECT_EQ(keys.size(), 90u);
+  EXPECT_EQ(rows_each_configuration_once(report.records, spec), 90u);
   // The dead rank stops hearing rank 0 and ends with an error; the others end with the choice.
   EXPECT_NE(run.failures[2].find("rank 0 stopped answering"), std::string::npos) << run.failures[2];
   for (int rank : {1, 3}) {

@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
+
+#include <gtest/gtest.h>
 #include <string>
 
 #include "tuner/record/csv_record.h"
@@ -93,6 +96,19 @@ inline TuneOptions replay_options(const fs::path& spec, const fs::path& recordin
 
 inline Configuration configuration_of(std::int64_t a, std::int64_t b, std::int64_t c) {
   return Configuration{Value{a}, Value{b}, Value{c}};
+}
+
+// The rows of a record, checked to hold no configuration twice (each repeat fails the calling test).
+inline std::size_t rows_each_configuration_once(const fs::path& records, const fs::path& spec_file) {
+  const KernelSpec spec = load_kernel_spec(spec_file);
+  std::set<std::string> keys;
+  std::size_t rows = 0;
+  for (const RecordedEvaluation& row : read_records(records, spec.space)) {
+    ++rows;
+    EXPECT_TRUE(keys.insert(configuration_key(row.evaluation.configuration)).second)
+        << "measured twice: " << to_string(spec.space, row.evaluation.configuration);
+  }
+  return rows;
 }
 
 }  // namespace session_test

@@ -298,14 +298,14 @@ Json report_json(const TuneReport& report) {
 void RunCommand::add_to(CLI::App& command) {
   device_option = common.add_to(command, true);
   command.add_option("--strategy", strategy,
-                  fmt::format("search strategy: {} (default: {})", fmt::join(strategy_names(), ", "),
-                              default_strategy_name()));
+                     fmt::format("search strategy: {} (default: {})", fmt::join(strategy_names(), ", "),
+                                 default_strategy_name()));
   command.add_option("--budget", budget, "stop after N evaluations");
   command.add_option("--time", time_budget, "stop after a duration: 90s, 5m, 1h");
   command.add_option("--out", out, "record directory (default results/runs/<kernel>/<arch>/<problem>)");
   command.add_flag("--resume", resume,
-                "go on from the record: configurations recorded under the same spec hash are not measured again "
-                "and are ranked with this run's");
+                   "go on from the record: configurations recorded under the same spec hash are not measured again "
+                   "and are ranked with this run's");
   command.add_flag("--cold", cold, "flush the L2 cache before every timed sample (one launch per sample)");
   command.add_flag("--warm", warm, "time back-to-back launches with warm caches (the default)");
   // Measurement settings (tuner/measure/measurement.h); the defaults differ for streamed specs, whose samples are
@@ -316,45 +316,45 @@ void RunCommand::add_to(CLI::App& command) {
   command.add_option("--max-samples", measurement.max_samples, "samples per configuration at most (200 / 10)")
       ->group(measurement_group)->check(CLI::PositiveNumber);
   command.add_option("--noise", measurement.target_relative_spread,
-                  "stop sampling once (p75 - p25) / median is at most this (0.02)")
+                     "stop sampling once (p75 - p25) / median is at most this (0.02)")
       ->group(measurement_group)->check(CLI::NonNegativeNumber);
   command.add_option("--min-time", measurement.min_seconds, "seconds of sampling every configuration gets (0)")
       ->group(measurement_group)->check(CLI::NonNegativeNumber);
   command.add_option("--max-time", measurement.max_seconds, "seconds of sampling per configuration at most (1.0 / 0.3)")
       ->group(measurement_group)->check(CLI::PositiveNumber);
   command.add_option("--warmup", measurement.warmup_ms,
-                  "milliseconds of warm-up launches before sampling when the GPU was idle for 100 ms or more, as for "
-                  "the first configuration (20 / 0)")
+                     "milliseconds of warm-up launches before sampling when the GPU was idle for 100 ms or more, as for "
+                     "the first configuration (20 / 0)")
       ->group(measurement_group)->check(CLI::NonNegativeNumber);
   command.add_option("--busy-warmup", measurement.busy_warmup_ms,
-                  "milliseconds of warm-up when the previous configuration kept the GPU busy until just before "
-                  "(2; never longer than --warmup; at least two launches either way)")
+                     "milliseconds of warm-up when the previous configuration kept the GPU busy until just before "
+                     "(2; never longer than --warmup; at least two launches either way)")
       ->group(measurement_group)->check(CLI::NonNegativeNumber);
   command.add_option("--energy", energy,
-                  "energy per launch: off, auto (the final round's winner; every row and round when --objective needs it) or always "
-                  "(every row; costs 0.1-0.3 s per configuration: NVML's counter steps every ~100 ms)")
+                     "energy per launch: off, auto (the final round's winner; every row and round when --objective needs it) or always "
+                     "(every row; costs 0.1-0.3 s per configuration: NVML's counter steps every ~100 ms)")
       ->group(measurement_group);
   command.add_option("--objective", objective,
-                  "what the search minimises: time (default), energy (per launch) or edp (energy x time); energy "
-                  "and edp measure energy on every row and leave the best cache alone")
+                     "what the search minimises: time (default), energy (per launch) or edp (energy x time); energy "
+                     "and edp measure energy on every row and leave the best cache alone")
       ->group(measurement_group);
   command.add_option("--energy-periods", measurement.energy_periods,
-                  "energy-counter periods per energy figure (2)")
+                     "energy-counter periods per energy figure (2)")
       ->group(measurement_group)->check(CLI::PositiveNumber);
   command.add_option("--seed", seed, "seed of the search strategy");
   command.add_option("--jobs", jobs, "compile processes (default: one per core)");
   command.add_option("--replay", replay, "take measurements from a recorded evaluations.csv (no GPU)");
   command.add_flag("--no-cubin-cache", no_cubin_cache, "compile every configuration afresh");
   command.add_flag("--fresh-ceilings", fresh_ceilings,
-                "measure the GPU's ceilings again (about a second) instead of taking them from the ceiling cache, "
-                "which keeps them a week per GPU model and driver");
+                   "measure the GPU's ceilings again (about a second) instead of taking them from the ceiling cache, "
+                   "which keeps them a week per GPU model and driver");
   command.add_option("--ceiling-cache", ceiling_cache,
-                  "ceiling cache folder (default $XDG_CACHE_HOME/kernlathe/ceilings or ~/.cache/kernlathe/ceilings)");
+                     "ceiling cache folder (default $XDG_CACHE_HOME/kernlathe/ceilings or ~/.cache/kernlathe/ceilings)");
   command.add_option("--timeout", timeout, "seconds a configuration may run before it is killed");
   command.add_option("--best-dir", best_dir, "best-configuration cache directory");
   command.add_option("--final", final_candidates,
-                  "final round: the N best of the search, the default and the stored configuration measured again, "
-                  "interleaved (default 5; 0: no final round)")
+                     "final round: the N best of the search, the default and the stored configuration measured again, "
+                     "interleaved (default 5; 0: no final round)")
       ->check(CLI::Range(0, 100));
   command.add_option("--devices", devices,
                      "GPUs of this host to measure on at once: all, or indices such as 0,1 (one evaluation worker "
