@@ -45,7 +45,7 @@ __device__ __forceinline__ void load_stage(const Input* a, const Input* b, int n
     const int index = threadIdx.x + load * threads;
     if (a_chunks % threads == 0 || index < a_chunks) {
       const int row = index / (BK / chunk), column = (index % (BK / chunk)) * chunk;
-      copy_async_16(a_shared + row * a_stride + column, a + (size_t)(tile.row + row) * k + k_offset + column);
+      copy_async<16>(a_shared + row * a_stride + column, a + (size_t)(tile.row + row) * k + k_offset + column);
     }
   }
 #pragma unroll
@@ -53,7 +53,7 @@ __device__ __forceinline__ void load_stage(const Input* a, const Input* b, int n
     const int index = threadIdx.x + load * threads;
     if (b_chunks % threads == 0 || index < b_chunks) {
       const int row = index / (BN / chunk), column = (index % (BN / chunk)) * chunk;
-      copy_async_16(b_shared + row * b_stride + column, b + (size_t)(k_offset + row) * n + tile.column + column);
+      copy_async<16>(b_shared + row * b_stride + column, b + (size_t)(k_offset + row) * n + tile.column + column);
     }
   }
 }

@@ -133,7 +133,7 @@ __device__ __forceinline__ void copy_tiles(const Input* a, const Input* b, int n
     const int element = threadIdx.x + copy * threads;
     if (a_elements % threads == 0 || element < a_elements) {
       const int row = element / BK, column = element % BK;
-      copy_async_4(&a_shared[column * a_stride + row], a + (size_t)(tile.row + row) * k + k_offset + column);
+      copy_async<4>(&a_shared[column * a_stride + row], a + (size_t)(tile.row + row) * k + k_offset + column);
     }
   }
 #pragma unroll
@@ -142,7 +142,7 @@ __device__ __forceinline__ void copy_tiles(const Input* a, const Input* b, int n
     if (b_vectors % threads == 0 || vector < b_vectors) {
       const int row = vector / (BN / 4);
       const int column = (vector % (BN / 4)) * 4;
-      copy_async_16(&b_shared[row * b_stride + column], b + (size_t)(k_offset + row) * n + tile.column + column);
+      copy_async<16>(&b_shared[row * b_stride + column], b + (size_t)(k_offset + row) * n + tile.column + column);
     }
   }
 }

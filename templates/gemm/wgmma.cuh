@@ -56,6 +56,11 @@
 #define GEMM_CLUSTER_DIMS __cluster_dims__(WG_CLUSTER, 1, 1)
 #endif
 
+#include "common/async_copy.cuh"
+#include "common/cluster.cuh"
+#include "common/mbarrier.cuh"
+#include "common/wgmma.cuh"
+
 namespace wgmma_path {
 
 constexpr int block_m = WG_BM;
@@ -98,193 +103,6 @@ static_assert(consumer_share % instruction_m == 0, "each consumer owns whole 64-
 static_assert(block_n % b_box_columns == 0, "B arrives in 128-byte-wide boxes");
 static_assert(b_boxes % cluster == 0, "the blocks of a cluster split B's boxes evenly");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and WG_CONSUMERS consumer warpgroups");
-
-// ------------------------------------------------------------------------------------------------ mbarriers
-__device__ __forceinline__ void barrier_init(unsigned barrier, unsigned arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(barrier), "r"(arrivals) : "memory");
-}
-
-// Arrives and announces how many bytes the copies completing on this barrier will deliver in the current phase.
-__device__ __forceinline__ void barrier_arrive_expect_bytes(unsigned barrier, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void barrier_arrive(unsigned barrier) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(barrier) : "memory");
-}
-
-// Arrives on the barrier at the same shared-memory offset in block `rank` of this cluster (this block included).
-// The consumers use it to hand a stage back to every producer that multicasts into it. Default (.cta) release
-// semantics are enough: the reads being released are complete (wgmma groups waited for, shared loads in registers)
-// before the arrival, so no later copy into the stage can overtake them. A .release.cluster arrival, which also
-// orders the warp's earlier global stores at cluster scope, made 2-block clusters 2.2x slower on the H200.
-__device__ __forceinline__ void barrier_arrive_in_block(unsigned barrier, unsigned rank) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(barrier), "r"(rank));
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-
-// Every thread of every block of the cluster: barrier initialisation before any block copies into another, and no
-// block exits while another may still copy into it or arrive on its barriers.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
-}
-
-// Waits until the phase with the given parity has completed. Waiting on the parity before a barrier's first phase
-// returns at once, which is how the producer finds every stage empty at the start.
-__device__ __forceinline__ void barrier_wait(unsigned barrier, unsigned parity) {
-  unsigned done = 0;
-  while (!done) {
-    asm volatile(
-        "{\n.reg .pred complete;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, complete;\n}\n"
-        : "=r"(done)
-        : "r"(barrier), "r"(parity)
-        : "memory");
-  }
-}
-
-// ------------------------------------------------------------------------------------------------ TMA
-__device__ __forceinline__ void copy_tile(unsigned destination, const TensorMap& map, unsigned barrier, int inner,
-                                          int outer) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
-          destination),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(inner), "r"(outer), "r"(barrier)
-      : "memory");
-}
-
-// The same box into the same shared-memory offset of every block of the cluster, each completing on its own barrier
-// at the given offset.
-__device__ __forceinline__ void copy_tile_to_cluster(unsigned destination, const TensorMap& map, unsigned barrier,
-                                                     int inner, int outer) {
-  const unsigned short every_block = (1u << cluster) - 1;
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(destination),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(inner), "r"(outer), "r"(barrier), "h"(every_block)
-      : "memory");
-}
-
-// ------------------------------------------------------------------------------------------------ wgmma
-// Shared-memory matrix descriptor with 128-byte swizzle. K-major operands (A) use only the stride between 8-row
-// groups; MN-major operands (B) also use the leading offset, the distance between 64-column chunks.
-__device__ __forceinline__ unsigned long long matrix_descriptor(unsigned address, unsigned leading_bytes,
-                                                                unsigned stride_bytes) {
-  return static_cast<unsigned long long>((address & 0x3FFFF) >> 4) |
-         static_cast<unsigned long long>(leading_bytes >> 4) << 16 |
-         static_cast<unsigned long long>(stride_bytes >> 4) << 32 | 1ull << 62;
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int pending> __device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(pending) : "memory");
-}
-
-// Keeps the compiler from moving reads of the accumulators above the wait that makes them valid.
-template <int count> __device__ __forceinline__ void accumulators_ready(float (&accumulators)[count]) {
-#pragma unroll
-  for (int index = 0; index < count; ++index) asm volatile("" : "+f"(accumulators[index])::"memory");
-}
-
-// The accumulator operands of one wgmma: "%0, %1, ..." for the instruction text, and the matching "+f" constraints.
-// n / 2 accumulators per thread for an m64nN instruction.
-#define WGMMA_D32_TEXT \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, " \
-    "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
-    "%24, %25, %26, %27, %28, %29, %30, %31"
-#define WGMMA_D64_TEXT WGMMA_D32_TEXT ", " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, " \
-    "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, " \
-    "%56, %57, %58, %59, %60, %61, %62, %63"
-#define WGMMA_D128_TEXT WGMMA_D64_TEXT ", " \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, " \
-    "%76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, " \
-    "%88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, " \
-    "%100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, " \
-    "%124, %125, %126, %127"
-#define WGMMA_D8(b) "+f"(d[b]), "+f"(d[b + 1]), "+f"(d[b + 2]), "+f"(d[b + 3]), "+f"(d[b + 4]), "+f"(d[b + 5]), \
-    "+f"(d[b + 6]), "+f"(d[b + 7])
-#define WGMMA_D32(b) WGMMA_D8(b), WGMMA_D8(b + 8), WGMMA_D8(b + 16), WGMMA_D8(b + 24)
-#define WGMMA_D64(b) WGMMA_D32(b), WGMMA_D32(b + 32)
-#define WGMMA_D128 WGMMA_D64(0), WGMMA_D64(64)
-
-// One m64nNk{16, 8} instruction, N = 64, 128 or 256, in the form each input type uses (both forms must compile, as
-// `if constexpr` inside a generic lambda still checks the branch it drops). scale_d == 0 starts D from zero instead
-// of accumulating.
-template <int n> struct Wgmma;
-
-template <> struct Wgmma<64> {
-  // 16-bit inputs: D (64 x 64 fp32) += A (64 x 16, shared, K-major) * B (16 x 64, shared, N-major: transpose bit set).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[32], unsigned long long a_descriptor,
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D32_TEXT
-        "}, %32, %33, accumulate, 1, 1, 0, 1;\n}\n"
-        : WGMMA_D32(0)
-        : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d));
-  }
-  // tf32 inputs: D (64 x 64 fp32) += A (64 x 8 tf32, registers) * B (8 x 64 tf32, shared, K-major).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[32], const unsigned (&a)[4],
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WGMMA_D32_TEXT
-        "}, {%32, %33, %34, %35}, %36, accumulate, 1, 1;\n}\n"
-        : WGMMA_D32(0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d));
-  }
-};
-
-template <> struct Wgmma<128> {
-  // 16-bit inputs: D (64 x 128 fp32) += A (64 x 16, shared, K-major) * B (16 x 128, shared, N-major: transpose bit set).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[64], unsigned long long a_descriptor,
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D64_TEXT
-        "}, %64, %65, accumulate, 1, 1, 0, 1;\n}\n"
-        : WGMMA_D64(0)
-        : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d));
-  }
-  // tf32 inputs: D (64 x 128 fp32) += A (64 x 8 tf32, registers) * B (8 x 128 tf32, shared, K-major).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[64], const unsigned (&a)[4],
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" WGMMA_D64_TEXT
-        "}, {%64, %65, %66, %67}, %68, accumulate, 1, 1;\n}\n"
-        : WGMMA_D64(0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d));
-  }
-};
-
-template <> struct Wgmma<256> {
-  // 16-bit inputs: D (64 x 256 fp32) += A (64 x 16, shared, K-major) * B (16 x 256, shared, N-major: transpose bit set).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[128], unsigned long long a_descriptor,
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D128_TEXT
-        "}, %128, %129, accumulate, 1, 1, 0, 1;\n}\n"
-        : WGMMA_D128
-        : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d));
-  }
-  // tf32 inputs: D (64 x 256 fp32) += A (64 x 8 tf32, registers) * B (8 x 256 tf32, shared, K-major).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[128], const unsigned (&a)[4],
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %133, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" WGMMA_D128_TEXT
-        "}, {%128, %129, %130, %131}, %132, accumulate, 1, 1;\n}\n"
-        : WGMMA_D128
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d));
-  }
-};
 
 // ------------------------------------------------------------------------------------------------ schedule
 // Tile numbers walk C in strips WG_GROUP_M tile rows tall, column by column, so the blocks running at the same time
@@ -414,10 +232,10 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
     }
     for (int consumer = 0; consumer < consumers; ++consumer) barrier_init(turn_barrier(consumer), 4);
     // Makes the initialised barriers visible to the copy engine before any copy completes on them.
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    barrier_init_fence();
   }
-  if (cluster > 1) {
-    cluster_sync();
+  if constexpr (cluster > 1) {
+    cluster_sync<cluster>();
   } else {
     __syncthreads();
   }
@@ -442,7 +260,7 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
             const unsigned destination = b_tile + box * b_box_bytes;
             const int column = tile_column * block_n + box * b_box_columns;
             if (cluster > 1) {
-              copy_tile_to_cluster(destination, b_map, full_barrier(stage), column, k_block * block_k);
+              copy_tile_to_cluster<cluster>(destination, b_map, full_barrier(stage), column, k_block * block_k);
             } else {
               copy_tile(destination, b_map, full_barrier(stage), column, k_block * block_k);
             }
@@ -579,5 +397,5 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       }
     }
   }
-  if (cluster > 1) cluster_sync();
+  cluster_sync<cluster>();
 }
