@@ -142,7 +142,7 @@ __device__ __forceinline__ void load_fragments(const Input* a_shared, const Inpu
 
 __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, float beta, const Input* __restrict__ a,
                                           const Input* __restrict__ b, Output* __restrict__ c, const TensorMap&,
-                                          const TensorMap&) {
+                                          const TensorMap&, const Epilogue& epilogue) {
   using namespace mma;
   extern __shared__ float4 mma_shared[];
   Input* a_shared = reinterpret_cast<Input*>(mma_shared);  // [STAGES][BM][a_stride]
@@ -223,8 +223,10 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         const int row = tile.row + warp_row + tile_m * 16 + group + half * 8;
         Output* destination = c + (size_t)row * n + column;
         const float* values = &accumulator[tile_m][tile_n][half * 2];
-        store_two(destination, scaled(values[0], alpha, beta, destination),
-                  scaled(values[1], alpha, beta, destination + 1));
+        float first = scaled(values[0], alpha, beta, destination);
+        float second = scaled(values[1], alpha, beta, destination + 1);
+        apply_epilogue_two(epilogue, first, second, row, column, n);
+        store_two(destination, first, second);
       }
     }
   }

@@ -183,7 +183,7 @@ __device__ __forceinline__ void compute_tile(const float* a_current, const float
 
 __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, float beta, const Input* __restrict__ a,
                                           const Input* __restrict__ b, Output* __restrict__ c, const TensorMap&,
-                                          const TensorMap&) {
+                                          const TensorMap&, const Epilogue& epilogue) {
   using namespace simt;
   extern __shared__ float4 simt_shared[];
   float* a_shared = reinterpret_cast<float*>(simt_shared);  // [buffers][BK][a_stride]
@@ -259,6 +259,10 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
           result.z += beta * old.z;
           result.w += beta * old.w;
         }
+        result.x = apply_epilogue(epilogue, result.x, c_row, c_column, n);
+        result.y = apply_epilogue(epilogue, result.y, c_row, c_column + 1, n);
+        result.z = apply_epilogue(epilogue, result.z, c_row, c_column + 2, n);
+        result.w = apply_epilogue(epilogue, result.w, c_row, c_column + 3, n);
         store_four(destination, result);
       }
     }

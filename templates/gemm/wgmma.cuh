@@ -36,6 +36,11 @@
 //   4096^3 f16: 128 x 256 cooperative, 4 stages 697 TFLOP/s = 91%; 128 x 128 ping-pong, 6 stages 709 = 93%
 //   8192^3 f16: 96% and 97%; bf16: 91% and 93% at 4096^3, 96.5% and 92% at 8192^3.
 // tf32 and clusters: see the README's GEMM table for what the tuner found with them.
+// Fused epilogues (gemm/epilogue.cuh) run in the consumers' stores. WG_RESIDUAL_SHARED (bias + residual epilogues
+// only): the producer thread copies each tile's residual into shared memory with bulk copies while the tile's
+// K loop runs (one buffer, two with ping-pong: each consumer has a tile in flight), so the epilogue reads it there.
+// From global memory, every block read its residual in the same few microseconds after its K loop (the blocks run
+// in step), and the residual epilogue measured 4-5% over the plain GEMM at 8192^3 on the H200.
 // Not done: an asynchronous TMA-store epilogue.
 #pragma once
 
@@ -96,6 +101,16 @@ constexpr int b_boxes_per_block = b_boxes / cluster;    // the B boxes each bloc
 // 40 registers are plenty for the one thread that issues copies; the consumers get the rest of the 64K-register file
 // (384 threads: 128 * 40 + 256 * 232 = 64512; 256 threads: 128 * 40 + 128 * 240).
 constexpr int producer_registers = 40;
+#ifndef WG_RESIDUAL_SHARED
+#define WG_RESIDUAL_SHARED 0
+#endif
+// The residual tile in shared memory: rows of block_n elements, padded by 16 bytes so that the 8 rows one fragment
+// read covers fall on different banks; a buffer per tile in flight.
+constexpr bool residual_in_shared = WG_RESIDUAL_SHARED && GEMM_EPILOGUE_HAS_RESIDUAL;
+constexpr int residual_row_bytes = block_n * element_bytes + 16;
+constexpr int residual_buffers = pingpong ? 2 : 1;
+constexpr int residual_buffer_bytes = block_m * residual_row_bytes;
+constexpr int residual_rows_per_k_block = 16;  // bulk copies the producer issues beside each stage's loads
 constexpr int consumer_registers = consumers == 2 ? 232 : 240;
 
 static_assert(block_k * element_bytes == swizzle_bytes, "a row of an A box must be exactly one 128-byte swizzle row");
@@ -103,6 +118,7 @@ static_assert(consumer_share % instruction_m == 0, "each consumer owns whole 64-
 static_assert(block_n % b_box_columns == 0, "B arrives in 128-byte-wide boxes");
 static_assert(b_boxes % cluster == 0, "the blocks of a cluster split B's boxes evenly");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and WG_CONSUMERS consumer warpgroups");
+static_assert(!residual_in_shared || !swapped, "the residual is staged for 16-bit inputs only");
 
 // ------------------------------------------------------------------------------------------------ schedule
 // Tile numbers walk C in strips WG_GROUP_M tile rows tall, column by column, so the blocks running at the same time
@@ -116,22 +132,75 @@ __device__ __forceinline__ void tile_position(int tile, int tiles_m, int tiles_n
   tile_column = in_group / rows_in_group;
 }
 
-// alpha * D + beta * C into C, for a slice that runs along M (16-bit inputs). Register j * 4 + {0, 1} of the wgmma
-// fragment holds row lane / 4 of the warp's 16 rows, columns 8 j + 2 (lane % 4) + {0, 1}; registers j * 4 + {2, 3}
-// the same columns 8 rows further down.
+// alpha * D + beta * C, through the epilogue, into C, for a slice that runs along M (16-bit inputs). Register
+// j * 4 + {0, 1} of the wgmma fragment holds row lane / 4 of the warp's 16 rows, columns 8 j + 2 (lane % 4) + {0, 1};
+// registers j * 4 + {2, 3} the same columns 8 rows further down.
+// residual_rows: with WG_RESIDUAL_SHARED, the shared address of the residual of the slice's first row (else unused).
 __device__ __forceinline__ void store_slice(const float (&accumulators)[accumulator_count], int row_base,
-                                            int column_base, int n, float alpha, float beta, Output* c) {
+                                            int column_base, int n, float alpha, float beta, Output* c,
+                                            const Epilogue& epilogue, [[maybe_unused]] unsigned residual_rows) {
   const int thread = threadIdx.x % warpgroup_threads;
   const int row = row_base + thread / 32 * 16 + thread % 32 / 4;
   const int column = column_base + thread % 4 * 2;
+  const auto store_pair = [&](int half, int chunk) {
+    Output* destination = c + static_cast<long long>(row + half * 8) * n + column + chunk * 8;
+    float first = scaled(accumulators[chunk * 4 + half * 2], alpha, beta, destination);
+    float second = scaled(accumulators[chunk * 4 + half * 2 + 1], alpha, beta, destination + 1);
+    apply_epilogue_two(epilogue, first, second, row + half * 8, column + chunk * 8, n);
+    store_two(destination, first, second);
+  };
+  if constexpr (GEMM_EPILOGUE_HAS_RESIDUAL) {
+    // With beta == 0 (C is not read), an epilogue that reads a residual loads the bias and the residual of eight
+    // chunks of both rows, then stores them: sixteen loads in flight, and nothing between them and the stores that
+    // must wait for an earlier store (with beta != 0 every read of C must follow the stores to C before it). Row by
+    // row over the whole slice, the compiler hoisted all 64 residual loads above the stores and spilled (128 x 256
+    // tiles: 64 more live registers beside the 128 accumulators).
+    if (beta == 0.0f) {
+      constexpr int group_chunks = 8;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    Output* row_start = c + static_cast<long long>(row + half * 8) * n + column;
+      for (int group = 0; group < instruction_n / 8; group += group_chunks) {
+        float2 addends[group_chunks][2];
 #pragma unroll
-    for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
-      Output* destination = row_start + chunk * 8;
-      store_two(destination, scaled(accumulators[chunk * 4 + half * 2], alpha, beta, destination),
-                scaled(accumulators[chunk * 4 + half * 2 + 1], alpha, beta, destination + 1));
+        for (int chunk = 0; chunk < group_chunks; ++chunk)
+#pragma unroll
+          for (int half = 0; half < 2; ++half)
+          {
+            const int pair_column = column + (group + chunk) * 8;
+            if constexpr (residual_in_shared) {
+              // The bias from global memory (L1), the residual from the tile in shared memory.
+              const float2 bias = epilogue_bias_two(epilogue, pair_column);
+              unsigned packed;
+              asm volatile("ld.shared.b32 %0, [%1];"
+                           : "=r"(packed)
+                           : "r"(residual_rows + (thread / 32 * 16 + thread % 32 / 4 + half * 8) * residual_row_bytes +
+                                 (pair_column - column_base) * element_bytes));
+              const float2 residual = unpack_two<Output>(packed);
+              addends[chunk][half] = make_float2(bias.x + residual.x, bias.y + residual.y);
+            } else {
+              addends[chunk][half] = epilogue_addends_two(epilogue, row + half * 8, pair_column, n);
+            }
+          }
+#pragma unroll
+        for (int chunk = 0; chunk < group_chunks; ++chunk)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int index = (group + chunk) * 4 + half * 2;
+            store_two(c + static_cast<long long>(row + half * 8) * n + column + (group + chunk) * 8,
+                      alpha * accumulators[index] + addends[chunk][half].x,
+                      alpha * accumulators[index + 1] + addends[chunk][half].y);
+          }
+      }
+      return;
+    }
+#pragma unroll
+    for (int chunk = 0; chunk < instruction_n / 8; ++chunk)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) store_pair(half, chunk);
+  } else {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+#pragma unroll
+      for (int chunk = 0; chunk < instruction_n / 8; ++chunk) store_pair(half, chunk);
     }
   }
 }
@@ -148,7 +217,8 @@ __device__ __forceinline__ int fragment_column(int row) {
 // The same for a swapped slice (tf32), whose fragment is C^T: its rows are columns of C. For one register, the 32
 // lanes of a warp cover 8 columns (adjacent unless WG_SPREAD) of 4 rows of C.
 __device__ __forceinline__ void store_slice_transposed(const float (&accumulators)[accumulator_count], int row_base,
-                                                       int column_base, int n, float alpha, float beta, Output* c) {
+                                                       int column_base, int n, float alpha, float beta, Output* c,
+                                                       const Epilogue& epilogue) {
   const int thread = threadIdx.x % warpgroup_threads;
   const int columns[2] = {column_base + fragment_column(thread / 32 * 16 + thread % 32 / 4),
                           column_base + fragment_column(thread / 32 * 16 + thread % 32 / 4 + 8)};
@@ -158,8 +228,11 @@ __device__ __forceinline__ void store_slice_transposed(const float (&accumulator
 #pragma unroll
     for (int index = 0; index < 4; ++index) {
       // index: bit 0 the next row of C (the fragment's next column), bit 1 the fragment row 8 further down.
-      Output* destination = c + static_cast<long long>(row + chunk * 8 + index % 2) * n + columns[index / 2];
-      *destination = scaled(accumulators[chunk * 4 + index], alpha, beta, destination);
+      const int c_row = row + chunk * 8 + index % 2;
+      Output* destination = c + static_cast<long long>(c_row) * n + columns[index / 2];
+      *destination = from_float<Output>(
+          apply_epilogue(epilogue, scaled(accumulators[chunk * 4 + index], alpha, beta, destination), c_row,
+                         columns[index / 2], n));
     }
   }
 }
@@ -196,7 +269,7 @@ __device__ __forceinline__ void load_fragments(Fragments& fragments, unsigned b_
 
 __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, float beta, const Input* /*a*/,
                                           const Input* /*b*/, Output* c, const TensorMap& a_map,
-                                          const TensorMap& b_map) {
+                                          const TensorMap& b_map, const Epilogue& epilogue) {
   using namespace wgmma_path;
   extern __shared__ unsigned char wgmma_shared[];
   // The 128-byte swizzle pattern repeats every 1024 bytes of shared address, and wgmma and TMA both derive it from
@@ -207,6 +280,16 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
   const auto empty_barrier = [&](int stage) { return barriers_base + 8u * (stages + stage); };
   // Ping-pong: completes each time the given consumer has issued the wgmma of one of its tiles.
   const auto turn_barrier = [&](int consumer) { return barriers_base + 8u * (2 * stages + consumer); };
+  // WG_RESIDUAL_SHARED: a residual buffer is full once its tile's rows have arrived, and empty again once every
+  // consumer warp that reads it has stored its rows of C.
+  const auto residual_full_barrier = [&](int buffer) {
+    return barriers_base + 8u * (2 * stages + consumers + buffer);
+  };
+  const auto residual_empty_barrier = [&](int buffer) {
+    return barriers_base + 8u * (2 * stages + consumers + residual_buffers + buffer);
+  };
+  const unsigned residual_base = (barriers_base + 8u * (2 * stages + consumers + 2 * residual_buffers) + 127) & ~127u;
+  const auto residual_buffer = [&](int buffer) { return residual_base + buffer * residual_buffer_bytes; };
 
   const int tiles_m = m / block_m;
   const int tiles_n = n / block_n;
@@ -231,6 +314,12 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       barrier_init(empty_barrier(stage), stage_readers * 4 * cluster);
     }
     for (int consumer = 0; consumer < consumers; ++consumer) barrier_init(turn_barrier(consumer), 4);
+    if constexpr (residual_in_shared) {
+      for (int buffer = 0; buffer < residual_buffers; ++buffer) {
+        barrier_init(residual_full_barrier(buffer), 1);
+        barrier_init(residual_empty_barrier(buffer), 4 * (pingpong ? 1 : consumers));
+      }
+    }
     // Makes the initialised barriers visible to the copy engine before any copy completes on them.
     barrier_init_fence();
   }
@@ -245,9 +334,16 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
     if (threadIdx.x == 0) {
       int stage = 0;
       unsigned phase = 0;
-      for (int unit = cluster_index; unit < unit_count; unit += cluster_count) {
+      int block_tile = 0;  // tiles of this block so far
+      for (int unit = cluster_index; unit < unit_count; unit += cluster_count, ++block_tile) {
         int tile_row, tile_column;
         unit_tile(unit, tile_row, tile_column);
+        // The tile's residual rows go out beside the stage loads of the K blocks from residual_first on, a few rows
+        // each: by then the consumers have started this tile's K loop, so the buffer's previous tile is stored and
+        // the wait for it returns at once; the copies land long before the K loop ends.
+        [[maybe_unused]] const int buffer = pingpong ? block_tile % 2 : 0;
+        [[maybe_unused]] const int residual_first = min(stages, k_blocks - 1);
+        [[maybe_unused]] int residual_rows_sent = 0;
         for (int k_block = 0; k_block < k_blocks; ++k_block) {
           barrier_wait(empty_barrier(stage), phase ^ 1);
           const unsigned a_tile = tiles_base + stage * stage_bytes;
@@ -263,6 +359,24 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
               copy_tile_to_cluster<cluster>(destination, b_map, full_barrier(stage), column, k_block * block_k);
             } else {
               copy_tile(destination, b_map, full_barrier(stage), column, k_block * block_k);
+            }
+          }
+          if constexpr (residual_in_shared) {
+            if (k_block >= residual_first) {
+              const unsigned full = residual_full_barrier(buffer);
+              if (k_block == residual_first) {
+                const unsigned uses = block_tile / residual_buffers;  // earlier tiles through this buffer
+                barrier_wait(residual_empty_barrier(buffer), (uses & 1) ^ 1);
+                barrier_arrive_expect_bytes(full, block_m * block_n * element_bytes);
+              }
+              const int last_row = k_block == k_blocks - 1 ? block_m
+                                                          : min(block_m, residual_rows_sent + residual_rows_per_k_block);
+              for (; residual_rows_sent < last_row; ++residual_rows_sent) {
+                const long long row = static_cast<long long>(tile_row) * block_m + residual_rows_sent;
+                bulk_copy(residual_buffer(buffer) + residual_rows_sent * residual_row_bytes,
+                          epilogue_residual_row(epilogue, row, n) + tile_column * block_n, block_n * element_bytes,
+                          full);
+              }
             }
           }
           if (++stage == stages) {
@@ -375,6 +489,7 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         for (int k_block = 0; k_block < k_blocks; ++k_block) consume_stage(fragments[0], k_block);
       }
       if (pingpong && signals_warp) barrier_arrive(turn_barrier(consumer));
+      [[maybe_unused]] const unsigned residual_parity = turn & 1;  // this consumer's tiles through its buffer
       ++turn;
       wgmma_wait<0>();
       if (previous_stage >= 0) release_stage(previous_stage);
@@ -383,17 +498,23 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         phase ^= position / stages % 2;
         stage = position % stages;
       }
+      [[maybe_unused]] const int buffer = pingpong ? consumer : 0;
+      if constexpr (residual_in_shared) barrier_wait(residual_full_barrier(buffer), residual_parity);
 #pragma unroll
       for (int slice = 0; slice < consumer_slices; ++slice) {
         accumulators_ready(accumulators[slice]);
         const int slice_first = consumer_first + slice * instruction_m;
         if constexpr (swapped) {
           store_slice_transposed(accumulators[slice], tile_row * block_m, tile_column * block_n + slice_first, n,
-                                 alpha, beta, c);
+                                 alpha, beta, c, epilogue);
         } else {
           store_slice(accumulators[slice], tile_row * block_m + slice_first, tile_column * block_n, n, alpha, beta,
-                      c);
+                      c, epilogue, residual_buffer(buffer) + slice_first * residual_row_bytes);
         }
+      }
+      if constexpr (residual_in_shared) {
+        __syncwarp();  // every lane of the warp has read its residual
+        if (signals_warp) barrier_arrive(residual_empty_barrier(buffer));
       }
     }
   }
