@@ -125,35 +125,6 @@ INSTANTIATE_TEST_SUITE_P(
                     GemmCase{"gemm_bf16_bias_residual", "sm_90", {"mma_sync", "simt"}, "sm_90a", true}),
     case_name);
 
-// The bias + residual epilogue copies the residual into shared memory wherever its buffers (a tile, two with
-// ping-pong, rows padded by 16 bytes) fit beside the stages; they are counted in the shared memory a block asks for.
-// The other specs never do.
-TEST(GemmSpace, ResidualGoesToSharedMemoryWhereItFits) {
-  for (const std::string name : {"gemm_bf16", "gemm_bf16_bias_gelu"}) {
-    KernelSpec spec = load_kernel_spec(spec_path(name));
-    SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
-    for (const Configuration& configuration : space.sample(500, 7))
-      EXPECT_FALSE(std::get<bool>(space.bindings(configuration).get("WG_RESIDUAL_SHARED"))) << name;
-  }
-  KernelSpec spec = load_kernel_spec(spec_path("gemm_bf16_bias_residual"), {{"M", 8192}, {"N", 8192}, {"K", 8192}});
-  SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
-  int shared = 0, global = 0;
-  for (const Configuration& configuration : space.sample(3000, 7)) {
-    Bindings bindings = space.bindings(configuration);
-    if (std::get<std::string>(bindings.get("PATH")) != "wgmma") continue;
-    const auto integer = [&](const char* name) { return std::get<std::int64_t>(bindings.get(name)); };
-    const std::int64_t buffers = std::get<bool>(bindings.get("WG_PINGPONG")) ? 2 : 1;
-    const std::int64_t stages = integer("WG_STAGES") * (integer("WG_BM") + integer("WG_BN")) * integer("WG_BK") * 2;
-    const std::int64_t barriers = (2 * integer("WG_STAGES") + integer("WG_CONSUMERS")) * 8;
-    const std::int64_t residual = buffers * (integer("WG_BM") * (integer("WG_BN") * 2 + 16) + 16) + 128;
-    const bool fits = stages + 1024 + barriers + residual <= 232448;  // the H100/H200 per-block limit
-    EXPECT_EQ(std::get<bool>(bindings.get("WG_RESIDUAL_SHARED")), fits);
-    EXPECT_EQ(integer("SHARED_BYTES"), stages + 1024 + barriers + (fits ? residual : 0));
-    ++(fits ? shared : global);
-  }
-  EXPECT_GT(shared, 10);
-  EXPECT_GT(global, 10);
-}
 
 // The space's defaults are the fastest fp32 configuration measured on the H200 (128 x 128 x 16 blocks, 8 x 8 thread
 // tiles, two blocks per SM); the register and shared-memory estimates must not exclude it.

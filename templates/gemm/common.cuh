@@ -61,18 +61,6 @@ __device__ __forceinline__ void store_two(__nv_bfloat16* destination, float firs
   *reinterpret_cast<__nv_bfloat162*>(destination) = __floats2bfloat162_rn(first, second);
 }
 
-// Two adjacent 16-bit elements held in one 32-bit word (a shared-memory load), as fp32.
-template <typename T> __device__ __forceinline__ float2 unpack_two(unsigned packed);
-template <> __device__ __forceinline__ float2 unpack_two<__half>(unsigned packed) {
-  return __half22float2(*reinterpret_cast<const __half2*>(&packed));
-}
-template <> __device__ __forceinline__ float2 unpack_two<__nv_bfloat16>(unsigned packed) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&packed));
-}
-template <> __device__ __forceinline__ float2 unpack_two<float>(unsigned packed) {  // no 16-bit pair: never read
-  return make_float2(__uint_as_float(packed), 0.0f);
-}
-
 // Four adjacent elements as fp32 with one load: 16 bytes of fp32, 8 bytes of 16-bit types. 16-bit inputs are
 // converted here, when staged, so the simt path's inner loop is the same FFMA loop for every input type.
 __device__ __forceinline__ float4 load_four(const float* source) {

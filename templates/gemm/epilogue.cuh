@@ -90,27 +90,6 @@ __device__ __forceinline__ float2 epilogue_addends_two([[maybe_unused]] const Ep
   return addends;
 }
 
-// The bias of two adjacent columns (column even), zero without a bias.
-__device__ __forceinline__ float2 epilogue_bias_two([[maybe_unused]] const Epilogue& epilogue,
-                                                    [[maybe_unused]] int column) {
-#if GEMM_EPILOGUE_HAS_BIAS
-  return load_two_read_only(epilogue.bias + column);
-#else
-  return make_float2(0.0f, 0.0f);
-#endif
-}
-
-// The first element of a row of the residual (null without one), for paths that copy it ahead.
-__device__ __forceinline__ const Output* epilogue_residual_row([[maybe_unused]] const Epilogue& epilogue,
-                                                               [[maybe_unused]] long long row,
-                                                               [[maybe_unused]] int n) {
-#if GEMM_EPILOGUE_HAS_RESIDUAL
-  return epilogue.residual + row * n;
-#else
-  return nullptr;
-#endif
-}
-
 // Two adjacent elements (column even), their bias and residual read with one access each.
 __device__ __forceinline__ void apply_epilogue_two([[maybe_unused]] const Epilogue& epilogue,
                                                    [[maybe_unused]] float& first, [[maybe_unused]] float& second,

@@ -36,12 +36,11 @@
 //   4096^3 f16: 128 x 256 cooperative, 4 stages 697 TFLOP/s = 91%; 128 x 128 ping-pong, 6 stages 709 = 93%
 //   8192^3 f16: 96% and 97%; bf16: 91% and 93% at 4096^3, 96.5% and 92% at 8192^3.
 // tf32 and clusters: see the README's GEMM table for what the tuner found with them.
-// Fused epilogues (gemm/epilogue.cuh) run in the consumers' stores. WG_RESIDUAL_SHARED (bias + residual epilogues
-// only): the producer thread copies each tile's residual into shared memory with bulk copies while the tile's
-// K loop runs (one buffer, two with ping-pong: each consumer has a tile in flight), so the epilogue reads it there.
-// From global memory, every block read its residual in the same few microseconds after its K loop (the blocks run
-// in step), and the residual epilogue measured 4-5% over the plain GEMM at 8192^3 on the H200.
-// Not done: an asynchronous TMA-store epilogue.
+// Fused epilogues (gemm/epilogue.cuh) run in the consumers' stores, after each tile's K loop: they are not overlapped
+// with the tensor cores' work (results/benchmarks.md, issue 19: at 8192^3 on the H200 bias + GELU cost 1.2-2.5% over
+// the plain GEMM, bias + residual 3.2%; a version that copied each tile's residual into shared memory during the K
+// loop, 16 rows of bulk copies from the producer thread per stage, cost 6.8%, SM throughput 81% against 89%).
+// Not done: an asynchronous TMA-store epilogue, and epilogue work overlapped with the next tile's K loop.
 #pragma once
 
 #if defined(GEMM_INPUT_F16)
@@ -101,16 +100,7 @@ constexpr int b_boxes_per_block = b_boxes / cluster;    // the B boxes each bloc
 // 40 registers are plenty for the one thread that issues copies; the consumers get the rest of the 64K-register file
 // (384 threads: 128 * 40 + 256 * 232 = 64512; 256 threads: 128 * 40 + 128 * 240).
 constexpr int producer_registers = 40;
-#ifndef WG_RESIDUAL_SHARED
-#define WG_RESIDUAL_SHARED 0
-#endif
-// The residual tile in shared memory: rows of block_n elements, padded by 16 bytes so that the 8 rows one fragment
-// read covers fall on different banks; a buffer per tile in flight.
-constexpr bool residual_in_shared = WG_RESIDUAL_SHARED && GEMM_EPILOGUE_HAS_RESIDUAL;
-constexpr int residual_row_bytes = block_n * element_bytes + 16;
-constexpr int residual_buffers = pingpong ? 2 : 1;
-constexpr int residual_buffer_bytes = block_m * residual_row_bytes;
-constexpr int residual_rows_per_k_block = 16;  // bulk copies the producer issues beside each stage's loads
+
 constexpr int consumer_registers = consumers == 2 ? 232 : 240;
 
 static_assert(block_k * element_bytes == swizzle_bytes, "a row of an A box must be exactly one 128-byte swizzle row");
@@ -118,7 +108,6 @@ static_assert(consumer_share % instruction_m == 0, "each consumer owns whole 64-
 static_assert(block_n % b_box_columns == 0, "B arrives in 128-byte-wide boxes");
 static_assert(b_boxes % cluster == 0, "the blocks of a cluster split B's boxes evenly");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and WG_CONSUMERS consumer warpgroups");
-static_assert(!residual_in_shared || !swapped, "the residual is staged for 16-bit inputs only");
 
 // ------------------------------------------------------------------------------------------------ schedule
 // Tile numbers walk C in strips WG_GROUP_M tile rows tall, column by column, so the blocks running at the same time
@@ -135,10 +124,9 @@ __device__ __forceinline__ void tile_position(int tile, int tiles_m, int tiles_n
 // alpha * D + beta * C, through the epilogue, into C, for a slice that runs along M (16-bit inputs). Register
 // j * 4 + {0, 1} of the wgmma fragment holds row lane / 4 of the warp's 16 rows, columns 8 j + 2 (lane % 4) + {0, 1};
 // registers j * 4 + {2, 3} the same columns 8 rows further down.
-// residual_rows: with WG_RESIDUAL_SHARED, the shared address of the residual of the slice's first row (else unused).
 __device__ __forceinline__ void store_slice(const float (&accumulators)[accumulator_count], int row_base,
                                             int column_base, int n, float alpha, float beta, Output* c,
-                                            const Epilogue& epilogue, [[maybe_unused]] unsigned residual_rows) {
+                                            const Epilogue& epilogue) {
   const int thread = threadIdx.x % warpgroup_threads;
   const int row = row_base + thread / 32 * 16 + thread % 32 / 4;
   const int column = column_base + thread % 4 * 2;
@@ -164,22 +152,7 @@ __device__ __forceinline__ void store_slice(const float (&accumulators)[accumula
         for (int chunk = 0; chunk < group_chunks; ++chunk)
 #pragma unroll
           for (int half = 0; half < 2; ++half)
-          {
-            const int pair_column = column + (group + chunk) * 8;
-            if constexpr (residual_in_shared) {
-              // The bias from global memory (L1), the residual from the tile in shared memory.
-              const float2 bias = epilogue_bias_two(epilogue, pair_column);
-              unsigned packed;
-              asm volatile("ld.shared.b32 %0, [%1];"
-                           : "=r"(packed)
-                           : "r"(residual_rows + (thread / 32 * 16 + thread % 32 / 4 + half * 8) * residual_row_bytes +
-                                 (pair_column - column_base) * element_bytes));
-              const float2 residual = unpack_two<Output>(packed);
-              addends[chunk][half] = make_float2(bias.x + residual.x, bias.y + residual.y);
-            } else {
-              addends[chunk][half] = epilogue_addends_two(epilogue, row + half * 8, pair_column, n);
-            }
-          }
+            addends[chunk][half] = epilogue_addends_two(epilogue, row + half * 8, column + (group + chunk) * 8, n);
 #pragma unroll
         for (int chunk = 0; chunk < group_chunks; ++chunk)
 #pragma unroll
@@ -280,16 +253,6 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
   const auto empty_barrier = [&](int stage) { return barriers_base + 8u * (stages + stage); };
   // Ping-pong: completes each time the given consumer has issued the wgmma of one of its tiles.
   const auto turn_barrier = [&](int consumer) { return barriers_base + 8u * (2 * stages + consumer); };
-  // WG_RESIDUAL_SHARED: a residual buffer is full once its tile's rows have arrived, and empty again once every
-  // consumer warp that reads it has stored its rows of C.
-  const auto residual_full_barrier = [&](int buffer) {
-    return barriers_base + 8u * (2 * stages + consumers + buffer);
-  };
-  const auto residual_empty_barrier = [&](int buffer) {
-    return barriers_base + 8u * (2 * stages + consumers + residual_buffers + buffer);
-  };
-  const unsigned residual_base = (barriers_base + 8u * (2 * stages + consumers + 2 * residual_buffers) + 127) & ~127u;
-  const auto residual_buffer = [&](int buffer) { return residual_base + buffer * residual_buffer_bytes; };
 
   const int tiles_m = m / block_m;
   const int tiles_n = n / block_n;
@@ -314,12 +277,6 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       barrier_init(empty_barrier(stage), stage_readers * 4 * cluster);
     }
     for (int consumer = 0; consumer < consumers; ++consumer) barrier_init(turn_barrier(consumer), 4);
-    if constexpr (residual_in_shared) {
-      for (int buffer = 0; buffer < residual_buffers; ++buffer) {
-        barrier_init(residual_full_barrier(buffer), 1);
-        barrier_init(residual_empty_barrier(buffer), 4 * (pingpong ? 1 : consumers));
-      }
-    }
     // Makes the initialised barriers visible to the copy engine before any copy completes on them.
     barrier_init_fence();
   }
@@ -334,16 +291,9 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
     if (threadIdx.x == 0) {
       int stage = 0;
       unsigned phase = 0;
-      int block_tile = 0;  // tiles of this block so far
-      for (int unit = cluster_index; unit < unit_count; unit += cluster_count, ++block_tile) {
+      for (int unit = cluster_index; unit < unit_count; unit += cluster_count) {
         int tile_row, tile_column;
         unit_tile(unit, tile_row, tile_column);
-        // The tile's residual rows go out beside the stage loads of the K blocks from residual_first on, a few rows
-        // each: by then the consumers have started this tile's K loop, so the buffer's previous tile is stored and
-        // the wait for it returns at once; the copies land long before the K loop ends.
-        [[maybe_unused]] const int buffer = pingpong ? block_tile % 2 : 0;
-        [[maybe_unused]] const int residual_first = min(stages, k_blocks - 1);
-        [[maybe_unused]] int residual_rows_sent = 0;
         for (int k_block = 0; k_block < k_blocks; ++k_block) {
           barrier_wait(empty_barrier(stage), phase ^ 1);
           const unsigned a_tile = tiles_base + stage * stage_bytes;
@@ -359,24 +309,6 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
               copy_tile_to_cluster<cluster>(destination, b_map, full_barrier(stage), column, k_block * block_k);
             } else {
               copy_tile(destination, b_map, full_barrier(stage), column, k_block * block_k);
-            }
-          }
-          if constexpr (residual_in_shared) {
-            if (k_block >= residual_first) {
-              const unsigned full = residual_full_barrier(buffer);
-              if (k_block == residual_first) {
-                const unsigned uses = block_tile / residual_buffers;  // earlier tiles through this buffer
-                barrier_wait(residual_empty_barrier(buffer), (uses & 1) ^ 1);
-                barrier_arrive_expect_bytes(full, block_m * block_n * element_bytes);
-              }
-              const int last_row = k_block == k_blocks - 1 ? block_m
-                                                          : min(block_m, residual_rows_sent + residual_rows_per_k_block);
-              for (; residual_rows_sent < last_row; ++residual_rows_sent) {
-                const long long row = static_cast<long long>(tile_row) * block_m + residual_rows_sent;
-                bulk_copy(residual_buffer(buffer) + residual_rows_sent * residual_row_bytes,
-                          epilogue_residual_row(epilogue, row, n) + tile_column * block_n, block_n * element_bytes,
-                          full);
-              }
             }
           }
           if (++stage == stages) {
@@ -489,7 +421,6 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         for (int k_block = 0; k_block < k_blocks; ++k_block) consume_stage(fragments[0], k_block);
       }
       if (pingpong && signals_warp) barrier_arrive(turn_barrier(consumer));
-      [[maybe_unused]] const unsigned residual_parity = turn & 1;  // this consumer's tiles through its buffer
       ++turn;
       wgmma_wait<0>();
       if (previous_stage >= 0) release_stage(previous_stage);
@@ -498,8 +429,6 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         phase ^= position / stages % 2;
         stage = position % stages;
       }
-      [[maybe_unused]] const int buffer = pingpong ? consumer : 0;
-      if constexpr (residual_in_shared) barrier_wait(residual_full_barrier(buffer), residual_parity);
 #pragma unroll
       for (int slice = 0; slice < consumer_slices; ++slice) {
         accumulators_ready(accumulators[slice]);
@@ -509,12 +438,8 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
                                  alpha, beta, c, epilogue);
         } else {
           store_slice(accumulators[slice], tile_row * block_m + slice_first, tile_column * block_n, n, alpha, beta,
-                      c, epilogue, residual_buffer(buffer) + slice_first * residual_row_bytes);
+                      c, epilogue);
         }
-      }
-      if constexpr (residual_in_shared) {
-        __syncwarp();  // every lane of the warp has read its residual
-        if (signals_warp) barrier_arrive(residual_empty_barrier(buffer));
       }
     }
   }
