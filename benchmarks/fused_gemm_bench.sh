@@ -12,6 +12,11 @@
 # rounds as the candidates of every run, so each kernel's time is also reported over cuBLAS's in its own run
 # (cuBLAS moved by up to 10% between runs on the H200: README "GEMM against cuBLAS").
 #
+# Last, benchmarks/fused_gemm_versus_torch.py launches the best configurations of the three runs itself, beside
+# PyTorch's sequences, in one process with one timing method (tune and PyTorch time differently: the same cuBLAS
+# GEMM measured 1.42 ms in tune's rounds and 1.62 ms in PyTorch's back-to-back batches on the H200), and checks
+# each output against PyTorch's.
+#
 # Floors: the fused kernel within 3% of the plain GEMM (best against best: fused / plain <= 1.03), and at least as
 # fast as PyTorch's gelu(addmm(bias, a, b)) (ours / PyTorch <= 1).
 # Usage (on a GPU host, from anywhere): benchmarks/fused_gemm_bench.sh [BIN_DIR] [LOG_DIR] [PROBLEM]
@@ -25,6 +30,7 @@ mkdir -p "$logs"
 logs="$(cd "$logs" && pwd)"
 export KERNLATHE_SOURCE_DIR="$PWD"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"  # nvcc, for benchmarks/fused_gemm_versus_torch.py
 
 # The candidate set: a copy of the GEMM space with constraints that keep the candidates and the simt reference.
 space="$logs/gemm_candidates.yaml"
@@ -59,6 +65,8 @@ run_spec gemm_bf16_bias_gelu bias_gelu
 run_spec gemm_bf16_bias_residual bias_residual
 run_spec gemm_bf16 plain_again
 torch_reference torch_again
+python3 benchmarks/fused_gemm_versus_torch.py "$logs" "$problem" >"$logs/versus.json" 2>"$logs/versus.txt" ||
+  echo "the in-process comparison failed, see $logs/versus.txt" >&2
 
 python3 - "$logs" "$problem" <<'PY'
 import csv, json, os, sys
@@ -138,3 +146,6 @@ for label, report in (("before the tune runs", torch_report), ("after them", tor
             print(f"  ours {tag} / PyTorch {name}: {ratio:.3f} raw, {normalised:.3f} each over its plain cuBLAS GEMM "
                   f"({'at least as fast' if max(ratio, normalised) <= 1 else 'SLOWER'})")
 PY
+echo
+echo "In one process, one timing method (benchmarks/fused_gemm_versus_torch.py):"
+cat "$logs/versus.txt"
