@@ -6,6 +6,9 @@
 # ceiling, the spec's default configuration's time and the worst configuration that passed verification (the
 # slowest `ok` row of the run's evaluations.csv).
 # Large sizes move >= 1 GiB (the floors apply there); small ones are launch-bound.
+# The fused residual add + layernorm (add_layernorm, issue 19) is also compared with PyTorch's unfused sequence,
+# x + r then layer_norm, timed in the same run on the same shape and type (benchmarks/torch_reference.py): its time,
+# its fraction of the copy ceiling counting the fused operation's minimal bytes, and PyTorch's time over ours.
 # Usage (on a GPU host, from anywhere): benchmarks/memory_bound_bench.sh [BIN_DIR] [LOG_DIR] [BUDGET]
 # Records go to $RESULTS_DIR/runs/<kernel>/<arch>/<problem>/, best configurations to $RESULTS_DIR/best/
 # (RESULTS_DIR defaults to results/). MEMORY_BOUND_CASES (newline-separated "kernel problem floor [budget]" lines)
@@ -47,6 +50,10 @@ cases=(
   "reduce_sum_bf16 N=1073741824 0.90"       # 2^30 bf16 values, 2 GiB read
   "layernorm_bf16 ROWS=8192,COLS=8192 0.90"
   "layernorm_bf16 ROWS=4096,COLS=65536 0.90"
+  "add_layernorm ROWS=8192,COLS=8192 0.90 500"   # 1 GiB: x, r read, sum, output written
+  "add_layernorm ROWS=4096,COLS=32768 0.90 500"
+  "add_layernorm ROWS=256,COLS=1024 -"
+  "add_layernorm_bf16 ROWS=8192,COLS=8192 -"
 )
 if [[ -n "${MEMORY_BOUND_CASES:-}" ]]; then
   mapfile -t cases < <(grep -v '^[[:space:]]*$' <<<"$MEMORY_BOUND_CASES")
@@ -65,9 +72,17 @@ for case in "${cases[@]}"; do
   timeout "${CASE_TIMEOUT:-120}" "$bin/tune" run "kernels/$kernel.yaml" --problem "$problem" --budget "${case_budget:-$budget}" \
     --out "$out" --best-dir "$best_dir" --json >"$logs/$tag.json" 2>"$logs/$tag.err"
   status=$?
-  python3 - "$logs/$tag.json" "$out/evaluations.csv" "$kernel" "$problem" "$floor" "$status" >>"$rows" <<'PY'
+  : >"$logs/$tag.torch.json"
+  if [[ $kernel == add_layernorm* ]]; then
+    read -r rows_count cols_count <<<"$(sed 's/ROWS=\([0-9]*\),COLS=\([0-9]*\)/\1 \2/' <<<"$problem")"
+    dtype=f32; [[ $kernel == *_bf16 ]] && dtype=bf16
+    python3 benchmarks/torch_reference.py add_layernorm "$rows_count" "$cols_count" "$dtype" \
+      >"$logs/$tag.torch.json" 2>"$logs/$tag.torch.err"
+  fi
+  python3 - "$logs/$tag.json" "$out/evaluations.csv" "$kernel" "$problem" "$floor" "$status" "$logs/$tag.torch.json" \
+    >>"$rows" <<'PY'
 import csv, json, sys
-json_path, csv_path, kernel, problem, floor, status = sys.argv[1:]
+json_path, csv_path, kernel, problem, floor, status, torch_path = sys.argv[1:]
 try:
     run = json.load(open(json_path))
     best = run["best"][0]
@@ -77,20 +92,27 @@ try:
     default_ms = run.get("default_time_ms")
     fraction = best["fraction_of_copy_bandwidth"]
     verdict = "-" if floor == "-" else ("meets" if fraction >= float(floor) else "BELOW")
+    torch_columns = ["-", "-", "-"]
+    torch_text = open(torch_path).read().strip()
+    if torch_text:  # PyTorch's unfused sequence, on the tune run's copy-ceiling scale
+        reference = json.loads(torch_text)
+        torch_ms = reference["add_then_layer_norm"]["median_ms"]
+        torch_fraction = reference["bytes"] / (torch_ms * 1e-3) / 1e9 / run["copy_bandwidth_gbps"]
+        torch_columns = [f"{torch_ms:.4f}", f"{100 * torch_fraction:.1f}%", f"{torch_ms / best['median_ms']:.2f}x"]
     print("\t".join([kernel, problem, f"{best['median_ms']:.4f}", f"{best['gbps']:.0f}", f"{100 * fraction:.1f}%",
                      f"{run['copy_bandwidth_gbps']:.0f}", "-" if default_ms is None else f"{default_ms:.4f}",
                      f"{float(worst['time_median_ms']):.4f}", f"{len(ok)}/{run['evaluated']}",
-                     floor if floor == "-" else f"{100 * float(floor):.0f}%", verdict,
+                     floor if floor == "-" else f"{100 * float(floor):.0f}%", verdict, *torch_columns,
                      " ".join(f"{k}={v}" for k, v in best["configuration"].items()),
                      f"{fastest['registers']} regs, occupancy {float(fastest['occupancy']):.2f}"]))
 except Exception as error:  # a failed run is a row too, never a silent gap
-    print("\t".join([kernel, problem, f"run failed (exit {status}): {error}"] + [""] * 10))
+    print("\t".join([kernel, problem, f"run failed (exit {status}): {error}"] + [""] * 13))
 PY
   tail -n 1 "$rows" >&2
 done
 
-echo "| kernel | problem | best ms | best GB/s | of copy | copy GB/s | default ms | worst ok ms | ok/evaluated | floor | verdict | best configuration | best's registers |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| kernel | problem | best ms | best GB/s | of copy | copy GB/s | default ms | worst ok ms | ok/evaluated | floor | verdict | PyTorch ms | PyTorch of copy | PyTorch / ours | best configuration | best's registers |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 while IFS=$'\t' read -r -a field; do
   (IFS='|'; echo "| ${field[*]} |" | sed 's/|/ | /g; s/^ | /| /; s/ | $/ |/')
 done <"$rows"

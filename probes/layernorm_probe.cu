@@ -19,7 +19,7 @@
 #include <random>
 #include <vector>
 
-// The shipped template. Without CLUSTER defined it carries no __cluster_dims__ (whose guard in row_reduce.cuh
+// The shipped template. Without CLUSTER defined it carries no __cluster_dims__ (whose guard in layernorm.cu
 // rejects nvcc's host pass); its CLUSTER=2 configuration is launched with a cluster attribute instead.
 #include "layernorm.cu"
 

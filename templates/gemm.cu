@@ -6,8 +6,10 @@
 //   mma_sync  warp-level tensor-core mma.sync fed by cp.async pipelines       (gemm/mma_sync.cuh)
 //   wgmma     Hopper warpgroup wgmma fed by TMA bulk tensor copies (sm_90a)   (gemm/wgmma.cuh)
 // Each path header defines gemm_path() with the signature below; only the chosen one is compiled.
-// The tensor maps describe A and B for TMA; the other paths ignore them.
+// The tensor maps describe A and B for TMA; the other paths ignore them. A spec may fuse an epilogue into the store
+// of C (bias + GELU, bias + residual: gemm/epilogue.cuh), whose inputs come between b and c.
 #include "gemm/common.cuh"
+#include "gemm/epilogue.cuh"
 
 #if PATH_simt
 #include "gemm/simt.cuh"
@@ -24,6 +26,7 @@
 
 extern "C" __global__ void GEMM_CLUSTER_DIMS __launch_bounds__(THREADS, BLOCKS_PER_SM)
     gemm(int m, int n, int k, float alpha, float beta, const Input* __restrict__ a, const Input* __restrict__ b,
-         Output* __restrict__ c, const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map) {
-  gemm_path(m, n, k, alpha, beta, a, b, c, a_map, b_map);
+         GEMM_EPILOGUE_PARAMETERS Output* __restrict__ c, const __grid_constant__ TensorMap a_map,
+         const __grid_constant__ TensorMap b_map) {
+  gemm_path(m, n, k, alpha, beta, a, b, c, a_map, b_map, Epilogue GEMM_EPILOGUE_INPUTS);
 }

@@ -14,15 +14,15 @@
 //                  in shared memory) or TREE_shared (a classic shared-memory tree)
 // n must be a multiple of VEC; partials must hold at least gridDim.x floats; counter starts at 0 and is left at 0.
 #ifdef REDUCE_SUM_BF16
-#include <cuda_bf16.h>
+#include "common/element_16bit.cuh"
 using Element = __nv_bfloat16;
-__device__ __forceinline__ float to_float(Element value) { return __bfloat162float(value); }
 #else
+#include "common/element.cuh"
 using Element = float;
-__device__ __forceinline__ float to_float(Element value) { return value; }
 #endif
+#include "common/warp_reduce.cuh"
 
-template <int kWidth> struct alignas(sizeof(Element) * kWidth) Pack { Element lane[kWidth]; };
+template <int kWidth> using Pack = VectorOf<Element, kWidth>;
 
 // The lanes summed pairwise, so the additions of a wide vector do not form one long dependent chain.
 template <int kWidth> __device__ __forceinline__ float lane_sum(const Pack<kWidth>& vector) {
@@ -35,9 +35,7 @@ template <int kWidth> __device__ __forceinline__ float lane_sum(const Pack<kWidt
 }
 
 __device__ __forceinline__ float warp_sum(float value) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
+  return warp_all_reduce(value, [](float a, float b) { return a + b; });
 }
 
 // The sum of every thread's value, valid in thread 0.

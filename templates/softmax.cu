@@ -12,20 +12,18 @@
 //                   are in flight per thread; the online statistics are rescaled once per such chunk
 // cols must be a multiple of VEC.
 #ifdef SOFTMAX_BF16
-#include <cuda_bf16.h>
+#include "common/element_16bit.cuh"
 using Element = __nv_bfloat16;
-__device__ __forceinline__ float to_float(Element value) { return __bfloat162float(value); }
-__device__ __forceinline__ Element from_float(float value) { return __float2bfloat16(value); }
 #else
+#include "common/element.cuh"
 using Element = float;
-__device__ __forceinline__ float to_float(Element value) { return value; }
-__device__ __forceinline__ Element from_float(float value) { return value; }
 #endif
+#include "common/warp_reduce.cuh"
 
 // NVRTC has no <cmath>: negative infinity from its bit pattern.
 #define NEGATIVE_INFINITY __int_as_float(0xff800000)
 
-template <int kWidth> struct alignas(sizeof(Element) * kWidth) Pack { Element lane[kWidth]; };
+template <int kWidth> using Pack = VectorOf<Element, kWidth>;
 
 template <bool kMax> __device__ __forceinline__ float combine(float a, float b) { return kMax ? fmaxf(a, b) : a + b; }
 
@@ -33,8 +31,7 @@ template <bool kMax> __device__ __forceinline__ float combine(float a, float b) 
 // Every thread of the block must call it (it synchronises when a row spans several warps).
 template <int kRowThreads, bool kMax>
 __device__ __forceinline__ float row_reduce(float value, float* row_scratch) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) value = combine<kMax>(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  value = warp_all_reduce(value, combine<kMax>);
   if constexpr (kRowThreads > 32) {
     constexpr int kWarps = kRowThreads / 32;
     __syncthreads();  // the previous reduction's readers are done with the scratch
@@ -98,7 +95,7 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
     for (int item = 0; item < kRowItems; ++item) {
       Vector result;
 #pragma unroll
-      for (int lane = 0; lane < kVec; ++lane) result.lane[lane] = from_float(values[item][lane] * inverse_sum);
+      for (int lane = 0; lane < kVec; ++lane) result.lane[lane] = from_float<Element>(values[item][lane] * inverse_sum);
       out[thread_in_row + item * kRowThreads] = result;
     }
   } else {
@@ -149,7 +146,7 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
         Vector result;
 #pragma unroll
         for (int lane = 0; lane < kVec; ++lane)
-          result.lane[lane] = from_float(__expf(to_float(loaded[u].lane[lane]) - row_max) * inverse_sum);
+          result.lane[lane] = from_float<Element>(__expf(to_float(loaded[u].lane[lane]) - row_max) * inverse_sum);
         out[index + u * kRowThreads] = result;
       }
     }
@@ -157,7 +154,7 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
       const Vector loaded = in[index];
       Vector result;
 #pragma unroll
-      for (int lane = 0; lane < kVec; ++lane) result.lane[lane] = from_float(__expf(to_float(loaded.lane[lane]) - row_max) * inverse_sum);
+      for (int lane = 0; lane < kVec; ++lane) result.lane[lane] = from_float<Element>(__expf(to_float(loaded.lane[lane]) - row_max) * inverse_sum);
       out[index] = result;
     }
   }

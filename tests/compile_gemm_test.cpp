@@ -1,5 +1,6 @@
 // Every GEMM spec compiles with NVRTC, per path and per architecture, on configurations drawn from its space
-// (issue #5), and each spec's space offers the paths the contract allows for its input type and no others.
+// (issue #5; the fused-epilogue specs of issue 19 too), and each spec's space offers the paths the contract allows
+// for its input type and no others.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -116,8 +117,14 @@ INSTANTIATE_TEST_SUITE_P(
                     GemmCase{"gemm_f16", "sm_80", {"mma_sync", "simt"}, "sm_80"},
                     GemmCase{"gemm_f16", "sm_90", {"mma_sync", "simt"}, "sm_90a", true},
                     GemmCase{"gemm_bf16", "sm_80", {"mma_sync", "simt"}, "sm_80"},
-                    GemmCase{"gemm_bf16", "sm_90", {"mma_sync", "simt"}, "sm_90a", true}),
+                    GemmCase{"gemm_bf16", "sm_90", {"mma_sync", "simt"}, "sm_90a", true},
+                    // Fused epilogues (issue 19): every path applies them, so every path must compile with them.
+                    GemmCase{"gemm_bf16_bias_gelu", "sm_80", {"mma_sync", "simt"}, "sm_80"},
+                    GemmCase{"gemm_bf16_bias_gelu", "sm_90", {"mma_sync", "simt"}, "sm_90a", true},
+                    GemmCase{"gemm_bf16_bias_residual", "sm_80", {"mma_sync", "simt"}, "sm_80"},
+                    GemmCase{"gemm_bf16_bias_residual", "sm_90", {"mma_sync", "simt"}, "sm_90a", true}),
     case_name);
+
 
 // The space's defaults are the fastest fp32 configuration measured on the H200 (128 x 128 x 16 blocks, 8 x 8 thread
 // tiles, two blocks per SM); the register and shared-memory estimates must not exclude it.

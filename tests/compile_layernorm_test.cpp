@@ -1,8 +1,9 @@
 // The layernorm template compiles with NVRTC in each of its code paths (issue #4): the persistent variant with
 // register prefetch, with cp.async stages, with TMA bulk copies, with single-warp rows (its own barrier for the
 // run-time row groups), two-pass statistics, and non-persistent rows split over clusters of up to 8 blocks; for
-// fp32 and bf16 on sm_90, and what sm_80 allows. Each case is the first configuration of a deterministic sample of
-// the shipped space that matches it, so the test also fails if the space stops offering a path.
+// fp32 and bf16 on sm_90, and what sm_80 allows; with the residual add (add_layernorm, issue 19) on every path as well.
+// Each case is the first configuration of a deterministic sample of the shipped space that matches it, so the test
+// also fails if the space stops offering a path.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -76,6 +77,14 @@ std::vector<PathCase> path_cases() {
        [](const Lookup& c) { return c.flag("PERSISTENT") && c.text("STATS") == "two_pass"; }, false},
       {"rows_over_a_cluster_of_8",
        [](const Lookup& c) { return !c.flag("PERSISTENT") && c.integer("CLUSTER") == 8; }, true},
+      {"row_groups_streamed",
+       [](const Lookup& c) {
+         return !c.flag("PERSISTENT") && !c.flag("CACHE_ROW") && !c.flag("SHARED_ROW") && c.text("STATS") == "two_pass";
+       },
+       false},
+      {"row_groups_in_shared_memory", [](const Lookup& c) { return c.flag("SHARED_ROW"); }, false},
+      {"row_groups_in_registers", [](const Lookup& c) { return !c.flag("PERSISTENT") && c.flag("CACHE_ROW"); }, false},
+      {"persistent_streaming_hints", [](const Lookup& c) { return c.flag("PERSISTENT") && c.flag("STREAM"); }, false},
   };
 }
 
@@ -123,11 +132,46 @@ void expect_every_path_compiles(const std::string& spec_name, const std::string&
 TEST(LayernormTemplate, EveryPathCompilesForFp32OnSm90) { expect_every_path_compiles("layernorm", "sm_90"); }
 TEST(LayernormTemplate, EveryPathCompilesForBf16OnSm90) { expect_every_path_compiles("layernorm_bf16", "sm_90"); }
 TEST(LayernormTemplate, EveryPathSm80AllowsCompilesForFp32) { expect_every_path_compiles("layernorm", "sm_80"); }
+// The residual add (issue 19) runs through every path too: two matrices read, the sum written.
+TEST(LayernormTemplate, EveryPathCompilesWithTheResidualAddForFp32OnSm90) {
+  expect_every_path_compiles("add_layernorm", "sm_90");
+}
+TEST(LayernormTemplate, EveryPathCompilesWithTheResidualAddForBf16OnSm90) {
+  expect_every_path_compiles("add_layernorm_bf16", "sm_90");
+}
+
+// Staged slices and register prefetch hold a row of each matrix read: with the residual, the space sizes the stages
+// twice as large, and rejects register prefetch that no longer fits. Rows of 12288 floats: 256 threads hold 48
+// floats each, and a register-prefetching thread with gamma and beta in registers 48 x (1 + 1 + 2) = 192 (the
+// limit) without a residual, 48 x (1 + 2 + 2) = 240 with it.
+TEST(LayernormTemplate, ResidualSpecsStageAndPrefetchTwoMatrices) {
+  KernelSpec plain = load_spec("layernorm", 8192, 12288);
+  KernelSpec fused = load_spec("add_layernorm", 8192, 12288);
+  SpaceEnumerator plain_space(plain.space, constants_for(plain, "sm_90"));
+  SpaceEnumerator fused_space(fused.space, constants_for(fused, "sm_90"));
+  int staged = 0, rejected_prefetch = 0;
+  for (const Configuration& configuration : plain_space.sample(3000, 3)) {
+    const Lookup plain_values{plain_space.bindings(configuration)};
+    if (!plain_values.flag("PERSISTENT")) continue;
+    const bool at_the_limit = plain_values.integer("SLICE") / plain_values.integer("ROW_THREADS") == 48 &&
+                              plain_values.text("AFFINE") == "registers";
+    if (plain_values.integer("STAGES") == 0 && at_the_limit) {
+      EXPECT_FALSE(fused_space.is_valid(configuration)) << to_string(plain.space, configuration);
+      ++rejected_prefetch;
+    } else if (plain_values.integer("STAGES") >= 2 && fused_space.is_valid(configuration)) {
+      const Lookup fused_values{fused_space.bindings(configuration)};
+      EXPECT_EQ(fused_values.integer("STAGE_BYTES"), 2 * plain_values.integer("STAGE_BYTES"));
+      ++staged;
+    }
+  }
+  EXPECT_GT(staged, 10);
+  EXPECT_GT(rejected_prefetch, 0);
+}
 
 // The persistent variant hands out row groups from this argument and leaves it zero after every launch; the spec
 // must create it zeroed and restore it like any input.
 TEST(LayernormTemplate, SpecsDeclareZeroedRowCounters) {
-  for (const std::string name : {"layernorm", "layernorm_bf16"}) {
+  for (const std::string name : {"layernorm", "layernorm_bf16", "add_layernorm", "add_layernorm_bf16"}) {
     SCOPED_TRACE(name);
     KernelSpec spec = load_spec(name, 8192, 8192);
     ASSERT_FALSE(spec.arguments.empty());

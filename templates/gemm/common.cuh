@@ -1,12 +1,12 @@
-// Shared by every GEMM path: element types chosen by the spec's compile options, the tensor-map parameter type, and
+// Shared by every GEMM path: element types chosen by the spec's compile options, block tiling, stores of C, and
 // the signature each path implements.
 //
 // The spec passes one of -DGEMM_INPUT_F32 (fp32 FFMA), -DGEMM_INPUT_TF32 (fp32 storage, tf32 tensor cores),
 // -DGEMM_INPUT_F16 or -DGEMM_INPUT_BF16 (16-bit storage, fp32 accumulation). C has the input's storage type.
 #pragma once
 
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
+#include "common/async_copy.cuh"
+#include "common/element_16bit.cuh"
 
 #if defined(GEMM_INPUT_F32) || defined(GEMM_INPUT_TF32)
 using Input = float;
@@ -20,24 +20,6 @@ using Output = __nv_bfloat16;
 #else
 #error "the spec must define one of GEMM_INPUT_F32, GEMM_INPUT_TF32, GEMM_INPUT_F16, GEMM_INPUT_BF16"
 #endif
-
-// The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host (cuTensorMapEncodeTiled) by the
-// evaluation worker for each `type: tensor_map` argument and passed by value as a __grid_constant__ parameter.
-// NVRTC cannot include cuda.h, so the layout is restated here.
-struct alignas(64) TensorMap {
-  unsigned long long opaque[16];
-};
-
-__device__ __forceinline__ float to_float(float value) { return value; }
-__device__ __forceinline__ float to_float(__half value) { return __half2float(value); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
-
-template <typename T> __device__ __forceinline__ T from_float(float value);
-template <> __device__ __forceinline__ float from_float<float>(float value) { return value; }
-template <> __device__ __forceinline__ __half from_float<__half>(float value) { return __float2half_rn(value); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float value) {
-  return __float2bfloat16_rn(value);
-}
 
 // Which BM x BN tile of C a thread block computes. Consecutive blocks walk down a strip of group_rows block-rows
 // before moving one block-column right, so the blocks resident at once share A rows and B columns in L2 instead of
@@ -110,24 +92,4 @@ __device__ __forceinline__ void store_four(__nv_bfloat16* destination, float4 va
   __nv_bfloat162 low = __floats2bfloat162_rn(value.x, value.y), high = __floats2bfloat162_rn(value.z, value.w);
   *reinterpret_cast<uint2*>(destination) =
       make_uint2(*reinterpret_cast<unsigned*>(&low), *reinterpret_cast<unsigned*>(&high));
-}
-
-// cp.async (sm_80+): global -> shared copies that bypass registers, tracked in commit groups, so a block keeps
-// several K tiles in flight without holding them in registers.
-__device__ __forceinline__ unsigned shared_address(const void* pointer) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
-}
-// 16 bytes, cached in L2 only (.cg): tiles are reused across blocks through L2, not within an SM through L1.
-__device__ __forceinline__ void copy_async_16(void* destination, const void* source) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(destination)), "l"(source));
-}
-// 4 bytes: one element, so a copy can scatter (the simt path transposes A on the way into shared memory). Cached
-// in L1 (.ca is the only mode for sizes below 16), so the rest of each 32-byte sector is served from there.
-__device__ __forceinline__ void copy_async_4(void* destination, const void* source) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(shared_address(destination)), "l"(source));
-}
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most `pending` of this thread's commit groups are still in flight.
-template <int pending> __device__ __forceinline__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
 }

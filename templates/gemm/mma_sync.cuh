@@ -45,7 +45,7 @@ __device__ __forceinline__ void load_stage(const Input* a, const Input* b, int n
     const int index = threadIdx.x + load * threads;
     if (a_chunks % threads == 0 || index < a_chunks) {
       const int row = index / (BK / chunk), column = (index % (BK / chunk)) * chunk;
-      copy_async_16(a_shared + row * a_stride + column, a + (size_t)(tile.row + row) * k + k_offset + column);
+      copy_async<16>(a_shared + row * a_stride + column, a + (size_t)(tile.row + row) * k + k_offset + column);
     }
   }
 #pragma unroll
@@ -53,7 +53,7 @@ __device__ __forceinline__ void load_stage(const Input* a, const Input* b, int n
     const int index = threadIdx.x + load * threads;
     if (b_chunks % threads == 0 || index < b_chunks) {
       const int row = index / (BN / chunk), column = (index % (BN / chunk)) * chunk;
-      copy_async_16(b_shared + row * b_stride + column, b + (size_t)(k_offset + row) * n + tile.column + column);
+      copy_async<16>(b_shared + row * b_stride + column, b + (size_t)(k_offset + row) * n + tile.column + column);
     }
   }
 }
@@ -142,7 +142,7 @@ __device__ __forceinline__ void load_fragments(const Input* a_shared, const Inpu
 
 __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, float beta, const Input* __restrict__ a,
                                           const Input* __restrict__ b, Output* __restrict__ c, const TensorMap&,
-                                          const TensorMap&) {
+                                          const TensorMap&, const Epilogue& epilogue) {
   using namespace mma;
   extern __shared__ float4 mma_shared[];
   Input* a_shared = reinterpret_cast<Input*>(mma_shared);  // [STAGES][BM][a_stride]
@@ -223,8 +223,10 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         const int row = tile.row + warp_row + tile_m * 16 + group + half * 8;
         Output* destination = c + (size_t)row * n + column;
         const float* values = &accumulator[tile_m][tile_n][half * 2];
-        store_two(destination, scaled(values[0], alpha, beta, destination),
-                  scaled(values[1], alpha, beta, destination + 1));
+        float first = scaled(values[0], alpha, beta, destination);
+        float second = scaled(values[1], alpha, beta, destination + 1);
+        apply_epilogue_two(epilogue, first, second, row, column, n);
+        store_two(destination, first, second);
       }
     }
   }

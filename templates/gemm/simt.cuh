@@ -133,7 +133,7 @@ __device__ __forceinline__ void copy_tiles(const Input* a, const Input* b, int n
     const int element = threadIdx.x + copy * threads;
     if (a_elements % threads == 0 || element < a_elements) {
       const int row = element / BK, column = element % BK;
-      copy_async_4(&a_shared[column * a_stride + row], a + (size_t)(tile.row + row) * k + k_offset + column);
+      copy_async<4>(&a_shared[column * a_stride + row], a + (size_t)(tile.row + row) * k + k_offset + column);
     }
   }
 #pragma unroll
@@ -142,7 +142,7 @@ __device__ __forceinline__ void copy_tiles(const Input* a, const Input* b, int n
     if (b_vectors % threads == 0 || vector < b_vectors) {
       const int row = vector / (BN / 4);
       const int column = (vector % (BN / 4)) * 4;
-      copy_async_16(&b_shared[row * b_stride + column], b + (size_t)(k_offset + row) * n + tile.column + column);
+      copy_async<16>(&b_shared[row * b_stride + column], b + (size_t)(k_offset + row) * n + tile.column + column);
     }
   }
 }
@@ -183,7 +183,7 @@ __device__ __forceinline__ void compute_tile(const float* a_current, const float
 
 __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, float beta, const Input* __restrict__ a,
                                           const Input* __restrict__ b, Output* __restrict__ c, const TensorMap&,
-                                          const TensorMap&) {
+                                          const TensorMap&, const Epilogue& epilogue) {
   using namespace simt;
   extern __shared__ float4 simt_shared[];
   float* a_shared = reinterpret_cast<float*>(simt_shared);  // [buffers][BK][a_stride]
@@ -259,6 +259,10 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
           result.z += beta * old.z;
           result.w += beta * old.w;
         }
+        result.x = apply_epilogue(epilogue, result.x, c_row, c_column, n);
+        result.y = apply_epilogue(epilogue, result.y, c_row, c_column + 1, n);
+        result.z = apply_epilogue(epilogue, result.z, c_row, c_column + 2, n);
+        result.w = apply_epilogue(epilogue, result.w, c_row, c_column + 3, n);
         store_four(destination, result);
       }
     }

@@ -36,7 +36,11 @@
 //   4096^3 f16: 128 x 256 cooperative, 4 stages 697 TFLOP/s = 91%; 128 x 128 ping-pong, 6 stages 709 = 93%
 //   8192^3 f16: 96% and 97%; bf16: 91% and 93% at 4096^3, 96.5% and 92% at 8192^3.
 // tf32 and clusters: see the README's GEMM table for what the tuner found with them.
-// Not done: an asynchronous TMA-store epilogue.
+// Fused epilogues (gemm/epilogue.cuh) run in the consumers' stores, after each tile's K loop: they are not overlapped
+// with the tensor cores' work (results/benchmarks.md, issue 19: at 8192^3 on the H200 bias + GELU cost 1.2-2.5% over
+// the plain GEMM, bias + residual 3.2%; a version that copied each tile's residual into shared memory during the K
+// loop, 16 rows of bulk copies from the producer thread per stage, cost 6.8%, SM throughput 81% against 89%).
+// Not done: an asynchronous TMA-store epilogue, and epilogue work overlapped with the next tile's K loop.
 #pragma once
 
 #if defined(GEMM_INPUT_F16)
@@ -55,6 +59,11 @@
 #if WG_CLUSTER > 1
 #define GEMM_CLUSTER_DIMS __cluster_dims__(WG_CLUSTER, 1, 1)
 #endif
+
+#include "common/async_copy.cuh"
+#include "common/cluster.cuh"
+#include "common/mbarrier.cuh"
+#include "common/wgmma.cuh"
 
 namespace wgmma_path {
 
@@ -91,6 +100,7 @@ constexpr int b_boxes_per_block = b_boxes / cluster;    // the B boxes each bloc
 // 40 registers are plenty for the one thread that issues copies; the consumers get the rest of the 64K-register file
 // (384 threads: 128 * 40 + 256 * 232 = 64512; 256 threads: 128 * 40 + 128 * 240).
 constexpr int producer_registers = 40;
+
 constexpr int consumer_registers = consumers == 2 ? 232 : 240;
 
 static_assert(block_k * element_bytes == swizzle_bytes, "a row of an A box must be exactly one 128-byte swizzle row");
@@ -98,193 +108,6 @@ static_assert(consumer_share % instruction_m == 0, "each consumer owns whole 64-
 static_assert(block_n % b_box_columns == 0, "B arrives in 128-byte-wide boxes");
 static_assert(b_boxes % cluster == 0, "the blocks of a cluster split B's boxes evenly");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and WG_CONSUMERS consumer warpgroups");
-
-// ------------------------------------------------------------------------------------------------ mbarriers
-__device__ __forceinline__ void barrier_init(unsigned barrier, unsigned arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(barrier), "r"(arrivals) : "memory");
-}
-
-// Arrives and announces how many bytes the copies completing on this barrier will deliver in the current phase.
-__device__ __forceinline__ void barrier_arrive_expect_bytes(unsigned barrier, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void barrier_arrive(unsigned barrier) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(barrier) : "memory");
-}
-
-// Arrives on the barrier at the same shared-memory offset in block `rank` of this cluster (this block included).
-// The consumers use it to hand a stage back to every producer that multicasts into it. Default (.cta) release
-// semantics are enough: the reads being released are complete (wgmma groups waited for, shared loads in registers)
-// before the arrival, so no later copy into the stage can overtake them. A .release.cluster arrival, which also
-// orders the warp's earlier global stores at cluster scope, made 2-block clusters 2.2x slower on the H200.
-__device__ __forceinline__ void barrier_arrive_in_block(unsigned barrier, unsigned rank) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(barrier), "r"(rank));
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-
-// Every thread of every block of the cluster: barrier initialisation before any block copies into another, and no
-// block exits while another may still copy into it or arrive on its barriers.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
-}
-
-// Waits until the phase with the given parity has completed. Waiting on the parity before a barrier's first phase
-// returns at once, which is how the producer finds every stage empty at the start.
-__device__ __forceinline__ void barrier_wait(unsigned barrier, unsigned parity) {
-  unsigned done = 0;
-  while (!done) {
-    asm volatile(
-        "{\n.reg .pred complete;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, complete;\n}\n"
-        : "=r"(done)
-        : "r"(barrier), "r"(parity)
-        : "memory");
-  }
-}
-
-// ------------------------------------------------------------------------------------------------ TMA
-__device__ __forceinline__ void copy_tile(unsigned destination, const TensorMap& map, unsigned barrier, int inner,
-                                          int outer) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
-          destination),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(inner), "r"(outer), "r"(barrier)
-      : "memory");
-}
-
-// The same box into the same shared-memory offset of every block of the cluster, each completing on its own barrier
-// at the given offset.
-__device__ __forceinline__ void copy_tile_to_cluster(unsigned destination, const TensorMap& map, unsigned barrier,
-                                                     int inner, int outer) {
-  const unsigned short every_block = (1u << cluster) - 1;
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(destination),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(inner), "r"(outer), "r"(barrier), "h"(every_block)
-      : "memory");
-}
-
-// ------------------------------------------------------------------------------------------------ wgmma
-// Shared-memory matrix descriptor with 128-byte swizzle. K-major operands (A) use only the stride between 8-row
-// groups; MN-major operands (B) also use the leading offset, the distance between 64-column chunks.
-__device__ __forceinline__ unsigned long long matrix_descriptor(unsigned address, unsigned leading_bytes,
-                                                                unsigned stride_bytes) {
-  return static_cast<unsigned long long>((address & 0x3FFFF) >> 4) |
-         static_cast<unsigned long long>(leading_bytes >> 4) << 16 |
-         static_cast<unsigned long long>(stride_bytes >> 4) << 32 | 1ull << 62;
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int pending> __device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(pending) : "memory");
-}
-
-// Keeps the compiler from moving reads of the accumulators above the wait that makes them valid.
-template <int count> __device__ __forceinline__ void accumulators_ready(float (&accumulators)[count]) {
-#pragma unroll
-  for (int index = 0; index < count; ++index) asm volatile("" : "+f"(accumulators[index])::"memory");
-}
-
-// The accumulator operands of one wgmma: "%0, %1, ..." for the instruction text, and the matching "+f" constraints.
-// n / 2 accumulators per thread for an m64nN instruction.
-#define WGMMA_D32_TEXT \
-    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, " \
-    "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
-    "%24, %25, %26, %27, %28, %29, %30, %31"
-#define WGMMA_D64_TEXT WGMMA_D32_TEXT ", " \
-    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, " \
-    "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, " \
-    "%56, %57, %58, %59, %60, %61, %62, %63"
-#define WGMMA_D128_TEXT WGMMA_D64_TEXT ", " \
-    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, " \
-    "%76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, " \
-    "%88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, " \
-    "%100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, " \
-    "%124, %125, %126, %127"
-#define WGMMA_D8(b) "+f"(d[b]), "+f"(d[b + 1]), "+f"(d[b + 2]), "+f"(d[b + 3]), "+f"(d[b + 4]), "+f"(d[b + 5]), \
-    "+f"(d[b + 6]), "+f"(d[b + 7])
-#define WGMMA_D32(b) WGMMA_D8(b), WGMMA_D8(b + 8), WGMMA_D8(b + 16), WGMMA_D8(b + 24)
-#define WGMMA_D64(b) WGMMA_D32(b), WGMMA_D32(b + 32)
-#define WGMMA_D128 WGMMA_D64(0), WGMMA_D64(64)
-
-// One m64nNk{16, 8} instruction, N = 64, 128 or 256, in the form each input type uses (both forms must compile, as
-// `if constexpr` inside a generic lambda still checks the branch it drops). scale_d == 0 starts D from zero instead
-// of accumulating.
-template <int n> struct Wgmma;
-
-template <> struct Wgmma<64> {
-  // 16-bit inputs: D (64 x 64 fp32) += A (64 x 16, shared, K-major) * B (16 x 64, shared, N-major: transpose bit set).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[32], unsigned long long a_descriptor,
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D32_TEXT
-        "}, %32, %33, accumulate, 1, 1, 0, 1;\n}\n"
-        : WGMMA_D32(0)
-        : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d));
-  }
-  // tf32 inputs: D (64 x 64 fp32) += A (64 x 8 tf32, registers) * B (8 x 64 tf32, shared, K-major).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[32], const unsigned (&a)[4],
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WGMMA_D32_TEXT
-        "}, {%32, %33, %34, %35}, %36, accumulate, 1, 1;\n}\n"
-        : WGMMA_D32(0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d));
-  }
-};
-
-template <> struct Wgmma<128> {
-  // 16-bit inputs: D (64 x 128 fp32) += A (64 x 16, shared, K-major) * B (16 x 128, shared, N-major: transpose bit set).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[64], unsigned long long a_descriptor,
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D64_TEXT
-        "}, %64, %65, accumulate, 1, 1, 0, 1;\n}\n"
-        : WGMMA_D64(0)
-        : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d));
-  }
-  // tf32 inputs: D (64 x 128 fp32) += A (64 x 8 tf32, registers) * B (8 x 128 tf32, shared, K-major).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[64], const unsigned (&a)[4],
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" WGMMA_D64_TEXT
-        "}, {%64, %65, %66, %67}, %68, accumulate, 1, 1;\n}\n"
-        : WGMMA_D64(0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d));
-  }
-};
-
-template <> struct Wgmma<256> {
-  // 16-bit inputs: D (64 x 256 fp32) += A (64 x 16, shared, K-major) * B (16 x 256, shared, N-major: transpose bit set).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[128], unsigned long long a_descriptor,
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D128_TEXT
-        "}, %128, %129, accumulate, 1, 1, 0, 1;\n}\n"
-        : WGMMA_D128
-        : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d));
-  }
-  // tf32 inputs: D (64 x 256 fp32) += A (64 x 8 tf32, registers) * B (8 x 256 tf32, shared, K-major).
-  static __device__ __forceinline__ void multiply_accumulate(float (&d)[128], const unsigned (&a)[4],
-                                                            unsigned long long b_descriptor, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %133, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" WGMMA_D128_TEXT
-        "}, {%128, %129, %130, %131}, %132, accumulate, 1, 1;\n}\n"
-        : WGMMA_D128
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d));
-  }
-};
 
 // ------------------------------------------------------------------------------------------------ schedule
 // Tile numbers walk C in strips WG_GROUP_M tile rows tall, column by column, so the blocks running at the same time
@@ -298,22 +121,59 @@ __device__ __forceinline__ void tile_position(int tile, int tiles_m, int tiles_n
   tile_column = in_group / rows_in_group;
 }
 
-// alpha * D + beta * C into C, for a slice that runs along M (16-bit inputs). Register j * 4 + {0, 1} of the wgmma
-// fragment holds row lane / 4 of the warp's 16 rows, columns 8 j + 2 (lane % 4) + {0, 1}; registers j * 4 + {2, 3}
-// the same columns 8 rows further down.
+// alpha * D + beta * C, through the epilogue, into C, for a slice that runs along M (16-bit inputs). Register
+// j * 4 + {0, 1} of the wgmma fragment holds row lane / 4 of the warp's 16 rows, columns 8 j + 2 (lane % 4) + {0, 1};
+// registers j * 4 + {2, 3} the same columns 8 rows further down.
 __device__ __forceinline__ void store_slice(const float (&accumulators)[accumulator_count], int row_base,
-                                            int column_base, int n, float alpha, float beta, Output* c) {
+                                            int column_base, int n, float alpha, float beta, Output* c,
+                                            const Epilogue& epilogue) {
   const int thread = threadIdx.x % warpgroup_threads;
   const int row = row_base + thread / 32 * 16 + thread % 32 / 4;
   const int column = column_base + thread % 4 * 2;
+  const auto store_pair = [&](int half, int chunk) {
+    Output* destination = c + static_cast<long long>(row + half * 8) * n + column + chunk * 8;
+    float first = scaled(accumulators[chunk * 4 + half * 2], alpha, beta, destination);
+    float second = scaled(accumulators[chunk * 4 + half * 2 + 1], alpha, beta, destination + 1);
+    apply_epilogue_two(epilogue, first, second, row + half * 8, column + chunk * 8, n);
+    store_two(destination, first, second);
+  };
+  if constexpr (GEMM_EPILOGUE_HAS_RESIDUAL) {
+    // With beta == 0 (C is not read), an epilogue that reads a residual loads the bias and the residual of eight
+    // chunks of both rows, then stores them: sixteen loads in flight, and nothing between them and the stores that
+    // must wait for an earlier store (with beta != 0 every read of C must follow the stores to C before it). Row by
+    // row over the whole slice, the compiler hoisted all 64 residual loads above the stores and spilled (128 x 256
+    // tiles: 64 more live registers beside the 128 accumulators).
+    if (beta == 0.0f) {
+      constexpr int group_chunks = 8;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    Output* row_start = c + static_cast<long long>(row + half * 8) * n + column;
+      for (int group = 0; group < instruction_n / 8; group += group_chunks) {
+        float2 addends[group_chunks][2];
 #pragma unroll
-    for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
-      Output* destination = row_start + chunk * 8;
-      store_two(destination, scaled(accumulators[chunk * 4 + half * 2], alpha, beta, destination),
-                scaled(accumulators[chunk * 4 + half * 2 + 1], alpha, beta, destination + 1));
+        for (int chunk = 0; chunk < group_chunks; ++chunk)
+#pragma unroll
+          for (int half = 0; half < 2; ++half)
+            addends[chunk][half] = epilogue_addends_two(epilogue, row + half * 8, column + (group + chunk) * 8, n);
+#pragma unroll
+        for (int chunk = 0; chunk < group_chunks; ++chunk)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            const int index = (group + chunk) * 4 + half * 2;
+            store_two(c + static_cast<long long>(row + half * 8) * n + column + (group + chunk) * 8,
+                      alpha * accumulators[index] + addends[chunk][half].x,
+                      alpha * accumulators[index + 1] + addends[chunk][half].y);
+          }
+      }
+      return;
+    }
+#pragma unroll
+    for (int chunk = 0; chunk < instruction_n / 8; ++chunk)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) store_pair(half, chunk);
+  } else {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+#pragma unroll
+      for (int chunk = 0; chunk < instruction_n / 8; ++chunk) store_pair(half, chunk);
     }
   }
 }
@@ -330,7 +190,8 @@ __device__ __forceinline__ int fragment_column(int row) {
 // The same for a swapped slice (tf32), whose fragment is C^T: its rows are columns of C. For one register, the 32
 // lanes of a warp cover 8 columns (adjacent unless WG_SPREAD) of 4 rows of C.
 __device__ __forceinline__ void store_slice_transposed(const float (&accumulators)[accumulator_count], int row_base,
-                                                       int column_base, int n, float alpha, float beta, Output* c) {
+                                                       int column_base, int n, float alpha, float beta, Output* c,
+                                                       const Epilogue& epilogue) {
   const int thread = threadIdx.x % warpgroup_threads;
   const int columns[2] = {column_base + fragment_column(thread / 32 * 16 + thread % 32 / 4),
                           column_base + fragment_column(thread / 32 * 16 + thread % 32 / 4 + 8)};
@@ -340,8 +201,11 @@ __device__ __forceinline__ void store_slice_transposed(const float (&accumulator
 #pragma unroll
     for (int index = 0; index < 4; ++index) {
       // index: bit 0 the next row of C (the fragment's next column), bit 1 the fragment row 8 further down.
-      Output* destination = c + static_cast<long long>(row + chunk * 8 + index % 2) * n + columns[index / 2];
-      *destination = scaled(accumulators[chunk * 4 + index], alpha, beta, destination);
+      const int c_row = row + chunk * 8 + index % 2;
+      Output* destination = c + static_cast<long long>(c_row) * n + columns[index / 2];
+      *destination = from_float<Output>(
+          apply_epilogue(epilogue, scaled(accumulators[chunk * 4 + index], alpha, beta, destination), c_row,
+                         columns[index / 2], n));
     }
   }
 }
@@ -378,7 +242,7 @@ __device__ __forceinline__ void load_fragments(Fragments& fragments, unsigned b_
 
 __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, float beta, const Input* /*a*/,
                                           const Input* /*b*/, Output* c, const TensorMap& a_map,
-                                          const TensorMap& b_map) {
+                                          const TensorMap& b_map, const Epilogue& epilogue) {
   using namespace wgmma_path;
   extern __shared__ unsigned char wgmma_shared[];
   // The 128-byte swizzle pattern repeats every 1024 bytes of shared address, and wgmma and TMA both derive it from
@@ -414,10 +278,10 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
     }
     for (int consumer = 0; consumer < consumers; ++consumer) barrier_init(turn_barrier(consumer), 4);
     // Makes the initialised barriers visible to the copy engine before any copy completes on them.
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    barrier_init_fence();
   }
-  if (cluster > 1) {
-    cluster_sync();
+  if constexpr (cluster > 1) {
+    cluster_sync<cluster>();
   } else {
     __syncthreads();
   }
@@ -442,7 +306,7 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
             const unsigned destination = b_tile + box * b_box_bytes;
             const int column = tile_column * block_n + box * b_box_columns;
             if (cluster > 1) {
-              copy_tile_to_cluster(destination, b_map, full_barrier(stage), column, k_block * block_k);
+              copy_tile_to_cluster<cluster>(destination, b_map, full_barrier(stage), column, k_block * block_k);
             } else {
               copy_tile(destination, b_map, full_barrier(stage), column, k_block * block_k);
             }
@@ -571,13 +435,13 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         const int slice_first = consumer_first + slice * instruction_m;
         if constexpr (swapped) {
           store_slice_transposed(accumulators[slice], tile_row * block_m, tile_column * block_n + slice_first, n,
-                                 alpha, beta, c);
+                                 alpha, beta, c, epilogue);
         } else {
           store_slice(accumulators[slice], tile_row * block_m + slice_first, tile_column * block_n, n, alpha, beta,
-                      c);
+                      c, epilogue);
         }
       }
     }
   }
-  if (cluster > 1) cluster_sync();
+  cluster_sync<cluster>();
 }

@@ -1,60 +1,15 @@
-// Row reductions for the row-wise templates (layernorm.cu): one value per thread combined over
-// every thread that works on a row. A row belongs to ROW_THREADS threads of a block (a warp, or several warps
-// combined through shared memory) and, with CLUSTER > 1, is split into CLUSTER slices handled by the blocks of one
-// thread-block cluster (sm_90), whose partial results meet in distributed shared memory.
+// Row reductions for the row-wise templates (layernorm): one value per thread combined over every thread that works
+// on a row. A row belongs to kRowThreads threads of a block (a warp, or several warps combined through shared memory)
+// and, with kCluster > 1, is split into kCluster slices handled by the blocks of one thread-block cluster (sm_90),
+// whose partial results meet in distributed shared memory.
 //
 // Why clusters (issue 4, results/memory_bound.md): a 128 KiB fp32 row held by one block leaves one block per SM,
 // so the SM stops loading during the row's reductions and its store phase. Split over a cluster, each block
 // caches a slice in registers and several rows are in flight per SM.
-//
-// A template that includes this header has a CLUSTER parameter (a macro, like every parameter) and puts
-// ROW_CLUSTER_DIMS between __launch_bounds__ and the kernel's name.
+#pragma once
 
-#if defined(CLUSTER) && CLUSTER > 1
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900
-#error "CLUSTER > 1 needs sm_90 or newer (thread-block clusters); the space's constraint should have excluded it"
-#endif
-#define ROW_CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define ROW_CLUSTER_DIMS
-#endif
-
-struct FloatPair {
-  float first;
-  float second;
-};
-
-__device__ __forceinline__ float shuffle_xor(float value, int offset) {
-  return __shfl_xor_sync(0xffffffffu, value, offset);
-}
-__device__ __forceinline__ FloatPair shuffle_xor(FloatPair value, int offset) {
-  return {shuffle_xor(value.first, offset), shuffle_xor(value.second, offset)};
-}
-
-// Cluster primitives in PTX (ISA 7.8, sm_90). Templates on kCluster so that nothing cluster-related is emitted
-// for sm_80, where these instructions do not exist.
-template <int kCluster> __device__ __forceinline__ void cluster_arrive() {
-  if constexpr (kCluster > 1) asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-}
-template <int kCluster> __device__ __forceinline__ void cluster_wait() {
-  if constexpr (kCluster > 1) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
-}
-template <int kCluster> __device__ __forceinline__ unsigned cluster_rank() {
-  if constexpr (kCluster > 1) {
-    unsigned rank;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    return rank;
-  } else {
-    return 0;
-  }
-}
-
-// The address of the same shared variable in the cluster's block `rank` (a generic address).
-template <typename T> __device__ __forceinline__ T* in_cluster_block(T* local, unsigned rank) {
-  unsigned long long remote;
-  asm("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(local), "r"(rank));
-  return reinterpret_cast<T*>(remote);
-}
+#include "common/cluster.cuh"
+#include "common/warp_reduce.cuh"
 
 // Shared memory of one row_reduce call for one row: a slot per warp of the row in every block of the cluster
 // (slot rank * warps + warp), so that each block holds every partial result after the barrier.
@@ -70,7 +25,7 @@ template <typename T, int kRowThreads, int kCluster> struct RowScratch {
 // (distributed shared memory stores), then one block barrier (kCluster == 1) or cluster barrier, which orders
 // the block as well; then every warp combines all the slots, a lane per slot and shuffles. Every warp of every
 // block combines the same slots in the same order, so all get the bitwise same result and all slices of a row
-// are normalised alike. (Measured on the H200, scripts/layernorm_probe.cu: against a block barrier, one thread
+// are normalised alike. (Measured on the H200, probes/layernorm_probe.cu: against a block barrier, one thread
 // summing the warps' slots, a cluster barrier and reads of every block's total, this lifts layernorm at
 // 4096 x 32768 from 88% to 92% of the copy ceiling.)
 // Consecutive calls need different scratch: a warp that has passed the barrier of call i may already write its
@@ -83,8 +38,7 @@ template <typename T, int kRowThreads, int kCluster> struct RowScratch {
 template <int kRowThreads, int kCluster, typename T, typename Combine>
 __device__ __forceinline__ T row_reduce(T value, Combine combine, RowScratch<T, kRowThreads, kCluster>& scratch) {
   using Scratch = RowScratch<T, kRowThreads, kCluster>;
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) value = combine(value, shuffle_xor(value, offset));
+  value = warp_all_reduce(value, combine);
   if constexpr (Scratch::kSlots > 1) {
     const unsigned lane = threadIdx.x & 31;
     if (lane == 0) {

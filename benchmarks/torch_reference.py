@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""PyTorch's own sequences for the kernels issue 19 fuses, timed on the GPU with CUDA events (random data, as the
+specs draw it), so a benchmark can print our fused kernel's time beside PyTorch's in the same run.
+
+  torch_reference.py add_layernorm ROWS COLS DTYPE   x + r, then layer_norm (two kernels); layer_norm alone
+  torch_reference.py gemm M N K                      bf16: mm, addmm(bias), gelu(addmm(bias)), addmm(bias) + r
+
+Prints one JSON object: for each sequence the median milliseconds per call (each sample times a batch of calls
+between two events, after a warm-up), the samples' spread, and for add_layernorm the minimal bytes of the fused
+operation (read x, r, gamma, beta once; write the sum and the output once), so the caller can put PyTorch on the
+same copy-ceiling scale as `tune run`. Every output is checked for NaN once.
+"""
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+WARMUP_CALLS = 10
+CALLS_PER_SAMPLE = 10
+SAMPLES = 15
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "fp32": torch.float32}
+
+
+def uniform(shape, low, high, dtype, generator):
+    values = torch.rand(shape, device="cuda", dtype=torch.float32, generator=generator)
+    return (values * (high - low) + low).to(dtype)
+
+
+def time_call(call):
+    """Median and relative spread (max - min over median) of the milliseconds per call."""
+    result = call()
+    torch.cuda.synchronize()
+    outputs = result if isinstance(result, tuple) else (result,)
+    for output in outputs:
+        if torch.isnan(output).any():
+            raise SystemExit("a PyTorch reference produced NaN")
+    # Warm-up: at least WARMUP_CALLS calls and half a second, so the clocks have settled (a cold H200 ran the first
+    # GEMMs 10-20% slower than the later ones).
+    warmup_start, warmup_end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    warmup_start.record()
+    calls = 0
+    while True:
+        call()
+        calls += 1
+        if calls % WARMUP_CALLS == 0:
+            warmup_end.record()
+            warmup_end.synchronize()
+            if warmup_start.elapsed_time(warmup_end) >= 500:
+                break
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(SAMPLES):
+        start.record()
+        for _ in range(CALLS_PER_SAMPLE):
+            call()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / CALLS_PER_SAMPLE)
+    median = statistics.median(samples)
+    return {"median_ms": median, "spread": (max(samples) - min(samples)) / median}
+
+
+def add_layernorm(rows, cols, dtype_name):
+    dtype = DTYPES[dtype_name]
+    generator = torch.Generator(device="cuda").manual_seed(41)
+    x = uniform((rows, cols), -2, 2, dtype, generator)
+    r = uniform((rows, cols), -2, 2, dtype, generator)
+    gamma = uniform((cols,), 0.5, 1.5, dtype, generator)
+    beta = uniform((cols,), -0.5, 0.5, dtype, generator)
+
+    def unfused():
+        total = x + r
+        return total, F.layer_norm(total, (cols,), gamma, beta, 1e-5)
+
+    element_bytes = torch.tensor([], dtype=dtype).element_size()
+    return {
+        "sequence": "x + r; layer_norm",
+        "dtype": dtype_name,
+        "bytes": (4 * rows * cols + 2 * cols) * element_bytes,
+        "add_then_layer_norm": time_call(unfused),
+        "layer_norm": time_call(lambda: F.layer_norm(x, (cols,), gamma, beta, 1e-5)),
+    }
+
+
+def gemm(m, n, k):
+    generator = torch.Generator(device="cuda").manual_seed(11)
+    a = uniform((m, k), -1, 1, torch.bfloat16, generator)
+    b = uniform((k, n), -1, 1, torch.bfloat16, generator)  # row-major K x N, as the specs' B
+    bias = uniform((n,), -8, 8, torch.bfloat16, generator)
+    residual = uniform((m, n), -32, 32, torch.bfloat16, generator)
+    flops = 2 * m * n * k
+    timings = {
+        "mm": time_call(lambda: torch.mm(a, b)),
+        "addmm": time_call(lambda: torch.addmm(bias, a, b)),
+        "gelu_addmm": time_call(lambda: F.gelu(torch.addmm(bias, a, b))),
+        "addmm_residual": time_call(lambda: torch.addmm(bias, a, b) + residual),
+    }
+    for timing in timings.values():
+        timing["tflops"] = flops / (timing["median_ms"] * 1e-3) / 1e12
+    return {"dtype": "bf16", "flops": flops, **timings}
+
+
+def main(arguments):
+    if len(arguments) == 4 and arguments[0] == "add_layernorm":
+        report = add_layernorm(int(arguments[1]), int(arguments[2]), arguments[3])
+    elif len(arguments) == 4 and arguments[0] == "gemm":
+        report = gemm(int(arguments[1]), int(arguments[2]), int(arguments[3]))
+    else:
+        raise SystemExit(__doc__)
+    report["torch"] = torch.__version__
+    report["device"] = torch.cuda.get_device_name()
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,7 @@
+// Activation functions of fused epilogues, on fp32 values.
+#pragma once
+
+// The exact GELU, x / 2 * (1 + erf(x / sqrt 2)): PyTorch's default (approximate='none'), computed as PyTorch's CUDA
+// kernel computes it in fp32. erff is accurate to 2 ulp; tests/compile_templates_on_host_test.cpp holds the formula
+// against a double-precision reference.
+__device__ __forceinline__ float gelu(float value) { return 0.5f * value * (1.0f + erff(value * 0.70710678118654752f)); }
