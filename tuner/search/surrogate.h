@@ -29,9 +29,15 @@
 
 namespace kernlathe {
 
+struct SurrogateSettings {
+  // The forest is fitted again when the results grew by this fraction since its last fit; 0 refits whenever a result
+  // came, i.e. at every model proposal.
+  double refit_growth = 0;
+};
+
 class SurrogateStrategy final : public GuidedStrategy {
  public:
-  SurrogateStrategy(const SpaceEnumerator& space, std::uint64_t seed);
+  SurrogateStrategy(const SpaceEnumerator& space, std::uint64_t seed, SurrogateSettings settings = {});
   std::string name() const override { return "surrogate"; }
 
   // What the model sees of a configuration; public for the tests.
@@ -39,7 +45,7 @@ class SurrogateStrategy final : public GuidedStrategy {
 
  private:
   std::optional<Configuration> propose() override;
-  void observed(const Observation&) override { stale_ = true; }
+  bool needs_fit() const;
   void fit();
   std::vector<std::uint64_t> candidates();
   std::optional<Configuration> space_filling_proposal();
@@ -60,8 +66,9 @@ class SurrogateStrategy final : public GuidedStrategy {
   std::vector<std::vector<double>> feature_cache_;
 
   std::vector<Configuration> design_;  // the space-filling proposals so far, results or not
+  SurrogateSettings settings_;
   RegressionForest forest_;
-  bool stale_ = true;  // a result arrived since the forest was fitted
+  std::size_t fitted_observations_ = 0;  // results the forest was last fitted on; 0 before the first fit
 };
 
 }  // namespace kernlathe
