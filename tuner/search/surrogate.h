@@ -30,9 +30,15 @@
 namespace kernlathe {
 
 struct SurrogateSettings {
-  // The forest is fitted again when the results grew by this fraction since its last fit; 0 refits whenever a result
-  // came, i.e. at every model proposal.
-  double refit_growth = 0;
+  // The forest is fitted again when the results grew by this fraction since its last fit (0: whenever a result came).
+  // A fit costs time in proportion to the results it learns from (at most model_limit), so refitting at every model
+  // proposal made each result cost more the longer a run went: the bf16 GEMM's strategy took 16.7 s of a run in which
+  // the GPU worker took 12.9 s. With 1/64 the portfolio, whose model proposes one configuration in four, refits at each
+  // of its proposals for its first 256 results, so every budget benchmarks/strategy_cv.py judges the default on
+  // (50-200) sees the same search; after that a result costs at most what it cost at 256, and less past model_limit
+  // (benchmarks/bench_search.cpp, 2,000 results of a GEMM record: 1.3 against 4.9 ms per result). Larger fractions
+  // lost at 50 evaluations in the cross-validation (100 seeds: 1.0352 with 0.25, 1.0372 with 0.5, against 1.0268).
+  double refit_growth = 1.0 / 64;
 };
 
 class SurrogateStrategy final : public GuidedStrategy {
