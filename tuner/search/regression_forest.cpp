@@ -8,8 +8,10 @@
 
 namespace kernlathe {
 
-// A tree is grown over a range of an index array: members holds the tree's samples (a bootstrap draw, with repeats)
-// and a node owns a range [begin, end) of it; a split partitions the range stably in place. Each feature's values
+// A tree is grown over a range of an array: members holds each sample of the tree's bootstrap draw once, with the
+// times it was drawn (its weight: a sample drawn twice counts twice in every sum and count, as two copies did
+// before, for a third fewer entries), and a node owns a range [begin, end) of it; a split partitions the range
+// stably in place. Each feature's values
 // are replaced once per fit by their rank among the feature's distinct values (its bin), so a node finds its best cut
 // on a feature by summing its members' targets per bin and reading the bins in order: no sorting per node or tree,
 // and only members is partitioned. The candidate cuts and their scores are those of sorting the node's samples by
@@ -31,8 +33,13 @@ struct RegressionForest::Builder {
   // A feature constant in a node is constant in every node below it, so it is known there without a pass.
   std::vector<std::uint8_t> constant;
   std::size_t features_per_split = 1;
-  std::vector<std::size_t> members;
-  std::vector<std::size_t> scratch;  // the right-hand part during a partition
+  struct Member {
+    std::uint32_t sample = 0;
+    std::uint32_t weight = 0;
+    double weighted_target = 0;  // weight * targets[sample]
+  };
+  std::vector<Member> members;
+  std::vector<Member> scratch;  // the right-hand part during a partition
   std::vector<int> feature_order;
   // Per bin, over the node being split: members counted and their targets summed; touched lists the bins in use.
   std::size_t most_bins = 1;
@@ -91,16 +98,17 @@ struct RegressionForest::Builder {
       used[j] = touched.data() + j * sample_count;
       used_count[j] = 0;
     }
-    const std::size_t* member = members.data();
-    const double* target = targets.data();
+    const Member* member = members.data();
     for (std::size_t i = begin; i < end; ++i) {
-      const std::size_t sample = member[i];
-      const double value = target[sample];
+      const std::uint32_t sample = member[i].sample;
+      const std::uint32_t weight = member[i].weight;
+      const double value = member[i].weighted_target;
       for (std::size_t j = 0; j < count; ++j) {
         const std::uint32_t bin = columns[j][sample];
         // A bin seen for the first time joins the list; written every time, kept only then (no branch to mispredict).
         used[j][used_count[j]] = bin;
-        used_count[j] += counts[j][bin]++ == 0 ? 1 : 0;
+        used_count[j] += counts[j][bin] == 0 ? 1 : 0;
+        counts[j][bin] += weight;
         sums[j][bin] += value;
       }
     }
@@ -155,7 +163,7 @@ struct RegressionForest::Builder {
     scratch.clear();
     std::size_t write = begin;
     for (std::size_t i = begin; i < end; ++i) {
-      if (goes_left(members[i])) {
+      if (goes_left(members[i].sample)) {
         members[write++] = members[i];
       } else {
         scratch.push_back(members[i]);
@@ -169,8 +177,11 @@ struct RegressionForest::Builder {
     const int node_index = static_cast<int>(tree.size());
     tree.push_back(Node{});
     double total = 0;
-    for (std::size_t i = begin; i < end; ++i) total += targets[members[i]];
-    const std::size_t size = end - begin;
+    std::size_t size = 0;  // samples counted with their weights
+    for (std::size_t i = begin; i < end; ++i) {
+      total += members[i].weighted_target;
+      size += members[i].weight;
+    }
     const double mean = total / static_cast<double>(size);
     tree[static_cast<std::size_t>(node_index)].value = mean;
     if (depth >= options.maximum_depth || size < 2 * options.minimum_leaf_size) return node_index;
@@ -229,15 +240,18 @@ void RegressionForest::fit(const std::vector<std::vector<double>>& samples, cons
   builder.features_per_split = std::max<std::size_t>(1, static_cast<std::size_t>(wanted));
   const std::size_t n = samples.size();
   for (int t = 0; t < options.trees; ++t) {
-    std::vector<std::size_t> members(n);
+    std::vector<std::uint32_t> drawn(n, 0);
     if (options.bootstrap) {
-      for (std::size_t& member : members) member = static_cast<std::size_t>(random() % n);
+      for (std::size_t draw = 0; draw < n; ++draw) ++drawn[static_cast<std::size_t>(random() % n)];
     } else {
-      std::iota(members.begin(), members.end(), std::size_t{0});
+      std::fill(drawn.begin(), drawn.end(), 1u);
     }
-    builder.members = std::move(members);
+    builder.members.clear();
+    for (std::size_t sample = 0; sample < n; ++sample)
+      if (drawn[sample] > 0)
+        builder.members.push_back({static_cast<std::uint32_t>(sample), drawn[sample], drawn[sample] * targets[sample]});
     Tree tree;
-    builder.grow(tree, 0, n, 0);
+    builder.grow(tree, 0, builder.members.size(), 0);
     trees_.push_back(std::move(tree));
   }
 }
