@@ -73,9 +73,10 @@ TEST(PortfolioStrategy, SettingsAreTakenByNameAndChecked) {
   EXPECT_EQ(make_strategy("portfolio:model_share=0.5,local_learns_from_model=0,model_first=30", space, 1)->name(),
             "portfolio");
   EXPECT_EQ(default_strategy_name(), "portfolio");
+  EXPECT_EQ(make_strategy("portfolio:refit_growth=0.25", space, 1)->name(), "portfolio");
   for (const char* wrong : {"portfolio:model_share=1.5", "portfolio:share=0.5", "portfolio:model_share=x",
                             "portfolio:model_first=2.5", "portfolio:local_learns_from_model=2",
-                            "local:model_share=0.5"}) {
+                            "portfolio:refit_growth=-1", "local:model_share=0.5"}) {
     try {
       make_strategy(wrong, space, 1);
       ADD_FAILURE() << wrong << ": expected an InputError";
@@ -109,6 +110,35 @@ TEST(PortfolioStrategy, TheDefaultSettingsAreTheOnesCrossValidationChose) {
     other->tell(evaluation);
   }
   EXPECT_TRUE(differs);  // another share is another search
+}
+
+// The model refits when its results grew by 1/64; it proposes every fourth configuration, so for the first 256
+// results it refits at each of its proposals, as refitting at every result does: the same search, step for step.
+TEST(PortfolioStrategy, TheRefitScheduleChangesNothingInTheFirst256Results) {
+  Space space;
+  space.parameters = {integer_parameter("X", 8), integer_parameter("Y", 8), integer_parameter("Z", 8)};
+  SpaceEnumerator enumerator(space, {});
+  const auto time = [](const Configuration& configuration) {
+    const auto value = [&](std::size_t p) { return static_cast<double>(std::get<std::int64_t>(configuration[p])); };
+    return 1.0 + std::abs(value(0) - 3) * 0.2 + std::abs(value(1) - 6) * 0.1 + (value(2) == 5 ? 0.0 : 0.3);
+  };
+  std::unique_ptr<Strategy> scheduled = make_strategy("portfolio", enumerator, 5);
+  std::unique_ptr<Strategy> every_result = make_strategy("portfolio:refit_growth=0", enumerator, 5);
+  std::unique_ptr<Strategy> rarely = make_strategy("portfolio:refit_growth=1", enumerator, 5);
+  bool rarely_differs = false;
+  for (int step = 0; step < 256; ++step) {
+    std::vector<Configuration> a = scheduled->ask(1), b = every_result->ask(1), c = rarely->ask(1);
+    ASSERT_EQ(a, b) << "step " << step;
+    rarely_differs = rarely_differs || a != c;
+    for (auto& [strategy, proposal] : {std::pair{scheduled.get(), &a}, std::pair{every_result.get(), &b},
+                                       std::pair{rarely.get(), &c}}) {
+      Evaluation evaluation;
+      evaluation.configuration = proposal->front();
+      evaluation.time.median_ms = time(proposal->front());
+      strategy->tell(evaluation);
+    }
+  }
+  EXPECT_TRUE(rarely_differs);  // a model refitted only when its results doubled searches otherwise
 }
 
 TEST(PortfolioStrategy, FindsTheOptimumOnTheOtherPath) {

@@ -199,7 +199,7 @@ TEST(SpaceEnumerator, InOrderWalkGivesWhatAtGivesFromAnyStart) {
     const std::uint64_t valid = enumerator->valid_count();
     for (std::uint64_t first : {std::uint64_t{0}, valid / 3, valid - 1}) {
       std::uint64_t index = first;
-      enumerator->for_each_in_order(first, valid + 5, [&](std::span<const std::uint32_t> value_indices) {
+      enumerator->for_each_in_order(first, valid + 5, [&](std::span<const std::uint32_t> value_indices, std::size_t) {
         ASSERT_LT(index, valid);
         const Configuration expected = enumerator->at(index);
         for (std::size_t p = 0; p < space.parameters.size(); ++p)
@@ -209,9 +209,97 @@ TEST(SpaceEnumerator, InOrderWalkGivesWhatAtGivesFromAnyStart) {
       EXPECT_EQ(index, valid) << "from " << first;  // the count is clamped to the end
     }
     std::uint64_t visited = 0;
-    enumerator->for_each_in_order(valid, 10, [&](std::span<const std::uint32_t>) { ++visited; });
+    enumerator->for_each_in_order(valid, 10, [&](std::span<const std::uint32_t>, std::size_t) { ++visited; });
     EXPECT_EQ(visited, 0u);
   }
+}
+
+// Three groups (the first with a conditional parameter, a derived value and a parameter of more than 64 values,
+// which the walk checks value by value instead of as bit masks), listed in order by both kinds of enumerator.
+Space grouped_conditional_space() {
+  return parse_space(R"(
+name: grouped
+parameters:
+  - name: PATH
+    type: enum
+    values: [alpha, beta]
+  - name: A
+    range: {from: 0, to: 79}
+  - name: NAME
+    type: enum
+    values: [x, y, z]
+  - name: B
+    values: [1, 2, 4, 8]
+  - name: C
+    values: [1, 2, 3]
+    when: PATH == "beta"
+  - name: FLAG
+    type: bool
+  - name: D
+    values: [0, 3, 5]
+derived:
+  S: A + B * C
+constraints:
+  - S % 3 != 0 or C == 1
+  - A < 40 * B or PATH == "beta"
+  - FLAG or D > 0
+)",
+                     "grouped.yaml");
+}
+
+TEST(SpaceEnumerator, BothKindsWalkInTheOrderOfAtAndSayWhatChanged) {
+  const Space space = grouped_conditional_space();
+  const SpaceEnumerator indexed(space, {});
+  const SpaceEnumerator in_order(space, {}, EnumerationLimits{}, EnumeratorKind::in_order);
+  const std::uint64_t valid = indexed.valid_count();
+  ASSERT_EQ(in_order.valid_count(), valid);
+  ASSERT_GT(valid, 2000u);
+  for (const SpaceEnumerator* enumerator : {&indexed, &in_order}) {
+    for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{1}, valid / 3 + 7, valid - 1}) {
+      SCOPED_TRACE(fmt::format("{} from {}", enumerator == &indexed ? "indexed" : "in order", first));
+      std::uint64_t index = first;
+      std::optional<Configuration> previous;
+      enumerator->for_each_in_order(first, valid, [&](std::span<const std::uint32_t> value_indices,
+                                                      std::size_t first_changed) {
+        ASSERT_LT(index, valid);
+        const Configuration expected = indexed.at(index);
+        Configuration visited;
+        for (std::size_t p = 0; p < space.parameters.size(); ++p)
+          visited.push_back(space.parameters[p].values[value_indices[p]]);
+        ASSERT_EQ(visited, expected) << "index " << index;
+        if (!previous) {
+          EXPECT_EQ(first_changed, 0u);
+        }
+        // What comes before first_changed is the configuration before's; where it says a change starts, one is.
+        for (std::size_t p = 0; previous && p < first_changed; ++p) ASSERT_EQ(visited[p], (*previous)[p]) << index;
+        if (previous && first_changed < visited.size()) {
+          bool differs = false;
+          for (std::size_t p = first_changed; p < visited.size(); ++p) differs = differs || visited[p] != (*previous)[p];
+          EXPECT_TRUE(differs) << "index " << index;
+        }
+        previous = visited;
+        ++index;
+      });
+      EXPECT_EQ(index, valid);
+    }
+  }
+}
+
+TEST(SpaceEnumerator, AnInOrderEnumeratorHasNoIndex) {
+  const SpaceEnumerator in_order(grouped_conditional_space(), {}, EnumerationLimits{}, EnumeratorKind::in_order);
+  const SpaceEnumerator indexed(grouped_conditional_space(), {});
+  const Configuration configuration = indexed.at(5);
+  for (const std::function<void()>& needs_index : std::vector<std::function<void()>>{
+           [&] { in_order.at(5); }, [&] { in_order.index_of(configuration); }, [&] { in_order.sample(3, 1); },
+           [&] { in_order.neighbours(configuration); }}) {
+    try {
+      needs_index();
+      ADD_FAILURE() << "expected a TunerError";
+    } catch (const TunerError& error) {
+      EXPECT_THAT(std::string(error.what()), HasSubstr("built to walk it in order only"));
+    }
+  }
+  EXPECT_EQ(in_order.canonical(configuration), configuration);
 }
 
 TEST(SpaceEnumerator, NeighboursMatchBruteForceOnRandomSpaces) {

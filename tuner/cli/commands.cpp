@@ -134,7 +134,10 @@ struct SpaceCommand {
     const bool bare_space = spec.template_file.empty();
     std::optional<SpaceEnumerator> enumerated;
     try {
-      enumerated.emplace(spec.space, run_constants(spec, device));
+      // Counting and listing walk the space in order, so its first group of parameters is counted without keeping
+      // its tuples (space.h EnumeratorKind); a sample needs the index.
+      enumerated.emplace(spec.space, run_constants(spec, device), EnumerationLimits{},
+                         sample > 0 ? EnumeratorKind::indexed : EnumeratorKind::in_order);
     } catch (const InputError& error) {
       // A space file has no problem of its own: the symbols its constraints read come from --problem.
       if (!bare_space || std::string(error.what()).find("unknown name") == std::string::npos) throw;

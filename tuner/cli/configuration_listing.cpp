@@ -51,13 +51,30 @@ ConfigurationListing::ConfigurationListing(const Space& space, ListingFormat for
   longest_line_ += short_piece;  // the overrun of a fixed-size copy
   text_.append(short_piece, '\0');
   buffer_.resize(flush_bytes + longest_line_);
+  piece_start_.assign(pieces_.size() + 1, 0);
 }
 
-void ConfigurationListing::add(std::span<const std::uint32_t> value_indices) {
+void ConfigurationListing::add(std::span<const std::uint32_t> value_indices, std::size_t first_changed) {
   if (used_ + longest_line_ > buffer_.size()) buffer_.resize(used_ + longest_line_);
-  char* out = buffer_.data() + used_;
+  char* line = buffer_.data() + used_;
+  if (pieces_.empty()) {
+    const std::string_view empty = format_ == ListingFormat::text ? "\n" : "{}\n";
+    std::memcpy(line, empty.data(), empty.size());
+    used_ += empty.size();
+    return;
+  }
+  // Most lines differ from the one before in their last few pieces (bench_large: the deepest levels of the walk), so
+  // the part before the first that changed is copied from it in one move.
+  std::size_t from = previous_line_buffered_ ? std::min(first_changed, pieces_.size()) : 0;
+  char* out = line;
+  if (from > 0) {
+    const std::uint32_t previous_length = piece_start_.back();
+    std::memcpy(line, line - previous_length, piece_start_[from]);
+    out += piece_start_[from];
+  }
   const char* text = text_.data();
-  for (std::size_t p = 0; p < pieces_.size(); ++p) {
+  for (std::size_t p = from; p < pieces_.size(); ++p) {
+    piece_start_[p] = static_cast<std::uint32_t>(out - line);
     const Piece piece = pieces_[p][value_indices[p]];
     // A short piece is copied as a fixed 32 bytes (two vector moves, no call; text_ and the buffer have the slack)
     // and the line goes on after its real length.
@@ -68,10 +85,8 @@ void ConfigurationListing::add(std::span<const std::uint32_t> value_indices) {
     }
     out += piece.length;
   }
-  if (pieces_.empty()) {
-    std::memcpy(out, format_ == ListingFormat::text ? "\n" : "{}\n", format_ == ListingFormat::text ? 1 : 3);
-    out += format_ == ListingFormat::text ? 1 : 3;
-  }
+  piece_start_.back() = static_cast<std::uint32_t>(out - line);
+  previous_line_buffered_ = true;
   used_ = static_cast<std::size_t>(out - buffer_.data());
 }
 
@@ -80,14 +95,15 @@ void ConfigurationListing::flush(std::FILE* out) {
   if (std::fwrite(buffer_.data(), 1, used_, out) != used_)
     throw TunerError("cannot write the configuration listing (is the output closed?)");
   used_ = 0;
+  previous_line_buffered_ = false;
 }
 
 std::uint64_t ConfigurationListing::write(const SpaceEnumerator& space, std::uint64_t first, std::uint64_t count,
                                           ListingFormat format, std::FILE* out) {
   ConfigurationListing listing(space.space(), format);
   std::uint64_t written = 0;
-  space.for_each_in_order(first, count, [&](std::span<const std::uint32_t> value_indices) {
-    listing.add(value_indices);
+  space.for_each_in_order(first, count, [&](std::span<const std::uint32_t> value_indices, std::size_t first_changed) {
+    listing.add(value_indices, first_changed);
     ++written;
     if (listing.used_ >= flush_bytes) listing.flush(out);
   });

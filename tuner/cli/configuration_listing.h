@@ -1,8 +1,9 @@
 #pragma once
 // `tune space --list`: valid configurations written one line each, as text ("BLOCK=128 VEC=4") or JSON lines
 // ({"BLOCK":128,"VEC":4}), at the speed of the enumerator. Every parameter value's text is formatted once, each
-// line is put together from those pieces in a large buffer, and the buffer is written in megabyte blocks; nothing
-// is kept per configuration, so memory does not grow with the count.
+// line is put together from those pieces in a large buffer (the part before the first parameter that changed is the
+// line before's, copied at once), and the buffer is written in megabyte blocks; nothing is kept per configuration,
+// so memory does not grow with the count.
 
 #include <cstdint>
 #include <cstdio>
@@ -20,8 +21,9 @@ class ConfigurationListing {
   ConfigurationListing(const Space& space, ListingFormat format);
 
   // Appends the line of one configuration given as value indices in declared parameter order
-  // (SpaceEnumerator::for_each_in_order).
-  void add(std::span<const std::uint32_t> value_indices);
+  // (SpaceEnumerator::for_each_in_order), whose parameters before first_changed hold the values of the line added
+  // before (0: any may differ).
+  void add(std::span<const std::uint32_t> value_indices, std::size_t first_changed = 0);
   // Writes what is buffered to out and empties the buffer.
   void flush(std::FILE* out);
   // The buffered text (for tests).
@@ -42,6 +44,10 @@ class ConfigurationListing {
   std::size_t longest_line_ = 0;
   std::vector<char> buffer_;
   std::size_t used_ = 0;
+  // The line added last, when it is still in the buffer (the end of it): its length and where each parameter's piece
+  // starts in it (one more entry: the length).
+  bool previous_line_buffered_ = false;
+  std::vector<std::uint32_t> piece_start_;
 };
 
 }  // namespace kernlathe

@@ -5,7 +5,7 @@ namespace kernlathe {
 PortfolioStrategy::PortfolioStrategy(const SpaceEnumerator& space, std::uint64_t seed, PortfolioSettings settings)
     : space_(space),
       settings_(settings),
-      model_(space, seed),
+      model_(space, seed, SurrogateSettings{settings.refit_growth}),
       // Another stream for the local part, so its random starts are not the model's design draws.
       local_(space, seed * 0x9e3779b97f4a7c15ULL + 1) {}
 

@@ -32,6 +32,8 @@ struct PortfolioSettings {
   // Proposals, counted from the start of the run, that only the model makes (its space-filling design and its first
   // picks) before local moves join.
   std::size_t model_first = 0;
+  // The model's refit schedule (surrogate.h SurrogateSettings::refit_growth).
+  double refit_growth = SurrogateSettings{}.refit_growth;
 };
 
 class PortfolioStrategy final : public Strategy {

@@ -118,9 +118,11 @@ PortfolioSettings portfolio_settings(std::string_view text, std::string_view ful
       settings.local_learns_from_model = value == 1;
     } else if (key == "model_first" && value >= 0 && value <= 1e6 && value == std::floor(value)) {
       settings.model_first = static_cast<std::size_t>(value);
+    } else if (key == "refit_growth" && value >= 0 && value <= 100) {
+      settings.refit_growth = value;
     } else {
       throw InputError(fmt::format("strategy '{}': '{}' is not a setting of the portfolio (model_share=X with X "
-                                   "from 0 to 1, local_learns_from_model=0 or 1, model_first=N)",
+                                   "from 0 to 1, local_learns_from_model=0 or 1, model_first=N, refit_growth=X with X from 0 to 100)",
                                    full_name, item));
     }
   }

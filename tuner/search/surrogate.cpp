@@ -49,7 +49,8 @@ bool all_integers(const Parameter& parameter) {
 
 }  // namespace
 
-SurrogateStrategy::SurrogateStrategy(const SpaceEnumerator& space, std::uint64_t seed) : GuidedStrategy(space, seed) {
+SurrogateStrategy::SurrogateStrategy(const SpaceEnumerator& space, std::uint64_t seed, SurrogateSettings settings)
+    : GuidedStrategy(space, seed), settings_(settings) {
   const std::vector<Parameter>& parameters = space.space().parameters;
   std::vector<std::size_t> integer_parameters;
   for (std::size_t p = 0; p < parameters.size(); ++p) {
@@ -119,8 +120,15 @@ const std::vector<double>& SurrogateStrategy::cached_features(std::uint64_t inde
   return row;
 }
 
+bool SurrogateStrategy::needs_fit() const {
+  const std::size_t told = observations().size();
+  if (fitted_observations_ == 0) return true;
+  return told > fitted_observations_ &&
+         static_cast<double>(told) >= static_cast<double>(fitted_observations_) * (1.0 + settings_.refit_growth);
+}
+
 void SurrogateStrategy::fit() {
-  stale_ = false;
+  fitted_observations_ = observations().size();
   std::vector<const Observation*> successes = ranked();
   const double fastest = std::log(*successes.front()->time_ms);
   const double slowest = std::log(*successes.back()->time_ms);
@@ -166,14 +174,15 @@ std::vector<std::uint64_t> SurrogateStrategy::candidates() {
 std::optional<Configuration> SurrogateStrategy::propose() {
   if (proposed_count() < initial_samples) return space_filling_proposal();
   if (ranked().size() < 2) return std::nullopt;
-  if (stale_) fit();
+  if (needs_fit()) fit();
   const std::size_t tree = uniform_index(random_, forest_.tree_count());
   std::optional<std::uint64_t> chosen;
   double chosen_prediction = 0;
   // Lowest predicted log time under the drawn tree; the lowest index wins a tie, so only the seed decides.
   for (std::uint64_t index : candidates()) {
-    const double prediction =
-        forest_.predict_with_tree(score_whole_space_ ? cached_features(index) : features(space_.at(index)), tree);
+    // Two calls rather than one with a conditional operator, which would copy the cached row into a temporary.
+    const double prediction = score_whole_space_ ? forest_.predict_with_tree(cached_features(index), tree)
+                                                 : forest_.predict_with_tree(features(space_.at(index)), tree);
     if (!chosen || prediction < chosen_prediction) {
       chosen = index;
       chosen_prediction = prediction;

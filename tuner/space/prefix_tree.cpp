@@ -57,8 +57,7 @@ PrefixTree::PrefixTree(int depth)
     : depth_(depth),
       value_index_(depth),
       child_begin_(depth > 1 ? depth - 1 : 0),
-      first_leaf_(depth > 2 ? depth - 2 : 0),
-      leaves_at_open_(depth, 0) {}
+      first_leaf_(depth > 2 ? depth - 2 : 0) {}
 
 void PrefixTree::finish() {
   for (int level = 0; level + 1 < depth_; ++level) {
@@ -130,6 +129,7 @@ PrefixTree::Cursor::Cursor(const PrefixTree& tree, std::uint64_t leaf)
 
 void PrefixTree::Cursor::position(std::uint64_t leaf) {
   const PrefixTree& tree = *tree_;
+  changed_from_ = 0;
   // The descent of at(), keeping each level's node for advance().
   std::uint64_t begin = 0;
   for (int level = 0; level + 1 < tree.depth_; ++level) {
@@ -162,11 +162,13 @@ bool PrefixTree::Cursor::advance() {
   }
   node_[last] = leaf;
   values_[last] = static_cast<std::uint32_t>(tree.value_index_[last][leaf]);
+  changed_from_ = last;
   // Every node has at least one child, so a level whose child left its range moves on by exactly one node.
   for (int level = last - 1; level >= 0; --level) {
     if (node_[level + 1] < tree.child_begin_[level][node_[level] + 1]) break;
     ++node_[level];
     values_[level] = static_cast<std::uint32_t>(tree.value_index_[level][node_[level]]);
+    changed_from_ = level;
   }
   return true;
 }

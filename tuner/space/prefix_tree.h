@@ -54,21 +54,13 @@ class PrefixTree {
  public:
   explicit PrefixTree(int depth);
 
-  // Building, in depth-first order: open a node for a value at a level, walk its children, close it. A node
-  // whose subtree received no leaf is removed when closed, so only prefixes of valid tuples are ever kept.
+  // Building, leaf by leaf in order: a leaf whose prefix differs from the previous leaf's from some level on opens a
+  // node at each level from there to the one above the leaves, then is added. Only prefixes of valid tuples are ever
+  // opened.
   void open(int level, std::uint32_t value_index) {
     value_index_[level].push_back(value_index);
     child_begin_[level].push_back(value_index_[level + 1].size());
     if (level + 2 < depth_) first_leaf_[level].push_back(leaf_count());
-    leaves_at_open_[level] = leaf_count();
-  }
-  // Returns whether the node was removed.
-  bool close(int level) {
-    if (leaf_count() != leaves_at_open_[level]) return false;
-    value_index_[level].pop_back();
-    child_begin_[level].pop_back();
-    if (level + 2 < depth_) first_leaf_[level].pop_back();
-    return true;
   }
   void add_leaf(std::uint32_t value_index) { value_index_[depth_ - 1].push_back(value_index); }
   void finish();  // appends the end sentinels and releases spare capacity
@@ -88,12 +80,16 @@ class PrefixTree {
     // The next leaf; false, and back at leaf 0, after the last.
     bool advance();
     std::span<const std::uint32_t> value_indices() const { return values_; }
+    // The shallowest level whose node the last advance() changed (the levels below it changed too); 0 after the
+    // cursor was placed or went back to leaf 0.
+    int changed_from() const { return changed_from_; }
 
    private:
     void position(std::uint64_t leaf);
     const PrefixTree* tree_;
     std::vector<std::uint64_t> node_;    // per level, the node on the path to the current leaf
     std::vector<std::uint32_t> values_;  // per level, its value index
+    int changed_from_ = 0;
   };
   std::optional<std::uint64_t> index_of(std::span<const std::uint32_t> value_indices) const;
 
@@ -107,7 +103,6 @@ class PrefixTree {
   std::vector<PackedArray> value_index_;  // per level: the value index of each node
   std::vector<PackedArray> child_begin_;  // per level but the last: first child of each node, then an end sentinel
   std::vector<PackedArray> first_leaf_;   // per level but the last two: first leaf under each node, then the leaf count
-  std::vector<std::uint64_t> leaves_at_open_;
 };
 
 }  // namespace kernlathe::space_detail

@@ -52,6 +52,14 @@ struct EnumerationLimits {
   std::uint64_t max_candidates = std::uint64_t{1} << 31;
 };
 
+// What an enumerator keeps of the valid tuples of its first group of parameters (the most significant digit of the
+// index). `indexed`, the default, keeps them as a prefix tree like every other group's, so the configuration at an
+// index and the index of a configuration are a descent: at(), index_of(), is_valid(), sample(), for_each_sample()
+// and neighbours() work. `in_order` only counts them, and for_each_in_order() walks them again: what `tune space`
+// counts and lists, in memory that does not grow with the first group (spaces/bench_large.yaml is one group of 17
+// million tuples, 126 MiB as a tree). The functions that need the index throw TunerError on such an enumerator.
+enum class EnumeratorKind { indexed, in_order };
+
 // At most this many configurations are drawn by one SpaceEnumerator::sample call (each is held in memory).
 inline constexpr std::uint64_t max_sample_size = std::uint64_t{1} << 20;
 
@@ -61,7 +69,8 @@ class SpaceEnumerator {
   // Throws InputError when no configuration is valid, when a constraint or derived value cannot be evaluated for
   // some configuration (division by zero, type error): the message names the configuration, or when the space
   // needs more than limits allow.
-  SpaceEnumerator(const Space& space, Constants constants, const EnumerationLimits& limits = {});
+  SpaceEnumerator(const Space& space, Constants constants, const EnumerationLimits& limits = {},
+                  EnumeratorKind kind = EnumeratorKind::indexed);
   ~SpaceEnumerator();
   SpaceEnumerator(SpaceEnumerator&&) noexcept;
   SpaceEnumerator& operator=(SpaceEnumerator&&) noexcept;
@@ -73,10 +82,14 @@ class SpaceEnumerator {
   // Stable mapping over [0, valid_count()): the same space and constants give the same order.
   Configuration at(std::uint64_t index) const;
   // The configurations [first, first + count) (clamped to valid_count()) in index order, each given to visit as the
-  // value index of every parameter in declared order (space().parameters[p].values[value_indices[p]]). Each step
-  // advances a cursor instead of decoding an index: `tune space --list all` lists bench_large's 17 million this way.
-  void for_each_in_order(std::uint64_t first, std::uint64_t count,
-                         const std::function<void(std::span<const std::uint32_t> value_indices)>& visit) const;
+  // value index of every parameter in declared order (space().parameters[p].values[value_indices[p]]) and the first
+  // parameter, in declared order, whose value may differ from the configuration visited before (0 for the first):
+  // the parameters before it are unchanged. Each step advances the walk of the group that changes (one valid tuple
+  // to the next) instead of decoding an index: `tune space --list all` lists bench_large's 17 million this way. On an
+  // `in_order` enumerator the first group is walked from its start, so a large first costs that walk.
+  void for_each_in_order(
+      std::uint64_t first, std::uint64_t count,
+      const std::function<void(std::span<const std::uint32_t> value_indices, std::size_t first_changed)>& visit) const;
   // The index of configuration's canonical form; nullopt when that is not valid.
   std::optional<std::uint64_t> index_of(const Configuration& configuration) const;
   bool is_valid(const Configuration& configuration) const;
