@@ -486,8 +486,7 @@ void SpaceEnumerator::Impl::tabulate(TabulatedConstraint& tabulated) {
 // declared order), one tuple per next(). Every check runs at the level where the last parameter it reads is bound,
 // so a rejected prefix is never extended. At a level of at most mask_bits values the level's tables are applied to
 // all its values at once when the walk enters it, a bit mask per table row, and the values they reject are never
-// visited: bench_large tries 41 million candidate values for 17 million valid tuples. Nothing is allocated per
-// candidate.
+// visited (bench_large: 12.7 of its 41.2 million candidate values). Nothing is allocated per candidate.
 class SpaceEnumerator::Impl::Walk {
  public:
   // tally: where the candidates tried are counted against the limit (the group's first walk); rejections: where
