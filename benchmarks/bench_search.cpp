@@ -78,7 +78,8 @@ Cost measure(const std::string& name, const kernlathe::SpaceEnumerator& space, c
 
 int main(int argc, char** argv) {
   const std::string root = KERNLATHE_SOURCE_DIR;
-  std::string csv = root + "/results/runs/gemm_bf16/sm_90/M=2048_N=2048_K=2048_INPUT_KIND=3_ELEMENT_BYTES=2/evaluations.csv";
+  std::string csv =
+      root + "/results/runs/gemm_bf16/sm_90/M=2048_N=2048_K=2048_INPUT_KIND=3_ELEMENT_BYTES=2/evaluations.csv";
   std::string spec_file = root + "/kernels/gemm_bf16.yaml";
   std::string problem = "M=2048,N=2048,K=2048";
   std::string arch = "sm_90";
@@ -124,6 +125,9 @@ int main(int argc, char** argv) {
     std::vector<Cost> costs;
     for (const std::string& name : strategies) costs.push_back(measure(name, space, source, results, lookahead));
 
+    const auto ratio_to_first = [&](const Cost& cost) {
+      return cost.per_result() > 0 ? costs.front().per_result() / cost.per_result() : 0.0;
+    };
     if (json) {
       nlohmann::json report = nlohmann::json::array();
       for (const Cost& cost : costs)
@@ -134,7 +138,7 @@ int main(int argc, char** argv) {
                           {"milliseconds_per_result", cost.per_result() * 1e3},
                           {"slowest_step_milliseconds", cost.slowest_step_seconds * 1e3},
                           {"best_over_optimum", cost.best_over_optimum},
-                          {"ratio_to_first", cost.per_result() > 0 ? costs.front().per_result() / cost.per_result() : 0}});
+                          {"ratio_to_first", ratio_to_first(cost)}});
       std::cout << report.dump(2) << "\n";
       return 0;
     }
@@ -145,8 +149,7 @@ int main(int argc, char** argv) {
     for (const Cost& cost : costs)
       fmt::print("{:<40} {:>8} {:>9.3f} {:>9.3f} {:>12.3f} {:>12.1f} {:>10.4f} {:>7.1f}x\n", cost.strategy,
                  cost.results, cost.tell_seconds, cost.ask_seconds, cost.per_result() * 1e3,
-                 cost.slowest_step_seconds * 1e3, cost.best_over_optimum,
-                 cost.per_result() > 0 ? costs.front().per_result() / cost.per_result() : 0.0);
+                 cost.slowest_step_seconds * 1e3, cost.best_over_optimum, ratio_to_first(cost));
   } catch (const std::exception& error) {
     std::cerr << "bench_search: " << error.what() << "\n";
     return 1;

@@ -125,7 +125,8 @@ TEST(ConfigurationListing, AStreamedListingHoldsWhatAtGivesInIndexOrder) {
     const Configuration configuration = indexed.at(index);
     expected_text += to_string(space, configuration) + "\n";
     nlohmann::ordered_json line = nlohmann::ordered_json::object();
-    for (std::size_t p = 0; p < space.parameters.size(); ++p) line[space.parameters[p].name] = json_of(configuration[p]);
+    for (std::size_t p = 0; p < space.parameters.size(); ++p)
+      line[space.parameters[p].name] = json_of(configuration[p]);
     expected_json += line.dump() + "\n";
   }
   ASSERT_GT(expected_text.size(), std::size_t{1} << 20);  // crosses a flush

@@ -274,7 +274,8 @@ TEST(SpaceEnumerator, BothKindsWalkInTheOrderOfAtAndSayWhatChanged) {
         for (std::size_t p = 0; previous && p < first_changed; ++p) ASSERT_EQ(visited[p], (*previous)[p]) << index;
         if (previous && first_changed < visited.size()) {
           bool differs = false;
-          for (std::size_t p = first_changed; p < visited.size(); ++p) differs = differs || visited[p] != (*previous)[p];
+          for (std::size_t p = first_changed; p < visited.size(); ++p)
+            differs = differs || visited[p] != (*previous)[p];
           EXPECT_TRUE(differs) << "index " << index;
         }
         previous = visited;

@@ -73,8 +73,8 @@ void ReplayCommand::add_to(CLI::App& command) {
   command.add_option("--problem", problem, "problem symbols the CSV was recorded with, e.g. N=1048576");
   command.add_option("--strategy", strategy,
                      fmt::format("a strategy or 'all' ({}; the default of tune run: {}; "
-                                 "portfolio:model_share=X,local_learns_from_model=0|1,model_first=N sets the "
-                                 "portfolio's settings)",
+                                 "portfolio:model_share=X,local_learns_from_model=0|1,model_first=N,"
+                                 "refit_growth=X sets the portfolio's settings)",
                                  fmt::join(strategy_names(), ", "), default_strategy_name()));
   command.add_option("--seeds", seeds, "runs per strategy, seeds 1..N (default 25)")->check(CLI::PositiveNumber);
   command.add_option("--budget", budgets, "evaluation budgets, comma-separated (default 50,100,200)");

@@ -146,7 +146,8 @@ struct RegressionForest::Builder {
         const double right_sum = total - left_sum;
         const double score = left_sum * left_sum / static_cast<double>(left) +
                              right_sum * right_sum / static_cast<double>(n - left);
-        if (best.feature < 0 || score > best.score) best = {feature, 0.5 * (values[used[k]] + values[used[k + 1]]), score};
+        if (best.feature < 0 || score > best.score)
+          best = {feature, 0.5 * (values[used[k]] + values[used[k + 1]]), score};
       }
     }
     for (std::size_t k = 0; k < used_count; ++k) {

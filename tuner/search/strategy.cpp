@@ -122,7 +122,8 @@ PortfolioSettings portfolio_settings(std::string_view text, std::string_view ful
       settings.refit_growth = value;
     } else {
       throw InputError(fmt::format("strategy '{}': '{}' is not a setting of the portfolio (model_share=X with X "
-                                   "from 0 to 1, local_learns_from_model=0 or 1, model_first=N, refit_growth=X with X from 0 to 100)",
+                                   "from 0 to 1, local_learns_from_model=0 or 1, model_first=N, refit_growth=X "
+                                   "with X from 0 to 100)",
                                    full_name, item));
     }
   }

@@ -469,7 +469,8 @@ void SpaceEnumerator::Impl::tabulate(TabulatedConstraint& tabulated) {
   const std::uint64_t row_length = space.parameters[parameters.back()].values.size();
   if (row_length > mask_bits) return;
   for (std::size_t i = 0; i + 1 < parameters.size(); ++i)
-    tabulated.row_strides.emplace_back(tabulated.level_strides[i].first, tabulated.level_strides[i].second / row_length);
+    tabulated.row_strides.emplace_back(tabulated.level_strides[i].first,
+                                       tabulated.level_strides[i].second / row_length);
   const std::uint64_t rows = stride / row_length;
   tabulated.accepting_rows.assign(rows, 0);
   tabulated.failing_rows.assign(rows, 0);
@@ -486,8 +487,7 @@ void SpaceEnumerator::Impl::tabulate(TabulatedConstraint& tabulated) {
 // declared order), one tuple per next(). Every check runs at the level where the last parameter it reads is bound,
 // so a rejected prefix is never extended. At a level of at most mask_bits values the level's tables are applied to
 // all its values at once when the walk enters it, a bit mask per table row, and the values they reject are never
-// visited: bench_large tries 41 million candidate values for 17 million valid tuples. Nothing is allocated per
-// candidate.
+// visited (bench_large: 12.7 of its 41.2 million candidate values). Nothing is allocated per candidate.
 class SpaceEnumerator::Impl::Walk {
  public:
   // tally: where the candidates tried are counted against the limit (the group's first walk); rejections: where
@@ -618,25 +618,28 @@ class SpaceEnumerator::Impl::Walk {
   bool evaluate(int level_index) {
     const Level& level = group_.levels[static_cast<std::size_t>(level_index)];
     const Space& space = impl_.space;
-    if (level.assigns_slot)
-      slots_[static_cast<std::size_t>(level.slot)] =
-          space.parameters[static_cast<std::size_t>(level.parameter)].values[choice_[static_cast<std::size_t>(level_index)]];
+    if (level.assigns_slot) {
+      const std::vector<Value>& values = space.parameters[static_cast<std::size_t>(level.parameter)].values;
+      slots_[static_cast<std::size_t>(level.slot)] = values[choice_[static_cast<std::size_t>(level_index)]];
+    }
     for (int d : level.derived) {
-      const DerivedValue& derived = space.derived[static_cast<std::size_t>(d)];
+      const auto derived_index = static_cast<std::size_t>(d);
+      const DerivedValue& derived = space.derived[derived_index];
       try {
-        slots_[static_cast<std::size_t>(impl_.derived_slot[static_cast<std::size_t>(d)])] = derived.expression.evaluate(slots_);
+        slots_[static_cast<std::size_t>(impl_.derived_slot[derived_index])] = derived.expression.evaluate(slots_);
       } catch (const expr::EvaluationError& error) {
         impl_.throw_evaluation_error(derived.expression, fmt::format("derived value {}", derived.name), error,
-                                     impl_.derived_parameters[static_cast<std::size_t>(d)], slots_);
+                                     impl_.derived_parameters[derived_index], slots_);
       }
     }
     for (int c : level.constraints) {
-      const Expression& expression = impl_.checks[static_cast<std::size_t>(c)].expression;
+      const auto constraint_index = static_cast<std::size_t>(c);
+      const Expression& expression = impl_.checks[constraint_index].expression;
       bool holds = false;
       try {
         holds = expression.evaluate_bool(slots_);
       } catch (const expr::EvaluationError& error) {
-        impl_.throw_evaluation_error(expression, "constraint", error, impl_.constraint_parameters[static_cast<std::size_t>(c)],
+        impl_.throw_evaluation_error(expression, "constraint", error, impl_.constraint_parameters[constraint_index],
                                      slots_);
       }
       if (!holds) {
@@ -677,7 +680,8 @@ void SpaceEnumerator::Impl::walk(Group& group) {
     // Checked as the tree grows, so a space beyond the limit fails before its memory is spent.
     tree_nodes += static_cast<std::uint64_t>(depth - walk.changed_from());
     if (tree_nodes > limits.max_tree_nodes) throw_too_large(group, true);
-    for (int level = walk.changed_from(); level + 1 < depth; ++level) group.tree->open(level, choice[static_cast<std::size_t>(level)]);
+    for (int level = walk.changed_from(); level + 1 < depth; ++level)
+      group.tree->open(level, choice[static_cast<std::size_t>(level)]);
     group.tree->add_leaf(choice[static_cast<std::size_t>(depth - 1)]);
   }
   if (count == 0) {
@@ -980,10 +984,14 @@ void SpaceEnumerator::for_each_in_order(
   std::optional<Impl::Walk> walk;  // the first group, on an `in_order` enumerator
   // The first parameter in declared order among the groups after each one: a group that moves on resets them.
   std::vector<std::size_t> first_declared_after(groups, impl.space.parameters.size());
+  // Where a group moved on at a level, the first parameter in declared order that may have changed.
+  const auto first_declared_changed = [&](std::size_t g, int level) {
+    const Group& group = impl.groups[g];
+    return group.tree || group.walked_again ? group.first_declared_from[static_cast<std::size_t>(level)]
+                                            : static_cast<std::size_t>(group.parameters.front());
+  };
   for (std::size_t g = groups; g-- > 1;)
-    first_declared_after[g - 1] =
-        std::min(first_declared_after[g], impl.groups[g].tree ? impl.groups[g].first_declared_from.front()
-                                                              : static_cast<std::size_t>(impl.groups[g].parameters.front()));
+    first_declared_after[g - 1] = std::min(first_declared_after[g], first_declared_changed(g, 0));
   std::vector<std::uint32_t> value_indices(impl.space.parameters.size());
   // Copies the levels of group g from a level on into value_indices.
   const auto place = [&](std::size_t g, int from_level) {
@@ -1030,9 +1038,7 @@ void SpaceEnumerator::for_each_in_order(
       if (wrapped && group.walked_again) break;
       place(g, wrapped ? 0 : changed_from);
       if (!wrapped) {
-        first_changed = std::min(first_declared_after[g], group.tree || group.walked_again
-                                                              ? group.first_declared_from[static_cast<std::size_t>(changed_from)]
-                                                              : static_cast<std::size_t>(group.parameters.front()));
+        first_changed = std::min(first_declared_after[g], first_declared_changed(g, changed_from));
         break;
       }
     }
