@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "host_library_support.h"
+
 namespace kernlathe {
 namespace {
 
@@ -36,44 +38,26 @@ const fs::path source_directory = KERNLATHE_SOURCE_DIR;
 // The host build of the templates, compiled once for all tests.
 class HostTemplates {
  public:
-  HostTemplates() {
-    const fs::path directory = fs::temp_directory_path() / ("tuner_templates_" + std::to_string(::getpid()));
-    fs::create_directories(directory);
-    const fs::path source = directory / "host_templates.cpp";
-    std::ofstream(source) << "#include \"host_emulation.h\"\n"
-                          << "#include \"host_device_stand_ins.h\"\n"
-                          << "#define LAYERNORM_RESIDUAL\n"
-                          << "#include \"layernorm.cu\"\n"
-                          << "#include \"common/activation.cuh\"\n"
-                          << "#include \"layernorm_entry_points.h\"\n";
-    const fs::path library = directory / "host_templates.so";
-    const std::string command = "c++ -std=c++20 -O1 -w -shared -fPIC -pthread -I" +
-                                (source_directory / "tests/data/verify").string() + " -I" +
-                                (source_directory / "tests/data/templates").string() + " -I" +
-                                (source_directory / "templates").string() + " " + source.string() + " -o " +
-                                library.string() + " 2>" + (directory / "log").string();
-    if (std::system(command.c_str()) != 0) {
-      std::ifstream log(directory / "log");
-      error_ = "host build failed: " + command + "\n" + std::string(std::istreambuf_iterator<char>(log), {});
-      return;
-    }
-    handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle_ == nullptr) {
-      error_ = dlerror();
-      return;
-    }
-    run_add_layernorm = reinterpret_cast<RunAddLayernorm>(dlsym(handle_, "run_add_layernorm"));
-    run_gelu = reinterpret_cast<RunGelu>(dlsym(handle_, "run_gelu"));
-    fs::remove_all(directory);
-  }
-  const std::string& error() const { return error_; }
-
-  RunAddLayernorm run_add_layernorm = nullptr;
-  RunGelu run_gelu = nullptr;
+  HostTemplates()
+      : library_("tuner_templates",
+                 "#include \"host_emulation.h\"\n"
+                 "#include \"host_device_stand_ins.h\"\n"
+                 "#define LAYERNORM_RESIDUAL\n"
+                 "#include \"layernorm.cu\"\n"
+                 "#include \"common/activation.cuh\"\n"
+                 "#include \"layernorm_entry_points.h\"\n",
+                 {source_directory / "tests/data/verify", source_directory / "tests/data/templates",
+                  source_directory / "templates"}),
+        run_add_layernorm(library_.symbol<RunAddLayernorm>("run_add_layernorm")),
+        run_gelu(library_.symbol<RunGelu>("run_gelu")) {}
+  const std::string& error() const { return library_.error(); }
 
  private:
-  void* handle_ = nullptr;
-  std::string error_;
+  testing::HostLibrary library_;
+
+ public:
+  RunAddLayernorm run_add_layernorm;
+  RunGelu run_gelu;
 };
 
 HostTemplates& host_templates() {

@@ -23,6 +23,7 @@
 #include "tuner/run/compare_kernels.h"
 #include "tuner/run/element_values.h"
 #include "tuner/spec/spec_loader.h"
+#include "host_library_support.h"
 
 namespace kernlathe {
 namespace {
@@ -37,38 +38,21 @@ const fs::path data_directory = fs::path(KERNLATHE_SOURCE_DIR) / "tests/data/ver
 // The host build of the template and the compare kernels, compiled once for all tests.
 class HostKernels {
  public:
-  HostKernels() {
-    const fs::path directory = fs::temp_directory_path() / ("tuner_verification_" + std::to_string(::getpid()));
-    fs::create_directories(directory);
-    const fs::path source = directory / "host_kernels.cpp";
-    std::ofstream(source) << "#include \"host_emulation.h\"\n"
-                          << compare_kernel_source() << "\n#include \"offset_copy.cu\"\n"
-                          << "#include \"host_entry_points.h\"\n";
-    const fs::path library = directory / "host_kernels.so";
-    const std::string command = "c++ -std=c++20 -O1 -w -shared -fPIC -pthread -I" + data_directory.string() + " " +
-                                source.string() + " -o " + library.string() + " 2>" + (directory / "log").string();
-    if (std::system(command.c_str()) != 0) {
-      std::ifstream log(directory / "log");
-      error_ = "host build failed: " + command + "\n" + std::string(std::istreambuf_iterator<char>(log), {});
-      return;
-    }
-    handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle_ == nullptr) {
-      error_ = dlerror();
-      return;
-    }
-    run_offset_copy = reinterpret_cast<RunOffsetCopy>(dlsym(handle_, "run_offset_copy"));
-    run_compare = reinterpret_cast<RunCompare>(dlsym(handle_, "run_compare_f32"));
-    fs::remove_all(directory);
-  }
-  const std::string& error() const { return error_; }
-
-  RunOffsetCopy run_offset_copy = nullptr;
-  RunCompare run_compare = nullptr;
+  HostKernels()
+      : library_("tuner_verification",
+                 "#include \"host_emulation.h\"\n" + compare_kernel_source() +
+                     "\n#include \"offset_copy.cu\"\n#include \"host_entry_points.h\"\n",
+                 {data_directory}),
+        run_offset_copy(library_.symbol<RunOffsetCopy>("run_offset_copy")),
+        run_compare(library_.symbol<RunCompare>("run_compare_f32")) {}
+  const std::string& error() const { return library_.error(); }
 
  private:
-  void* handle_ = nullptr;
-  std::string error_;
+  testing::HostLibrary library_;
+
+ public:
+  RunOffsetCopy run_offset_copy;
+  RunCompare run_compare;
 };
 
 HostKernels& host_kernels() {

@@ -14,7 +14,6 @@
 
 #include "tuner/common/error.h"
 #include "tuner/nvrtc/cubin_cache.h"
-#include "tuner/record/run_metadata.h"
 #include "tuner/run/protocol.h"
 
 namespace kernlathe {
@@ -333,22 +332,7 @@ EvaluatorOutcome serve_as_evaluator(Communicator& communicator, const TuneOption
   try {
     spec = load_kernel_spec(options.spec_file, options.problem);
     const MeasurementSettings measurement = measurement_settings_for(*spec, options.measurement);
-    if (replay) {
-      std::string arch = options.replay_arch;
-      if (arch.empty()) {
-        const auto runs = read_run_metadata(options.replay_csv);
-        arch = runs.empty() ? "sm_90" : runs.back().arch;
-      }
-      measurer = make_replay_measurer(*spec, options.replay_csv, device_profile(arch));
-    } else {
-      GpuMeasurerOptions gpu;
-      gpu.worker_executable = options.worker_executable.empty() ? current_executable() : options.worker_executable;
-      gpu.cubin_cache_dir = options.cubin_cache_dir.empty() ? default_cubin_cache_dir() : options.cubin_cache_dir;
-      gpu.device = device;
-      gpu.timeout_seconds = options.timeout_seconds;
-      gpu.measurement = measurement;
-      measurer = make_gpu_measurer(*spec, gpu);
-    }
+    measurer = open_measurer(*spec, options, measurement, device);
     outcome.device_name = measurer->device().name;
     communicator.send(0, tag_hello,
                       encode_message({{"label", outcome.label},

@@ -129,6 +129,25 @@ Constants run_constants(const KernelSpec& spec, const DeviceProperties& device) 
 
 std::filesystem::path current_executable() { return std::filesystem::read_symlink("/proc/self/exe"); }
 
+std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOptions& options,
+                                        const MeasurementSettings& measurement, int device) {
+  if (!options.replay_csv.empty()) {
+    std::string arch = options.replay_arch;
+    if (arch.empty()) {
+      const auto runs = read_run_metadata(options.replay_csv);
+      arch = runs.empty() ? "sm_90" : runs.back().arch;
+    }
+    return make_replay_measurer(spec, options.replay_csv, device_profile(arch));
+  }
+  GpuMeasurerOptions gpu;
+  gpu.worker_executable = options.worker_executable.empty() ? current_executable() : options.worker_executable;
+  gpu.cubin_cache_dir = options.cubin_cache_dir.empty() ? default_cubin_cache_dir() : options.cubin_cache_dir;
+  gpu.device = device;
+  gpu.timeout_seconds = options.timeout_seconds;
+  gpu.measurement = measurement;
+  return make_gpu_measurer(spec, gpu);
+}
+
 MeasurementSettings measurement_settings_for(const KernelSpec& spec, const MeasurementOverrides& overrides) {
   MeasurementSettings settings =
       apply(spec.stream.enabled ? MeasurementSettings::streamed_passes() : MeasurementSettings{}, overrides);
@@ -170,28 +189,13 @@ DeviceSet open_devices(const KernelSpec& spec, const TuneOptions& options, const
   if (distinct.size() != indices.size()) throw InputError("--devices names a GPU twice");
   for (int index : indices) set.labels.push_back(options.device_label_prefix + std::to_string(index));
   if (!options.replay_csv.empty()) {
-    std::string arch = options.replay_arch;
-    if (arch.empty()) {
-      const auto runs = read_run_metadata(options.replay_csv);
-      arch = runs.empty() ? "sm_90" : runs.back().arch;
-    }
-    for (std::size_t n = 0; n < indices.size(); ++n)
-      set.measurers.push_back(make_replay_measurer(spec, options.replay_csv, device_profile(arch)));
+    for (int index : indices) set.measurers.push_back(open_measurer(spec, options, measurement, index));
     add_remote_devices(set, spec, options);
     return set;
   }
-  const std::filesystem::path worker =
-      options.worker_executable.empty() ? current_executable() : options.worker_executable;
   std::vector<std::future<std::unique_ptr<Measurer>>> starting;
-  for (int index : indices) {
-    GpuMeasurerOptions gpu_options;
-    gpu_options.worker_executable = worker;
-    gpu_options.cubin_cache_dir = options.cubin_cache_dir.empty() ? default_cubin_cache_dir() : options.cubin_cache_dir;
-    gpu_options.device = index;
-    gpu_options.timeout_seconds = options.timeout_seconds;
-    gpu_options.measurement = measurement;
-    starting.push_back(std::async(std::launch::async, [&spec, gpu_options] { return make_gpu_measurer(spec, gpu_options); }));
-  }
+  for (int index : indices)
+    starting.push_back(std::async(std::launch::async, [&, index] { return open_measurer(spec, options, measurement, index); }));
   std::exception_ptr failure;
   for (auto& future : starting) {
     try {

@@ -165,6 +165,11 @@ Constants run_constants(const KernelSpec& spec, const DeviceProperties& device);
 double evaluate_metric(const Expression& expression, const SpaceEnumerator& space, const Configuration& config);
 
 
+// The measurer of one device of a run: a replay of options.replay_csv (with the device profile of the recorded arch
+// unless options.replay_arch names one), else an evaluation worker on GPU `device`. NoGpuError without a GPU.
+std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOptions& options,
+                                        const MeasurementSettings& measurement, int device);
+
 // The path of the running executable (/proc/self/exe).
 std::filesystem::path current_executable();
 
