@@ -4,6 +4,8 @@ specs draw it), so a benchmark can print our fused kernel's time beside PyTorch'
 
   torch_reference.py add_layernorm ROWS COLS DTYPE   x + r, then layer_norm (two kernels); layer_norm alone
   torch_reference.py gemm M N K                      bf16: mm, addmm(bias), gelu(addmm(bias)), addmm(bias) + r
+  torch_reference.py attention B H S D CAUSAL DTYPE  scaled_dot_product_attention on [B, H, S, D] tensors with
+                                                     each backend (cuDNN, flash, memory-efficient) forced in turn
 
 Prints one JSON object: for each sequence the median milliseconds per call (each sample times a batch of calls
 between two events, after a warm-up), the samples' spread, and for add_layernorm the minimal bytes of the fused
@@ -20,7 +22,7 @@ import torch.nn.functional as F
 WARMUP_CALLS = 10
 CALLS_PER_SAMPLE = 10
 SAMPLES = 15
-DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "fp32": torch.float32}
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "fp32": torch.float32, "f16": torch.float16}
 
 
 def uniform(shape, low, high, dtype, generator):
@@ -102,11 +104,39 @@ def gemm(m, n, k):
     return {"dtype": "bf16", "flops": flops, **timings}
 
 
+def attention(batch, heads, sequence, head_dim, causal, dtype_name):
+    """Forward attention with each SDPA backend, in TFLOP/s counted as the specs count them (4 B H S^2 D, half of it
+    causal). A backend that refuses the shape is reported with its error instead of a time."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    dtype = DTYPES[dtype_name]
+    generator = torch.Generator(device="cuda").manual_seed(41)
+    shape = (batch, heads, sequence, head_dim)
+    q = uniform(shape, -2, 2, dtype, generator)
+    k = uniform(shape, -2, 2, dtype, generator)
+    v = uniform(shape, -1, 1, dtype, generator)
+    flops = 4 * batch * heads * sequence * sequence * head_dim // (2 if causal else 1)
+    report = {"dtype": dtype_name, "flops": flops, "shape": list(shape), "causal": bool(causal)}
+    backends = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+                "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    for name, backend in backends.items():
+        try:
+            with sdpa_kernel(backend):
+                timing = time_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)))
+            timing["tflops"] = flops / (timing["median_ms"] * 1e-3) / 1e12
+        except RuntimeError as error:  # the backend does not take this shape or dtype on this GPU
+            timing = {"error": str(error).splitlines()[0][:200]}
+        report[name] = timing
+    return report
+
+
 def main(arguments):
     if len(arguments) == 4 and arguments[0] == "add_layernorm":
         report = add_layernorm(int(arguments[1]), int(arguments[2]), arguments[3])
     elif len(arguments) == 4 and arguments[0] == "gemm":
         report = gemm(int(arguments[1]), int(arguments[2]), int(arguments[3]))
+    elif len(arguments) == 7 and arguments[0] == "attention":
+        report = attention(*(int(value) for value in arguments[1:6]), arguments[6])
     else:
         raise SystemExit(__doc__)
     report["torch"] = torch.__version__

@@ -53,6 +53,82 @@ template <int count> __device__ __forceinline__ void accumulators_ready(float (&
 #define WGMMA_D64(b) WGMMA_D32(b), WGMMA_D32(b + 32)
 #define WGMMA_D128 WGMMA_D64(0), WGMMA_D64(64)
 
+// 16-bit inputs with B's layout chosen by the caller (kTransposeB = 1: B is N-major, as a row-major K x N matrix;
+// 0: K-major, as the rows of a row-major N x K matrix, e.g. attention's K in Q K^T), A either from shared memory
+// (K-major descriptor) or from registers: four 32-bit registers of two elements each, holding rows lane / 4 and
+// lane / 4 + 8 of the warp's 16 rows, columns 2 (lane % 4) + {0, 1} and + 8 (the layout of a 16-bit m64nN
+// accumulator pair, which is how attention feeds its softmax output back in).
+template <int n> struct Wgmma16;
+
+template <> struct Wgmma16<64> {
+  template <int kTransposeB>
+  static __device__ __forceinline__ void shared_a(float (&d)[32], unsigned long long a_descriptor,
+                                                  unsigned long long b_descriptor, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D32_TEXT
+        "}, %32, %33, accumulate, 1, 1, 0, %35;\n}\n"
+        : WGMMA_D32(0)
+        : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d), "n"(kTransposeB));
+  }
+  template <int kTransposeB>
+  static __device__ __forceinline__ void register_a(float (&d)[32], const unsigned (&a)[4],
+                                                    unsigned long long b_descriptor, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D32_TEXT
+        "}, {%32, %33, %34, %35}, %36, accumulate, 1, 1, %38;\n}\n"
+        : WGMMA_D32(0)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d), "n"(kTransposeB));
+  }
+};
+
+template <> struct Wgmma16<128> {
+  template <int kTransposeB>
+  static __device__ __forceinline__ void shared_a(float (&d)[64], unsigned long long a_descriptor,
+                                                  unsigned long long b_descriptor, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D64_TEXT
+        "}, %64, %65, accumulate, 1, 1, 0, %67;\n}\n"
+        : WGMMA_D64(0)
+        : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d), "n"(kTransposeB));
+  }
+  template <int kTransposeB>
+  static __device__ __forceinline__ void register_a(float (&d)[64], const unsigned (&a)[4],
+                                                    unsigned long long b_descriptor, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D64_TEXT
+        "}, {%64, %65, %66, %67}, %68, accumulate, 1, 1, %70;\n}\n"
+        : WGMMA_D64(0)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d), "n"(kTransposeB));
+  }
+};
+
+template <> struct Wgmma16<256> {
+  template <int kTransposeB>
+  static __device__ __forceinline__ void shared_a(float (&d)[128], unsigned long long a_descriptor,
+                                                  unsigned long long b_descriptor, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D128_TEXT
+        "}, %128, %129, accumulate, 1, 1, 0, %131;\n}\n"
+        : WGMMA_D128
+        : "l"(a_descriptor), "l"(b_descriptor), "r"(scale_d), "n"(kTransposeB));
+  }
+  template <int kTransposeB>
+  static __device__ __forceinline__ void register_a(float (&d)[128], const unsigned (&a)[4],
+                                                    unsigned long long b_descriptor, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred accumulate;\nsetp.ne.b32 accumulate, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32" WGMMA_INPUT_TYPES " {" WGMMA_D128_TEXT
+        "}, {%128, %129, %130, %131}, %132, accumulate, 1, 1, %134;\n}\n"
+        : WGMMA_D128
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_descriptor), "r"(scale_d), "n"(kTransposeB));
+  }
+};
+
 // One m64nNk{16, 8} instruction, N = 64, 128 or 256, in the form each input type uses (both forms must compile, as
 // `if constexpr` inside a generic lambda still checks the branch it drops). scale_d == 0 starts D from zero instead
 // of accumulating.

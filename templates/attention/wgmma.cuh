@@ -1,0 +1,361 @@
+// Attention forward on Hopper tensor cores, FlashAttention-style (sm_90a only).
+//
+// A block computes the output of AT_BM = 64 * AT_CONSUMERS query rows of one (batch, head) pair:
+//   - Warpgroup 0 is the producer: one thread loads the block's Q tile once, then the K and V tiles of AT_BN keys
+//     each, with TMA bulk tensor copies into a ring of AT_STAGES shared-memory stages. K and V of a stage complete
+//     on separate mbarriers, so the S = Q K^T of a stage can start before its V has arrived.
+//   - Warpgroups 1..AT_CONSUMERS are consumers, 64 query rows each. Per K/V tile: S = Q K^T (wgmma, Q and K from
+//     shared memory, K read K-major: its rows are the instruction's columns), the online softmax on S in registers
+//     (running row maximum, rescaled row sums, output rescaled when the maximum grows), P converted to 16 bits in
+//     registers, and O += P V (wgmma with P as the register operand and V read N-major through the transpose bit).
+//     The fp32 accumulator layout of an m64nN wgmma is the register-operand layout of the next one, so P never goes
+//     through shared memory.
+//   - AT_OVERLAP: the S = Q K^T of tile j and the O += P V of tile j - 1 are both in flight while the softmax of
+//     tile j waits for the first, and the second runs under that softmax, so the tensor cores work while the
+//     consumer computes exponentials (P of tile j - 1 is packed into its own registers, so S can be overwritten);
+//     without it, each tile's two products and its softmax run one after the other (other consumers' work still
+//     overlaps).
+//   - setmaxnreg moves registers from the producer to the consumers' accumulators (O: AT_HEAD_DIM / 2 fp32 per
+//     thread, S: AT_BN / 2, P: AT_BN / 4).
+//   - Causal: a block reads keys up to its last query row only, and masks scores of keys past each row's position
+//     in the tiles that straddle the diagonal. AT_ORDER picks the blocks' order: "heads" walks the query tiles of
+//     one (batch, head) pair together (they share K and V in L2), "tiles" walks one query tile of every pair
+//     together, last tiles first, so under causal masking the longest blocks start first.
+//
+// Layouts (tensor maps encoded by the evaluation worker with 128-byte swizzle): Q, K and V arrive as head_dim / 64
+// boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_BN rows, every box starting on a 1024-byte
+// boundary: wgmma's K-major layout for Q and K, and its N-major layout, 64 columns per chunk, for V.
+// Shapes must be whole tiles: the space rejects sequences that are not multiples of AT_BM and AT_BN.
+#pragma once
+
+#if defined(ATTENTION_INPUT_BF16)
+#define WGMMA_INPUT_TYPES ".bf16.bf16"
+#else
+#define WGMMA_INPUT_TYPES ".f16.f16"
+#endif
+
+#include "common/mbarrier.cuh"
+#include "common/wgmma.cuh"
+
+namespace wgmma_path {
+
+constexpr int block_m = AT_BM;
+constexpr int block_n = AT_BN;
+constexpr int stages = AT_STAGES;
+constexpr int consumers = AT_CONSUMERS;
+constexpr bool overlap = AT_OVERLAP;
+#if defined(AT_ORDER_tiles)
+constexpr bool tiles_first = true;
+#else
+constexpr bool tiles_first = false;
+#endif
+constexpr int warpgroup_threads = 128;
+constexpr int instruction_m = 64;
+constexpr int instruction_k = 16;
+constexpr int swizzle_bytes = 128;
+constexpr int swizzle_atom_bytes = 8 * swizzle_bytes;
+constexpr int box_columns = swizzle_bytes / 2;          // 64 elements of 16 bits
+constexpr int chunks = head_dim / box_columns;          // boxes across the head dimension
+constexpr int q_box_bytes = block_m * swizzle_bytes;
+constexpr int kv_box_bytes = block_n * swizzle_bytes;
+constexpr int q_bytes = chunks * q_box_bytes;
+constexpr int kv_tile_bytes = chunks * kv_box_bytes;     // K or V of one stage
+constexpr int stage_bytes = 2 * kv_tile_bytes;
+constexpr int score_count = block_n / 2;                 // S accumulators per thread
+constexpr int output_count = head_dim / 2;               // O accumulators per thread
+constexpr int p_steps = block_n / instruction_k;         // k steps of O += P V
+constexpr int qk_steps = head_dim / instruction_k;       // k steps of S = Q K^T
+constexpr int producer_registers = 24;
+constexpr int consumer_registers = consumers == 3 ? 160 : 240;
+
+static_assert(block_m == instruction_m * consumers, "each consumer warpgroup owns 64 query rows");
+static_assert(head_dim % box_columns == 0, "the head dimension is whole 64-column boxes");
+static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and AT_CONSUMERS consumer warpgroups");
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float result;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(result) : "f"(x));
+  return result;
+}
+
+__device__ __forceinline__ unsigned pack_two(float low, float high) {
+#if defined(ATTENTION_INPUT_BF16)
+  __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+#else
+  __half2 pair = __floats2half2_rn(low, high);
+#endif
+  return *reinterpret_cast<unsigned*>(&pair);
+}
+
+// One consumer's running softmax state: for each of the thread's two rows (lane / 4 and lane / 4 + 8 of its warp's
+// 16), the maximum scaled score so far (in log2 units) and this thread's part of the row sum (the four threads of a
+// row add theirs at the end).
+struct RowState {
+  float max[2] = {NEGATIVE_INFINITY, NEGATIVE_INFINITY};
+  float sum[2] = {0.0f, 0.0f};
+};
+
+// Masks, exponentiates and sums one tile of scores. Returns the factors the output must be multiplied by (the old
+// maximum over the new one, as powers of two), and leaves P = 2^(scaled S - max) in `scores`.
+// Register j * 4 + {0, 1} of the S fragment holds row lane / 4 (half 0), columns 8 j + 2 (lane % 4) + {0, 1};
+// j * 4 + {2, 3} the same columns of row lane / 4 + 8 (half 1).
+__device__ __forceinline__ void online_softmax(float (&scores)[score_count], RowState& state, float scale_log2,
+                                               bool masked, int row0, int key0, float (&correction)[2]) {
+  const int lane = threadIdx.x % 32;
+  if (masked) {
+#pragma unroll
+    for (int index = 0; index < score_count; ++index) {
+      const int row = row0 + index % 4 / 2 * 8;
+      const int key = key0 + index / 4 * 8 + lane % 4 * 2 + index % 2;
+      if (key > row) scores[index] = NEGATIVE_INFINITY;
+    }
+  }
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float tile_max = NEGATIVE_INFINITY;
+#pragma unroll
+    for (int chunk = 0; chunk < score_count / 4; ++chunk) {
+      tile_max = fmaxf(tile_max, fmaxf(scores[chunk * 4 + half * 2], scores[chunk * 4 + half * 2 + 1]));
+    }
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    const float new_max = fmaxf(state.max[half], tile_max * scale_log2);
+    correction[half] = fast_exp2(state.max[half] - new_max);  // 0 on the first tile (the old maximum is -inf)
+    state.max[half] = new_max;
+    float tile_sum = 0.0f;
+#pragma unroll
+    for (int chunk = 0; chunk < score_count / 4; ++chunk) {
+#pragma unroll
+      for (int column = 0; column < 2; ++column) {
+        float& score = scores[chunk * 4 + half * 2 + column];
+        score = fast_exp2(fmaf(score, scale_log2, -new_max));
+        tile_sum += score;
+      }
+    }
+    state.sum[half] = state.sum[half] * correction[half] + tile_sum;
+  }
+}
+
+// P in the register-operand layout of O += P V: k step t covers keys 16 t .. 16 t + 15, which are S registers
+// 8 t .. 8 t + 7 in order, packed in pairs.
+__device__ __forceinline__ void pack_probabilities(const float (&scores)[score_count], unsigned (&p)[p_steps][4]) {
+#pragma unroll
+  for (int step = 0; step < p_steps; ++step)
+#pragma unroll
+    for (int pair = 0; pair < 4; ++pair) p[step][pair] = pack_two(scores[step * 8 + pair * 2], scores[step * 8 + pair * 2 + 1]);
+}
+
+__device__ __forceinline__ void rescale_output(float (&output)[output_count], const float (&correction)[2]) {
+#pragma unroll
+  for (int index = 0; index < output_count; ++index) output[index] *= correction[index % 4 / 2];
+}
+
+}  // namespace wgmma_path
+
+__device__ __forceinline__ void attention_path(int sequence, float scale, const Element*, const Element*,
+                                               const Element*, Element* o, const TensorMap& q_map,
+                                               const TensorMap& k_map, const TensorMap& v_map) {
+  using namespace wgmma_path;
+  extern __shared__ unsigned char attention_shared[];
+  // wgmma and TMA derive the 128-byte swizzle from address bits: every tile starts on a 1024-byte boundary
+  // (SHARED_BYTES has 1024 bytes of slack for this).
+  const unsigned q_tile = (shared_address(attention_shared) + swizzle_atom_bytes - 1) & ~(swizzle_atom_bytes - 1u);
+  const unsigned stages_base = q_tile + q_bytes;
+  const unsigned barriers_base = stages_base + stages * stage_bytes;
+  const unsigned q_barrier = barriers_base;
+  const auto k_full = [&](int stage) { return barriers_base + 8u * (1 + stage); };
+  const auto v_full = [&](int stage) { return barriers_base + 8u * (1 + stages + stage); };
+  const auto empty = [&](int stage) { return barriers_base + 8u * (1 + 2 * stages + stage); };
+
+  const int q_tiles = sequence / block_m;
+  const int pair = tiles_first ? blockIdx.x : blockIdx.y;
+  const int tile_index = tiles_first ? q_tiles - 1 - static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.x);
+  const int first_row = tile_index * block_m;             // within the sequence
+  const int row_base = pair * sequence;                   // the pair's first row in the [pairs * sequence] maps
+  // Causal: keys up to the block's last row; whole tiles, the last ones masked.
+  const int kv_tiles = causal ? min(sequence / block_n, (first_row + block_m + block_n - 1) / block_n)
+                              : sequence / block_n;
+  const int warpgroup = threadIdx.x / warpgroup_threads;
+
+  if (threadIdx.x == 0) {
+    barrier_init(q_barrier, 1);
+    for (int stage = 0; stage < stages; ++stage) {
+      barrier_init(k_full(stage), 1);
+      barrier_init(v_full(stage), 1);
+      barrier_init(empty(stage), consumers * 4);  // one arrival per consumer warp
+    }
+    barrier_init_fence();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(producer_registers));
+    if (threadIdx.x == 0) {
+      barrier_arrive_expect_bytes(q_barrier, q_bytes);
+#pragma unroll
+      for (int chunk = 0; chunk < chunks; ++chunk) {
+        copy_tile(q_tile + chunk * q_box_bytes, q_map, q_barrier, chunk * box_columns, row_base + first_row);
+      }
+      int stage = 0;
+      unsigned phase = 0;
+      for (int tile = 0; tile < kv_tiles; ++tile) {
+        barrier_wait(empty(stage), phase ^ 1);
+        const unsigned k_tile = stages_base + stage * stage_bytes;
+        const unsigned v_tile = k_tile + kv_tile_bytes;
+        barrier_arrive_expect_bytes(k_full(stage), kv_tile_bytes);
+#pragma unroll
+        for (int chunk = 0; chunk < chunks; ++chunk) {
+          copy_tile(k_tile + chunk * kv_box_bytes, k_map, k_full(stage), chunk * box_columns, row_base + tile * block_n);
+        }
+        barrier_arrive_expect_bytes(v_full(stage), kv_tile_bytes);
+#pragma unroll
+        for (int chunk = 0; chunk < chunks; ++chunk) {
+          copy_tile(v_tile + chunk * kv_box_bytes, v_map, v_full(stage), chunk * box_columns, row_base + tile * block_n);
+        }
+        if (++stage == stages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(consumer_registers));
+  const int consumer = warpgroup - 1;
+  const int thread = threadIdx.x % warpgroup_threads;
+  const int lane = thread % 32;
+  const int row0 = first_row + consumer * instruction_m + thread / 32 * 16 + lane / 4;  // the thread's first row
+  const float scale_log2 = scale * 1.4426950408889634f;
+  const unsigned q_slice = q_tile + consumer * instruction_m * swizzle_bytes;
+
+  // S = Q K^T for the K of one stage: Q's 64 rows of this consumer (K-major, 16 columns = 32 bytes per step along a
+  // swizzled row, a new box every 4 steps) against K's block_n rows, read K-major too (no transpose).
+  const auto issue_scores = [&](float (&scores)[score_count], int stage) {
+    const unsigned k_tile = stages_base + stage * stage_bytes;
+#pragma unroll
+    for (int step = 0; step < qk_steps; ++step) {
+      const unsigned column_bytes = step % 4 * instruction_k * 2;
+      const unsigned long long a = matrix_descriptor(q_slice + step / 4 * q_box_bytes + column_bytes, 16,
+                                                     swizzle_atom_bytes);
+      const unsigned long long b = matrix_descriptor(k_tile + step / 4 * kv_box_bytes + column_bytes, 16,
+                                                     swizzle_atom_bytes);
+      Wgmma16<block_n>::shared_a<0>(scores, a, b, step > 0);
+    }
+  };
+  // O += P V for the V of one stage: 16 keys (16 rows of V, two swizzle atoms) per step; V's 64-column boxes are
+  // the N-major operand's chunks, kv_box_bytes apart.
+  const auto issue_output = [&](float (&output)[output_count], const unsigned (&p)[p_steps][4], int stage) {
+    const unsigned v_tile = stages_base + stage * stage_bytes + kv_tile_bytes;
+#pragma unroll
+    for (int step = 0; step < p_steps; ++step) {
+      const unsigned long long b = matrix_descriptor(v_tile + step * instruction_k * swizzle_bytes, kv_box_bytes,
+                                                     swizzle_atom_bytes);
+      Wgmma16<head_dim>::register_a<1>(output, p[step], b, 1);
+    }
+  };
+  const auto release = [&](int stage) {
+    if (lane == 0) barrier_arrive(empty(stage));
+  };
+  // Tiles whose last key lies past the consumer's first row straddle the diagonal.
+  const int consumer_first_row = first_row + consumer * instruction_m;
+  const auto straddles = [&](int tile) { return causal && (tile + 1) * block_n - 1 > consumer_first_row; };
+
+  float output[output_count];
+#pragma unroll
+  for (int index = 0; index < output_count; ++index) output[index] = 0.0f;
+  RowState state;
+  unsigned p[p_steps][4];
+  float correction[2];
+  barrier_wait(q_barrier, 0);
+
+  if constexpr (!overlap) {
+    float scores[score_count];
+    int stage = 0;
+    unsigned phase = 0;
+    for (int tile = 0; tile < kv_tiles; ++tile) {
+      barrier_wait(k_full(stage), phase);
+      wgmma_fence();
+      issue_scores(scores, stage);
+      wgmma_commit();
+      wgmma_wait<0>();
+      accumulators_ready(scores);
+      online_softmax(scores, state, scale_log2, straddles(tile), row0, tile * block_n, correction);
+      rescale_output(output, correction);
+      pack_probabilities(scores, p);
+      barrier_wait(v_full(stage), phase);
+      wgmma_fence();
+      issue_output(output, p, stage);
+      wgmma_commit();
+      wgmma_wait<0>();
+      accumulators_ready(output);
+      release(stage);
+      if (++stage == stages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  } else {
+    // Tile 0's scores alone, then per tile j >= 1: issue S_j and O += P_{j-1} V_{j-1}, wait for S_j, softmax of
+    // S_j, wait for the output product (only then may O be rescaled and P overwritten), rescale O, pack P_j.
+    float scores[score_count];
+    barrier_wait(k_full(0), 0);
+    wgmma_fence();
+    issue_scores(scores, 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    accumulators_ready(scores);
+    online_softmax(scores, state, scale_log2, straddles(0), row0, 0, correction);
+    pack_probabilities(scores, p);
+    int previous = 0;  // the stage of tile j - 1
+    unsigned previous_phase = 0;
+    for (int tile = 1; tile < kv_tiles; ++tile) {
+      const int stage = tile % stages;
+      const unsigned phase = tile / stages % 2;
+      barrier_wait(k_full(stage), phase);
+      wgmma_fence();
+      issue_scores(scores, stage);
+      wgmma_commit();
+      barrier_wait(v_full(previous), previous_phase);
+      wgmma_fence();
+      issue_output(output, p, previous);
+      wgmma_commit();
+      wgmma_wait<1>();
+      accumulators_ready(scores);
+      online_softmax(scores, state, scale_log2, straddles(tile), row0, tile * block_n, correction);
+      wgmma_wait<0>();
+      accumulators_ready(output);
+      release(previous);
+      rescale_output(output, correction);
+      pack_probabilities(scores, p);
+      previous = stage;
+      previous_phase = phase;
+    }
+    barrier_wait(v_full(previous), previous_phase);
+    wgmma_fence();
+    issue_output(output, p, previous);
+    wgmma_commit();
+    wgmma_wait<0>();
+    accumulators_ready(output);
+    release(previous);
+  }
+
+  // Each row's sum over its four threads, then O / sum into the output rows, two elements per store.
+  float total[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    total[half] = state.sum[half];
+    total[half] += __shfl_xor_sync(0xffffffffu, total[half], 1);
+    total[half] += __shfl_xor_sync(0xffffffffu, total[half], 2);
+    total[half] = 1.0f / total[half];
+  }
+#pragma unroll
+  for (int chunk = 0; chunk < output_count / 4; ++chunk) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const long long row = row_base + row0 + half * 8;
+      *reinterpret_cast<unsigned*>(o + row * head_dim + chunk * 8 + lane % 4 * 2) =
+          pack_two(output[chunk * 4 + half * 2] * total[half], output[chunk * 4 + half * 2 + 1] * total[half]);
+    }
+  }
+}
