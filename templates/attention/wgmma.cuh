@@ -15,6 +15,9 @@
 //     consumer computes exponentials (P of tile j - 1 is packed into its own registers, so S can be overwritten);
 //     without it, each tile's two products and its softmax run one after the other (other consumers' work still
 //     overlaps).
+//   - AT_PINGPONG (with AT_OVERLAP): the consumers take turns issuing their products, tile by tile, through named
+//     barriers (consumer c waits on barrier 1 + c, then lets the next consumer go), so one consumer's softmax runs
+//     while the other's products keep the tensor cores busy, instead of both reaching their exponentials at once.
 //   - setmaxnreg moves registers from the producer to the consumers' accumulators (O: AT_HEAD_DIM / 2 fp32 per
 //     thread, S: AT_BN / 2, P: AT_BN / 4).
 //   - Causal: a block reads keys up to its last query row only, and masks scores of keys past each row's position
@@ -44,6 +47,7 @@ constexpr int block_n = AT_BN;
 constexpr int stages = AT_STAGES;
 constexpr int consumers = AT_CONSUMERS;
 constexpr bool overlap = AT_OVERLAP;
+constexpr bool pingpong = AT_PINGPONG;
 #if defined(AT_ORDER_tiles)
 constexpr bool tiles_first = true;
 #else
@@ -71,6 +75,16 @@ constexpr int consumer_registers = consumers == 3 ? 160 : 240;
 static_assert(block_m == instruction_m * consumers, "each consumer warpgroup owns 64 query rows");
 static_assert(head_dim % box_columns == 0, "the head dimension is whole 64-column boxes");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and AT_CONSUMERS consumer warpgroups");
+static_assert(!pingpong || (overlap && consumers >= 2), "turns are taken by two or more overlapping consumers");
+
+// Named barrier 1 + c is consumer c's turn: it completes once c's 128 threads wait on it and the previous
+// consumer's 128 threads have arrived (barrier 0 is __syncthreads).
+__device__ __forceinline__ void wait_turn(int consumer) {
+  asm volatile("bar.sync %0, %1;" ::"r"(1 + consumer), "n"(2 * warpgroup_threads) : "memory");
+}
+__device__ __forceinline__ void pass_turn(int consumer) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(1 + (consumer + 1) % consumers), "n"(2 * warpgroup_threads) : "memory");
+}
 
 __device__ __forceinline__ float fast_exp2(float x) {
   float result;
@@ -298,11 +312,26 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
   } else {
     // Tile 0's scores alone, then per tile j >= 1: issue S_j and O += P_{j-1} V_{j-1}, wait for S_j, softmax of
     // S_j, wait for the output product (only then may O be rescaled and P overwritten), rescale O, pack P_j.
+    // Turns (AT_PINGPONG): one for tile 0's scores, one per later tile for both its products, one for the last
+    // output product: kv_tiles + 1 per consumer. The last consumer opens the first turn of consumer 0 and, to
+    // leave no arrival pending at exit, does not pass its own last turn on.
+    const int turns = kv_tiles + 1;
+    int turn = 0;
+    const auto take_turn = [&] {
+      if (pingpong) wait_turn(consumer);
+    };
+    const auto end_turn = [&] {
+      ++turn;
+      if (pingpong && !(consumer == consumers - 1 && turn == turns)) pass_turn(consumer);
+    };
+    if (pingpong && consumer == consumers - 1) pass_turn(consumer);
     float scores[score_count];
     barrier_wait(k_full(0), 0);
+    take_turn();
     wgmma_fence();
     issue_scores(scores, 0);
     wgmma_commit();
+    end_turn();
     wgmma_wait<0>();
     accumulators_ready(scores);
     online_softmax(scores, state, scale_log2, straddles(0), row0, 0, correction);
@@ -313,13 +342,14 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
       const int stage = tile % stages;
       const unsigned phase = tile / stages % 2;
       barrier_wait(k_full(stage), phase);
+      barrier_wait(v_full(previous), previous_phase);
+      take_turn();
       wgmma_fence();
       issue_scores(scores, stage);
       wgmma_commit();
-      barrier_wait(v_full(previous), previous_phase);
-      wgmma_fence();
       issue_output(output, p, previous);
       wgmma_commit();
+      end_turn();
       wgmma_wait<1>();
       accumulators_ready(scores);
       online_softmax(scores, state, scale_log2, straddles(tile), row0, tile * block_n, correction);
@@ -332,9 +362,11 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
       previous_phase = phase;
     }
     barrier_wait(v_full(previous), previous_phase);
+    take_turn();
     wgmma_fence();
     issue_output(output, p, previous);
     wgmma_commit();
+    end_turn();
     wgmma_wait<0>();
     accumulators_ready(output);
     release(previous);
