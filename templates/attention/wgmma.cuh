@@ -20,6 +20,10 @@
 //     while the other's products keep the tensor cores busy, instead of both reaching their exponentials at once.
 //   - setmaxnreg moves registers from the producer to the consumers' accumulators (O: AT_HEAD_DIM / 2 fp32 per
 //     thread, S: AT_BN / 2, P: AT_BN / 4).
+//   - AT_PERSISTENT: one block per SM walks the query tiles (units) b, b + gridDim.x, ... in AT_ORDER's order; the
+//     producer loads the next unit's Q as soon as every consumer's last score product of the current unit is done
+//     (the q_empty barrier), and its first K / V tiles as stages free up, while the consumers finish and store the
+//     current unit. Without it, each block computes one query tile and the pipeline fills again per block.
 //   - Causal: a block reads keys up to its last query row only, and masks scores of keys past each row's position
 //     in the tiles that straddle the diagonal. AT_ORDER picks the blocks' order: "heads" walks the query tiles of
 //     one (batch, head) pair together (they share K and V in L2), "tiles" walks one query tile of every pair
@@ -48,6 +52,7 @@ constexpr int stages = AT_STAGES;
 constexpr int consumers = AT_CONSUMERS;
 constexpr bool overlap = AT_OVERLAP;
 constexpr bool pingpong = AT_PINGPONG;
+constexpr bool persistent = AT_PERSISTENT;
 #if defined(AT_ORDER_tiles)
 constexpr bool tiles_first = true;
 #else
@@ -176,27 +181,52 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
   const unsigned q_tile = (shared_address(attention_shared) + swizzle_atom_bytes - 1) & ~(swizzle_atom_bytes - 1u);
   const unsigned stages_base = q_tile + q_bytes;
   const unsigned barriers_base = stages_base + stages * stage_bytes;
-  const unsigned q_barrier = barriers_base;
-  const auto k_full = [&](int stage) { return barriers_base + 8u * (1 + stage); };
-  const auto v_full = [&](int stage) { return barriers_base + 8u * (1 + stages + stage); };
-  const auto empty = [&](int stage) { return barriers_base + 8u * (1 + 2 * stages + stage); };
+  const unsigned q_full = barriers_base;
+  const unsigned q_empty = barriers_base + 8u;
+  const auto k_full = [&](int stage) { return barriers_base + 8u * (2 + stage); };
+  const auto v_full = [&](int stage) { return barriers_base + 8u * (2 + stages + stage); };
+  const auto empty = [&](int stage) { return barriers_base + 8u * (2 + 2 * stages + stage); };
 
+  // A unit of work is one query tile of one (batch, head) pair. Without AT_PERSISTENT a block has one, named by its
+  // block index; with it, the grid is at most one block per SM and block b takes units b, b + gridDim.x, ..., in the
+  // order AT_ORDER gives them.
   const int q_tiles = sequence / block_m;
-  const int pair = tiles_first ? blockIdx.x : blockIdx.y;
-  const int tile_index = tiles_first ? q_tiles - 1 - static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.x);
-  const int first_row = tile_index * block_m;             // within the sequence
-  const int row_base = pair * sequence;                   // the pair's first row in the [pairs * sequence] maps
-  // Causal: keys up to the block's last row; whole tiles, the last ones masked.
-  const int kv_tiles = causal ? min(sequence / block_n, (first_row + block_m + block_n - 1) / block_n)
-                              : sequence / block_n;
+  const int unit_count = persistent ? PAIRS * q_tiles : 1;
+  const int first_unit = persistent ? static_cast<int>(blockIdx.x) : 0;
+  const int unit_step = persistent ? static_cast<int>(gridDim.x) : 1;
+  struct Unit {
+    int row_base;   // the pair's first row in the [pairs * sequence] maps
+    int first_row;  // the tile's first query row within the sequence
+    int kv_tiles;   // causal: keys up to the tile's last row, whole tiles, the last ones masked
+  };
+  const auto unit_at = [&](int unit) {
+    int pair, tile_index;
+    if (!persistent) {
+      pair = tiles_first ? blockIdx.x : blockIdx.y;
+      tile_index = tiles_first ? q_tiles - 1 - static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.x);
+    } else if (tiles_first) {
+      pair = unit % PAIRS;
+      tile_index = q_tiles - 1 - unit / PAIRS;
+    } else {
+      pair = unit / q_tiles;
+      tile_index = unit % q_tiles;
+    }
+    Unit result;
+    result.row_base = pair * sequence;
+    result.first_row = tile_index * block_m;
+    result.kv_tiles = causal ? min(sequence / block_n, (result.first_row + block_m + block_n - 1) / block_n)
+                             : sequence / block_n;
+    return result;
+  };
   const int warpgroup = threadIdx.x / warpgroup_threads;
 
   if (threadIdx.x == 0) {
-    barrier_init(q_barrier, 1);
+    barrier_init(q_full, 1);
+    barrier_init(q_empty, consumers * 4);  // one arrival per consumer warp once its last S = Q K^T is done
     for (int stage = 0; stage < stages; ++stage) {
       barrier_init(k_full(stage), 1);
       barrier_init(v_full(stage), 1);
-      barrier_init(empty(stage), consumers * 4);  // one arrival per consumer warp
+      barrier_init(empty(stage), consumers * 4);
     }
     barrier_init_fence();
   }
@@ -205,30 +235,33 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(producer_registers));
     if (threadIdx.x == 0) {
-      barrier_arrive_expect_bytes(q_barrier, q_bytes);
-#pragma unroll
-      for (int chunk = 0; chunk < chunks; ++chunk) {
-        copy_tile(q_tile + chunk * q_box_bytes, q_map, q_barrier, chunk * box_columns, row_base + first_row);
-      }
-      int stage = 0;
-      unsigned phase = 0;
-      for (int tile = 0; tile < kv_tiles; ++tile) {
-        barrier_wait(empty(stage), phase ^ 1);
-        const unsigned k_tile = stages_base + stage * stage_bytes;
-        const unsigned v_tile = k_tile + kv_tile_bytes;
-        barrier_arrive_expect_bytes(k_full(stage), kv_tile_bytes);
+      int ring = 0;  // K / V tiles loaded so far: stage ring % stages, phase ring / stages % 2
+      int round = 0;  // units started
+      for (int unit = first_unit; unit < unit_count; unit += unit_step, ++round) {
+        const Unit work = unit_at(unit);
+        // The next Q overwrites the last: wait until every consumer's last score product has read it.
+        if (round > 0) barrier_wait(q_empty, (round - 1) % 2);
+        barrier_arrive_expect_bytes(q_full, q_bytes);
 #pragma unroll
         for (int chunk = 0; chunk < chunks; ++chunk) {
-          copy_tile(k_tile + chunk * kv_box_bytes, k_map, k_full(stage), chunk * box_columns, row_base + tile * block_n);
+          copy_tile(q_tile + chunk * q_box_bytes, q_map, q_full, chunk * box_columns, work.row_base + work.first_row);
         }
-        barrier_arrive_expect_bytes(v_full(stage), kv_tile_bytes);
+        for (int tile = 0; tile < work.kv_tiles; ++tile, ++ring) {
+          const int stage = ring % stages;
+          barrier_wait(empty(stage), (ring / stages % 2) ^ 1);
+          const unsigned k_tile = stages_base + stage * stage_bytes;
+          const unsigned v_tile = k_tile + kv_tile_bytes;
+          const int key_row = work.row_base + tile * block_n;
+          barrier_arrive_expect_bytes(k_full(stage), kv_tile_bytes);
 #pragma unroll
-        for (int chunk = 0; chunk < chunks; ++chunk) {
-          copy_tile(v_tile + chunk * kv_box_bytes, v_map, v_full(stage), chunk * box_columns, row_base + tile * block_n);
-        }
-        if (++stage == stages) {
-          stage = 0;
-          phase ^= 1;
+          for (int chunk = 0; chunk < chunks; ++chunk) {
+            copy_tile(k_tile + chunk * kv_box_bytes, k_map, k_full(stage), chunk * box_columns, key_row);
+          }
+          barrier_arrive_expect_bytes(v_full(stage), kv_tile_bytes);
+#pragma unroll
+          for (int chunk = 0; chunk < chunks; ++chunk) {
+            copy_tile(v_tile + chunk * kv_box_bytes, v_map, v_full(stage), chunk * box_columns, key_row);
+          }
         }
       }
     }
@@ -239,7 +272,6 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
   const int consumer = warpgroup - 1;
   const int thread = threadIdx.x % warpgroup_threads;
   const int lane = thread % 32;
-  const int row0 = first_row + consumer * instruction_m + thread / 32 * 16 + lane / 4;  // the thread's first row
   const float scale_log2 = scale * 1.4426950408889634f;
   const unsigned q_slice = q_tile + consumer * instruction_m * swizzle_bytes;
 
@@ -268,126 +300,133 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
       Wgmma16<head_dim>::register_a<1>(output, p[step], b, 1);
     }
   };
-  const auto release = [&](int stage) {
-    if (lane == 0) barrier_arrive(empty(stage));
+  const auto release = [&](unsigned barrier) {
+    if (lane == 0) barrier_arrive(barrier);
   };
-  // Tiles whose last key lies past the consumer's first row straddle the diagonal.
-  const int consumer_first_row = first_row + consumer * instruction_m;
-  const auto straddles = [&](int tile) { return causal && (tile + 1) * block_n - 1 > consumer_first_row; };
 
-  float output[output_count];
+  // Turns (AT_PINGPONG): per unit, one for tile 0's scores, one per later tile for both its products, one for the
+  // last output product. The last consumer opens consumer 0's first turn and, to leave no arrival pending at exit,
+  // does not pass on its very last turn.
+  bool last_turn = false;
+  const auto take_turn = [&] {
+    if (pingpong) wait_turn(consumer);
+  };
+  const auto end_turn = [&] {
+    if (pingpong && !(consumer == consumers - 1 && last_turn)) pass_turn(consumer);
+  };
+  if (pingpong && consumer == consumers - 1) pass_turn(consumer);
+
+  int ring = 0;   // K / V tiles consumed so far, as the producer counts them
+  int round = 0;  // units started
+  for (int unit = first_unit; unit < unit_count; unit += unit_step, ++round) {
+    const Unit work = unit_at(unit);
+    const bool last_unit = unit + unit_step >= unit_count;
+    const int kv_tiles = work.kv_tiles;
+    const int row0 = work.first_row + consumer * instruction_m + thread / 32 * 16 + lane / 4;  // the thread's first row
+    // Tiles whose last key lies past the consumer's first row straddle the diagonal.
+    const int consumer_first_row = work.first_row + consumer * instruction_m;
+    const auto straddles = [&](int tile) { return causal && (tile + 1) * block_n - 1 > consumer_first_row; };
+    const auto stage_of = [&](int tile) { return (ring + tile) % stages; };
+    const auto phase_of = [&](int tile) { return static_cast<unsigned>((ring + tile) / stages % 2); };
+
+    float output[output_count];
 #pragma unroll
-  for (int index = 0; index < output_count; ++index) output[index] = 0.0f;
-  RowState state;
-  unsigned p[p_steps][4];
-  float correction[2];
-  barrier_wait(q_barrier, 0);
+    for (int index = 0; index < output_count; ++index) output[index] = 0.0f;
+    RowState state;
+    unsigned p[p_steps][4];
+    float correction[2];
+    barrier_wait(q_full, round % 2);
 
-  if constexpr (!overlap) {
-    float scores[score_count];
-    int stage = 0;
-    unsigned phase = 0;
-    for (int tile = 0; tile < kv_tiles; ++tile) {
-      barrier_wait(k_full(stage), phase);
-      wgmma_fence();
-      issue_scores(scores, stage);
-      wgmma_commit();
-      wgmma_wait<0>();
-      accumulators_ready(scores);
-      online_softmax(scores, state, scale_log2, straddles(tile), row0, tile * block_n, correction);
-      rescale_output(output, correction);
-      pack_probabilities(scores, p);
-      barrier_wait(v_full(stage), phase);
-      wgmma_fence();
-      issue_output(output, p, stage);
-      wgmma_commit();
-      wgmma_wait<0>();
-      accumulators_ready(output);
-      release(stage);
-      if (++stage == stages) {
-        stage = 0;
-        phase ^= 1;
+    if constexpr (!overlap) {
+      float scores[score_count];
+      for (int tile = 0; tile < kv_tiles; ++tile) {
+        const int stage = stage_of(tile);
+        barrier_wait(k_full(stage), phase_of(tile));
+        wgmma_fence();
+        issue_scores(scores, stage);
+        wgmma_commit();
+        wgmma_wait<0>();
+        accumulators_ready(scores);
+        if (tile == kv_tiles - 1) release(q_empty);
+        online_softmax(scores, state, scale_log2, straddles(tile), row0, tile * block_n, correction);
+        rescale_output(output, correction);
+        pack_probabilities(scores, p);
+        barrier_wait(v_full(stage), phase_of(tile));
+        wgmma_fence();
+        issue_output(output, p, stage);
+        wgmma_commit();
+        wgmma_wait<0>();
+        accumulators_ready(output);
+        release(empty(stage));
       }
-    }
-  } else {
-    // Tile 0's scores alone, then per tile j >= 1: issue S_j and O += P_{j-1} V_{j-1}, wait for S_j, softmax of
-    // S_j, wait for the output product (only then may O be rescaled and P overwritten), rescale O, pack P_j.
-    // Turns (AT_PINGPONG): one for tile 0's scores, one per later tile for both its products, one for the last
-    // output product: kv_tiles + 1 per consumer. The last consumer opens the first turn of consumer 0 and, to
-    // leave no arrival pending at exit, does not pass its own last turn on.
-    const int turns = kv_tiles + 1;
-    int turn = 0;
-    const auto take_turn = [&] {
-      if (pingpong) wait_turn(consumer);
-    };
-    const auto end_turn = [&] {
-      ++turn;
-      if (pingpong && !(consumer == consumers - 1 && turn == turns)) pass_turn(consumer);
-    };
-    if (pingpong && consumer == consumers - 1) pass_turn(consumer);
-    float scores[score_count];
-    barrier_wait(k_full(0), 0);
-    take_turn();
-    wgmma_fence();
-    issue_scores(scores, 0);
-    wgmma_commit();
-    end_turn();
-    wgmma_wait<0>();
-    accumulators_ready(scores);
-    online_softmax(scores, state, scale_log2, straddles(0), row0, 0, correction);
-    pack_probabilities(scores, p);
-    int previous = 0;  // the stage of tile j - 1
-    unsigned previous_phase = 0;
-    for (int tile = 1; tile < kv_tiles; ++tile) {
-      const int stage = tile % stages;
-      const unsigned phase = tile / stages % 2;
-      barrier_wait(k_full(stage), phase);
-      barrier_wait(v_full(previous), previous_phase);
+    } else {
+      // Tile 0's scores alone, then per tile j >= 1: issue S_j and O += P_{j-1} V_{j-1}, wait for S_j, softmax of
+      // S_j, wait for the output product (only then may O be rescaled and P overwritten), rescale O, pack P_j.
+      float scores[score_count];
+      barrier_wait(k_full(stage_of(0)), phase_of(0));
       take_turn();
       wgmma_fence();
-      issue_scores(scores, stage);
-      wgmma_commit();
-      issue_output(output, p, previous);
+      issue_scores(scores, stage_of(0));
       wgmma_commit();
       end_turn();
-      wgmma_wait<1>();
+      wgmma_wait<0>();
       accumulators_ready(scores);
-      online_softmax(scores, state, scale_log2, straddles(tile), row0, tile * block_n, correction);
+      if (kv_tiles == 1) release(q_empty);
+      online_softmax(scores, state, scale_log2, straddles(0), row0, 0, correction);
+      pack_probabilities(scores, p);
+      for (int tile = 1; tile < kv_tiles; ++tile) {
+        const int stage = stage_of(tile);
+        const int previous = stage_of(tile - 1);
+        barrier_wait(k_full(stage), phase_of(tile));
+        barrier_wait(v_full(previous), phase_of(tile - 1));
+        take_turn();
+        wgmma_fence();
+        issue_scores(scores, stage);
+        wgmma_commit();
+        issue_output(output, p, previous);
+        wgmma_commit();
+        end_turn();
+        wgmma_wait<1>();
+        accumulators_ready(scores);
+        if (tile == kv_tiles - 1) release(q_empty);
+        online_softmax(scores, state, scale_log2, straddles(tile), row0, tile * block_n, correction);
+        wgmma_wait<0>();
+        accumulators_ready(output);
+        release(empty(previous));
+        rescale_output(output, correction);
+        pack_probabilities(scores, p);
+      }
+      const int last = stage_of(kv_tiles - 1);
+      barrier_wait(v_full(last), phase_of(kv_tiles - 1));
+      last_turn = last_unit;
+      take_turn();
+      wgmma_fence();
+      issue_output(output, p, last);
+      wgmma_commit();
+      end_turn();
       wgmma_wait<0>();
       accumulators_ready(output);
-      release(previous);
-      rescale_output(output, correction);
-      pack_probabilities(scores, p);
-      previous = stage;
-      previous_phase = phase;
+      release(empty(last));
     }
-    barrier_wait(v_full(previous), previous_phase);
-    take_turn();
-    wgmma_fence();
-    issue_output(output, p, previous);
-    wgmma_commit();
-    end_turn();
-    wgmma_wait<0>();
-    accumulators_ready(output);
-    release(previous);
-  }
+    ring += kv_tiles;
 
-  // Each row's sum over its four threads, then O / sum into the output rows, two elements per store.
-  float total[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    total[half] = state.sum[half];
-    total[half] += __shfl_xor_sync(0xffffffffu, total[half], 1);
-    total[half] += __shfl_xor_sync(0xffffffffu, total[half], 2);
-    total[half] = 1.0f / total[half];
-  }
-#pragma unroll
-  for (int chunk = 0; chunk < output_count / 4; ++chunk) {
+    // Each row's sum over its four threads, then O / sum into the output rows, two elements per store.
+    float total[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const long long row = row_base + row0 + half * 8;
-      *reinterpret_cast<unsigned*>(o + row * head_dim + chunk * 8 + lane % 4 * 2) =
-          pack_two(output[chunk * 4 + half * 2] * total[half], output[chunk * 4 + half * 2 + 1] * total[half]);
+      total[half] = state.sum[half];
+      total[half] += __shfl_xor_sync(0xffffffffu, total[half], 1);
+      total[half] += __shfl_xor_sync(0xffffffffu, total[half], 2);
+      total[half] = 1.0f / total[half];
+    }
+#pragma unroll
+    for (int chunk = 0; chunk < output_count / 4; ++chunk) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const long long row = work.row_base + row0 + half * 8;
+        *reinterpret_cast<unsigned*>(o + row * head_dim + chunk * 8 + lane % 4 * 2) =
+            pack_two(output[chunk * 4 + half * 2] * total[half], output[chunk * 4 + half * 2 + 1] * total[half]);
+      }
     }
   }
 }
