@@ -5,7 +5,11 @@
 //   - add_layernorm's verification reference (the configuration every GPU candidate is compared with), the row in
 //     registers and the row in shared memory: the stored sum is x + r in fp32 exactly, the output the layer
 //     normalisation of that sum;
-//   - the GELU of the fused GEMM epilogue against x Phi(x) in double.
+//   - the GELU of the fused GEMM epilogue against x Phi(x) in double;
+//   - attention's verification reference (templates/attention.cu, PATH reference) with one warp per block, in
+//     bf16 and fp16, head dimensions 64 and 128, causal and not, against attention in double on the same inputs.
+//     That build includes the CUDA toolkit's cuda_fp16.h and cuda_bf16.h (host code) and defines
+//     HOST_BLOCK_SHARED_MEMORY, so the lanes of a block share the staged key and value tiles.
 // A template change that breaks that arithmetic fails here without a GPU; what only a GPU runs (warpgroups, TMA,
 // clusters) is verified against these paths by `tune run` itself.
 
@@ -13,16 +17,25 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "host_library_support.h"
+#include "tuner/common/float16.h"
+#include "tuner/nvrtc/compile_request.h"
 
 namespace kernlathe {
 namespace {
@@ -159,6 +172,285 @@ TEST(GeluOnHost, IsTheExactGeluToFp32Accuracy) {
   EXPECT_NEAR(host_templates().run_gelu(1.0f), 0.8413447, 1e-6);
   EXPECT_NEAR(host_templates().run_gelu(-1.0f), -0.1586553, 1e-6);
   EXPECT_EQ(host_templates().run_gelu(0.0f), 0.0f);
+}
+
+// Attention's verification reference (templates/attention/reference.cuh) on host threads. The element type, head
+// dimension, masking and rows per block are compile-time constants of the template (the space derives them from the
+// problem), so each combination is its own host build. One warp per block (REF_WARPS 1) owns all REF_ROWS query rows
+// (each warp of the specs' verification configuration, 8 warps over 16 rows, owns two).
+using RunAttention = int (*)(int, int, float, const std::uint16_t*, const std::uint16_t*, const std::uint16_t*,
+                             std::uint16_t*);
+
+// A 16-bit element type as the host sees it: its bit patterns, rounding to nearest even, and its unit roundoff
+// (half the distance between neighbours around 1: 2^-8 with bf16's 8 significant bits, 2^-11 with fp16's 11).
+struct ElementType {
+  std::string name;
+  std::string define;  // what the spec passes NVRTC
+  std::uint16_t (*round)(float);
+  float (*widen)(std::uint16_t);
+  double unit_roundoff;
+  std::uint16_t nan;
+};
+
+const ElementType bf16{"bf16", "ATTENTION_INPUT_BF16", float_to_bfloat16_bits, bfloat16_bits_to_float,
+                       std::ldexp(1.0, -8), 0x7fc0};
+const ElementType f16{"f16", "ATTENTION_INPUT_F16", float_to_half_bits, half_bits_to_float, std::ldexp(1.0, -11),
+                      0x7e00};
+
+struct AttentionShape {
+  int pairs;  // batch x heads
+  int sequence;
+};
+
+struct AttentionBuild {
+  const ElementType* element;
+  int head_dim;
+  bool causal;
+  int rows_per_block;  // REF_ROWS
+  // Sequences within one tile of 32 keys, exactly one tile, and across the tile boundary to a partial tile (the
+  // reference zero-fills and skips keys at or past the sequence); several pairs where the grid's x walks them.
+  std::vector<AttentionShape> shapes;
+};
+
+void PrintTo(const AttentionBuild& build, std::ostream* stream) {
+  *stream << build.element->name << " HEAD_DIM " << build.head_dim << " CAUSAL " << (build.causal ? 1 : 0)
+          << " REF_ROWS " << build.rows_per_block;
+}
+
+std::string build_name(const AttentionBuild& build) {
+  return "attention_" + build.element->name + "_hd" + std::to_string(build.head_dim) +
+         (build.causal ? "_causal" : "") + "_rows" + std::to_string(build.rows_per_block);
+}
+
+std::string attention_source(const AttentionBuild& build) {
+  return "#include <cuda_fp16.h>\n"
+         "#include <cuda_bf16.h>\n"
+         "#include \"host_emulation.h\"\n"
+         "#define HOST_BLOCK_SHARED_MEMORY\n"
+         "#include \"host_device_stand_ins.h\"\n"
+         "#define " + build.element->define + "\n" +
+         // What instantiate defines for a reference configuration: the enumeration's name flag and index, the
+         // derived head dimension and masking, THREADS = REF_WARPS * 32.
+         "#define PATH_reference 1\n#define PATH 0\n"
+         "#define AT_HEAD_DIM " + std::to_string(build.head_dim) + "\n"
+         "#define AT_CAUSAL " + (build.causal ? "1" : "0") + "\n"
+         "#define REF_WARPS 1\n#define THREADS 32\n"
+         "#define REF_ROWS " + std::to_string(build.rows_per_block) + "\n"
+         "#include \"attention.cu\"\n"
+         "#include \"attention_entry_points.h\"\n";
+}
+
+class AttentionLibrary {
+ public:
+  explicit AttentionLibrary(const AttentionBuild& build)
+      : library_(build_name(build), attention_source(build),
+                 {source_directory / "tests/data/verify", source_directory / "tests/data/templates",
+                  source_directory / "templates", cuda_include_directory()}),
+        run(library_.symbol<RunAttention>("run_attention")) {}
+  const std::string& error() const { return library_.error(); }
+
+ private:
+  testing::HostLibrary library_;
+
+ public:
+  RunAttention run;
+};
+
+// Each build once per process.
+AttentionLibrary& attention_library(const AttentionBuild& build) {
+  static std::map<std::string, std::unique_ptr<AttentionLibrary>> libraries;
+  std::unique_ptr<AttentionLibrary>& library = libraries[build_name(build)];
+  if (!library) library = std::make_unique<AttentionLibrary>(build);
+  return *library;
+}
+
+// Q, K and V as the specs initialise them (q, k in [-2, 2], v in [-1, 1], seeds 41 to 43), rounded to the element
+// type; the kernel reads the bit patterns, the double reference the same values widened.
+struct AttentionInputs {
+  std::vector<std::uint16_t> q, k, v;
+  std::vector<float> q_values, k_values, v_values;
+};
+
+AttentionInputs attention_inputs(const ElementType& element, const AttentionShape& shape, int head_dim) {
+  const std::size_t count = static_cast<std::size_t>(shape.pairs) * shape.sequence * head_dim;
+  AttentionInputs inputs;
+  auto round = [&](const std::vector<float>& values, std::vector<std::uint16_t>& bits, std::vector<float>& rounded) {
+    for (float value : values) {
+      bits.push_back(element.round(value));
+      rounded.push_back(element.widen(bits.back()));
+    }
+  };
+  round(uniform(count, -2, 2, 41), inputs.q, inputs.q_values);
+  round(uniform(count, -2, 2, 42), inputs.k, inputs.k_values);
+  round(uniform(count, -1, 1, 43), inputs.v, inputs.v_values);
+  return inputs;
+}
+
+// softmax(scale q k^T) v in double for every (pair, position) row, over keys [0, key_count(position)). Keys at or
+// past the sequence count as rows of zeros (what the reference stages there), so a mask that forgot the sequence's
+// end can be modelled too.
+std::vector<double> attention_in_double(const AttentionInputs& inputs, const AttentionShape& shape, int head_dim,
+                                        float scale, const std::function<int(int)>& key_count) {
+  std::vector<double> result(static_cast<std::size_t>(shape.pairs) * shape.sequence * head_dim);
+  for (int pair = 0; pair < shape.pairs; ++pair) {
+    const std::size_t head = static_cast<std::size_t>(pair) * shape.sequence * head_dim;
+    for (int position = 0; position < shape.sequence; ++position) {
+      const float* query = &inputs.q_values[head + static_cast<std::size_t>(position) * head_dim];
+      const int keys = key_count(position);
+      std::vector<double> scores(keys, 0.0);
+      for (int key = 0; key < keys && key < shape.sequence; ++key) {
+        const float* key_row = &inputs.k_values[head + static_cast<std::size_t>(key) * head_dim];
+        double dot = 0;
+        for (int index = 0; index < head_dim; ++index) dot += static_cast<double>(query[index]) * key_row[index];
+        scores[key] = static_cast<double>(scale) * dot;
+      }
+      const double largest = *std::max_element(scores.begin(), scores.end());
+      double total = 0;
+      std::vector<double> output(head_dim, 0.0);
+      for (int key = 0; key < keys; ++key) {
+        const double weight = std::exp(scores[key] - largest);
+        total += weight;
+        if (key >= shape.sequence) continue;
+        const float* value_row = &inputs.v_values[head + static_cast<std::size_t>(key) * head_dim];
+        for (int index = 0; index < head_dim; ++index) output[index] += weight * value_row[index];
+      }
+      for (int index = 0; index < head_dim; ++index)
+        result[head + static_cast<std::size_t>(position) * head_dim + index] = output[index] / total;
+    }
+  }
+  return result;
+}
+
+// What the fp32 arithmetic may add before the output's rounding, worst case. A score sums head_dim products
+// (|q k| <= 4) per lane in groups of head_dim / 32 and then over 5 shuffle steps: at most (4 + 5) roundings of
+// 2^-24 times the sum of |q k| (<= 4 x 128), times scale (<= 1/8): 2.7e-5 absolute at most (about 1e-6 typical),
+// which is the relative error of that key's weight (exp's own error is an ulp or two, 1e-7). A relative error d in
+// every weight moves the normalised sum of values in [-1, 1] by at most 2d; the running rescaling adds one
+// rounding per key (<= 40 keys here: 2.4e-6). So 1e-4 bounds the fp32 part with room to spare, while one key too
+// many or too few moves an output by about |v - o| / (keys + 1), 1e-2 at 40 keys. Measured on these shapes: no
+// output is more than 3e-8 beyond its rounding bound; the bf16 outputs are the double results rounded to bf16.
+constexpr double fp32_allowance = 1.0e-4;
+
+// Where the output exceeds the allowed error the most: |output - expected| - (unit roundoff x |expected| + fp32
+// allowance), over the rows [first_row, end_row) of every pair; infinity where an output is NaN (never written).
+double largest_excess(const std::vector<std::uint16_t>& output, const ElementType& element,
+                      const std::vector<double>& expected, const AttentionShape& shape, int head_dim, int first_row,
+                      int end_row) {
+  double excess = -std::numeric_limits<double>::infinity();
+  for (int pair = 0; pair < shape.pairs; ++pair) {
+    for (int position = first_row; position < end_row; ++position) {
+      for (int index = 0; index < head_dim; ++index) {
+        const std::size_t at = (static_cast<std::size_t>(pair) * shape.sequence + position) * head_dim + index;
+        const double value = element.widen(output[at]);
+        if (std::isnan(value)) return std::numeric_limits<double>::infinity();
+        const double allowed = element.unit_roundoff * std::abs(expected[at]) + fp32_allowance;
+        excess = std::max(excess, std::abs(value - expected[at]) - allowed);
+      }
+    }
+  }
+  return excess;
+}
+
+float attention_scale(int head_dim) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim))); }
+
+// The reference's output for one shape, from poisoned (NaN) outputs.
+std::vector<std::uint16_t> run_reference(AttentionLibrary& library, const ElementType& element,
+                                         const AttentionInputs& inputs, const AttentionShape& shape, int head_dim) {
+  std::vector<std::uint16_t> output(inputs.q.size(), element.nan);
+  const int status = library.run(shape.pairs, shape.sequence, attention_scale(head_dim), inputs.q.data(),
+                                 inputs.k.data(), inputs.v.data(), output.data());
+  EXPECT_EQ(status, 0);
+  return output;
+}
+
+std::function<int(int)> causal_keys() {
+  return [](int position) { return position + 1; };
+}
+std::function<int(int)> every_key(int sequence) {
+  return [sequence](int) { return sequence; };
+}
+
+class AttentionReferenceOnHost : public ::testing::TestWithParam<AttentionBuild> {};
+
+TEST_P(AttentionReferenceOnHost, MatchesAttentionInDouble) {
+  const AttentionBuild& build = GetParam();
+  ASSERT_NE(cuda_include_directory(), "") << "the host build includes the CUDA toolkit's cuda_fp16.h and cuda_bf16.h";
+  AttentionLibrary& library = attention_library(build);
+  ASSERT_EQ(library.error(), "");
+  ASSERT_NE(library.run, nullptr);
+  for (const AttentionShape& shape : build.shapes) {
+    SCOPED_TRACE(std::to_string(shape.pairs) + " pairs, sequence " + std::to_string(shape.sequence));
+    const AttentionInputs inputs = attention_inputs(*build.element, shape, build.head_dim);
+    const std::vector<std::uint16_t> output = run_reference(library, *build.element, inputs, shape, build.head_dim);
+    const std::vector<double> expected =
+        attention_in_double(inputs, shape, build.head_dim, attention_scale(build.head_dim),
+                            build.causal ? causal_keys() : every_key(shape.sequence));
+    EXPECT_LE(largest_excess(output, *build.element, expected, shape, build.head_dim, 0, shape.sequence), 0.0);
+    if (build.causal) {
+      // The first query sees only the first key: weight exp(0) = 1 after a correction of exp(-inf) = 0, so its
+      // output is that key's value row, bit for bit.
+      for (int pair = 0; pair < shape.pairs; ++pair) {
+        const std::size_t row = static_cast<std::size_t>(pair) * shape.sequence * build.head_dim;
+        for (int index = 0; index < build.head_dim; ++index)
+          ASSERT_EQ(output[row + index], inputs.v[row + index]) << "pair " << pair << ", element " << index;
+      }
+    }
+  }
+}
+
+std::string attention_build_name(const ::testing::TestParamInfo<AttentionBuild>& info) {
+  return build_name(info.param);
+}
+
+// bf16 at head dimension 64 with two rows per block (as many as each warp of the spec's verification configuration
+// owns), fp16 at 128 with eight: 3 pairs of one block's rows (fewer keys than a tile), one whole tile, and 2 pairs
+// across the tile boundary to a partial second tile.
+INSTANTIATE_TEST_SUITE_P(
+    Builds, AttentionReferenceOnHost,
+    ::testing::Values(AttentionBuild{&bf16, 64, false, 2, {{3, 6}, {1, 32}, {2, 38}}},
+                      AttentionBuild{&bf16, 64, true, 2, {{3, 6}, {1, 32}, {2, 38}}},
+                      AttentionBuild{&f16, 128, false, 8, {{3, 8}, {1, 32}, {2, 40}}},
+                      AttentionBuild{&f16, 128, true, 8, {{3, 8}, {1, 32}, {2, 40}}}),
+    attention_build_name);
+
+// The comparison above cannot pass vacuously: against attention with a wrong mask it fails, by far on early rows
+// where causal masking leaves a query a handful of keys, and still for one key too many or too few, and for the
+// zero rows past the sequence's end counted as keys. bf16, the loosest tolerance.
+TEST(AttentionReferenceOnHost, TheComparisonCatchesAWrongMask) {
+  const AttentionBuild causal_build{&bf16, 64, true, 2, {}};
+  const AttentionBuild full_build{&bf16, 64, false, 2, {}};
+  AttentionLibrary& causal_library = attention_library(causal_build);
+  AttentionLibrary& full_library = attention_library(full_build);
+  ASSERT_EQ(causal_library.error(), "");
+  ASSERT_EQ(full_library.error(), "");
+  const AttentionShape shape{1, 38};
+  const int head_dim = 64;
+  const float scale = attention_scale(head_dim);
+  const AttentionInputs inputs = attention_inputs(bf16, shape, head_dim);
+  const std::vector<std::uint16_t> causal = run_reference(causal_library, bf16, inputs, shape, head_dim);
+  const std::vector<std::uint16_t> full = run_reference(full_library, bf16, inputs, shape, head_dim);
+  const double tolerance_at_most = bf16.unit_roundoff + fp32_allowance;  // |expected| <= 1
+
+  // Each output against the other's masking: on the first four rows, far outside the tolerance.
+  const std::vector<double> without_mask = attention_in_double(inputs, shape, head_dim, scale, every_key(38));
+  const std::vector<double> with_mask = attention_in_double(inputs, shape, head_dim, scale, causal_keys());
+  EXPECT_GT(largest_excess(causal, bf16, without_mask, shape, head_dim, 0, 4), 50 * tolerance_at_most);
+  EXPECT_GT(largest_excess(full, bf16, with_mask, shape, head_dim, 0, 4), 50 * tolerance_at_most);
+  // The causal output against one key too many and one too few (from the second row on), over the whole sequence.
+  const std::vector<double> one_key_late =
+      attention_in_double(inputs, shape, head_dim, scale, [](int position) { return std::min(position + 2, 38); });
+  const std::vector<double> one_key_early =
+      attention_in_double(inputs, shape, head_dim, scale, [](int position) { return std::max(position, 1); });
+  EXPECT_GT(largest_excess(causal, bf16, one_key_late, shape, head_dim, 0, 38), 0.0);
+  EXPECT_GT(largest_excess(causal, bf16, one_key_early, shape, head_dim, 1, 38), 0.0);
+  // The last rows only, where one key is a small part of the weight: still caught.
+  EXPECT_GT(largest_excess(causal, bf16, one_key_late, shape, head_dim, 30, 37), 0.0);
+  // The non-causal output against the second tile's 26 zero rows past the sequence (keys 38 to 63) counted as keys.
+  const std::vector<double> padded = attention_in_double(inputs, shape, head_dim, scale, every_key(64));
+  EXPECT_GT(largest_excess(full, bf16, padded, shape, head_dim, 0, 38), 0.0);
+  // And both outputs pass against their own masking (the test above, on this shape).
+  EXPECT_LE(largest_excess(causal, bf16, with_mask, shape, head_dim, 0, 38), 0.0);
+  EXPECT_LE(largest_excess(full, bf16, without_mask, shape, head_dim, 0, 38), 0.0);
 }
 
 }  // namespace

@@ -13,6 +13,10 @@
 #include <thread>
 #include <vector>
 
+// The CUDA toolkit's headers (cuda_fp16.h, cuda_bf16.h), where a build includes them first for the 16-bit types,
+// define these as attributes the host compiler does not know.
+#undef __global__
+#undef __device__
 #define __global__
 #define __device__
 #define asm(...) ((void)0)
@@ -56,24 +60,30 @@ inline unsigned long long atomicMax(unsigned long long* address, unsigned long l
 inline long long __double_as_longlong(double value) { return std::bit_cast<long long>(value); }
 inline float __uint_as_float(unsigned value) { return std::bit_cast<float>(value); }
 
-// A kernel that uses warp shuffles: blocks of exactly one warp, run one block after another.
+// A kernel that uses warp shuffles: blocks of exactly one warp, run one block after another (x fastest).
+template <typename Kernel, typename... Arguments>
+void launch_warps(HostDim3 grid, Kernel kernel, Arguments... arguments) {
+  gridDim = grid;
+  blockDim = {32, 1, 1};
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        std::barrier<> barrier(32);
+        warp_barrier = &barrier;
+        std::vector<std::thread> lanes;
+        for (unsigned lane = 0; lane < 32; ++lane) {
+          lanes.emplace_back([&, lane] {
+            threadIdx = {lane, 0, 0};
+            blockIdx = {x, y, z};
+            kernel(arguments...);
+          });
+        }
+        for (std::thread& lane : lanes) lane.join();
+      }
+}
 template <typename Kernel, typename... Arguments>
 void launch_warps(unsigned grid, Kernel kernel, Arguments... arguments) {
-  gridDim = {grid, 1, 1};
-  blockDim = {32, 1, 1};
-  for (unsigned block = 0; block < grid; ++block) {
-    std::barrier<> barrier(32);
-    warp_barrier = &barrier;
-    std::vector<std::thread> lanes;
-    for (unsigned lane = 0; lane < 32; ++lane) {
-      lanes.emplace_back([&, lane] {
-        threadIdx = {lane, 0, 0};
-        blockIdx = {block, 0, 0};
-        kernel(arguments...);
-      });
-    }
-    for (std::thread& lane : lanes) lane.join();
-  }
+  launch_warps(HostDim3{grid, 1, 1}, kernel, arguments...);
 }
 
 // A kernel whose threads never meet (no barrier, no shuffle): every thread in turn on the calling thread.

@@ -1,0 +1,165 @@
+// The attention template compiles with NVRTC in each of its code paths (issue 19): the fp32 reference, and the
+// wgmma path with one, two and three consumer warpgroups, with the products one after another or overlapped with
+// the softmax, with consumers taking turns (ping-pong), walking the query tiles of every pair together, and with key
+// tiles of 64 and 128 rows; for bf16 and fp16, head dimensions 64 and 128, causal and not, on sm_90 (where the specs
+// ask for sm_90a). On sm_80 the space offers the reference path only, and that compiles.
+// Each case is the first configuration of a deterministic sample of the shipped space that matches it, so the test
+// also fails if the space stops offering a path.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compile_test_support.h"
+#include "tuner/compile/instantiate.h"
+#include "tuner/nvrtc/nvrtc_compiler.h"
+#include "tuner/space/space.h"
+#include "tuner/spec/spec_loader.h"
+
+namespace kernlathe {
+namespace {
+
+using compile_test::read_file;
+using compile_test::TemporaryDirectory;
+
+// One spec at one problem: the element type comes with the spec, head dimension and masking with the problem.
+struct AttentionProblem {
+  std::string spec;
+  std::int64_t head_dim;
+  bool causal;
+};
+
+void PrintTo(const AttentionProblem& problem, std::ostream* stream) {
+  *stream << problem.spec << " HEAD_DIM " << problem.head_dim << " CAUSAL " << (problem.causal ? 1 : 0);
+}
+
+std::string problem_name(const testing::TestParamInfo<AttentionProblem>& info) {
+  return info.param.spec + "_hd" + std::to_string(info.param.head_dim) + (info.param.causal ? "_causal" : "");
+}
+
+// Sequences of 3072 tokens: whole query tiles of 64, 128 and 192 rows (one, two and three consumers) and key tiles
+// of 64 and 128. The specs' default 4096 is no multiple of 192, so its space has no three-consumer configuration.
+constexpr std::int64_t sequence = 3072;
+
+KernelSpec load_spec(const AttentionProblem& problem) {
+  return load_kernel_spec(
+      std::filesystem::path(KERNLATHE_SOURCE_DIR) / "kernels" / (problem.spec + ".yaml"),
+      {{"SEQ", sequence}, {"HEAD_DIM", problem.head_dim}, {"CAUSAL", problem.causal ? 1 : 0}});
+}
+
+Constants constants_for(const KernelSpec& spec, const std::string& arch) {
+  Constants constants = device_property_values(device_profile(arch));
+  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
+  return constants;
+}
+
+// Reads one binding of a configuration as an integer, a boolean or a string.
+struct Lookup {
+  Bindings bindings;
+  std::int64_t integer(const std::string& name) const { return std::get<std::int64_t>(bindings.get(name)); }
+  bool flag(const std::string& name) const { return std::get<bool>(bindings.get(name)); }
+  std::string text(const std::string& name) const { return std::get<std::string>(bindings.get(name)); }
+  bool wgmma() const { return text("PATH") == "wgmma"; }
+};
+
+struct PathCase {
+  std::string name;
+  std::function<bool(const Lookup&)> matches;
+};
+
+// Parameters of one path keep their defaults on the other (`when:`), so every wgmma case checks PATH first.
+std::vector<PathCase> path_cases() {
+  return {
+      {"reference", [](const Lookup& c) { return c.text("PATH") == "reference"; }},
+      {"wgmma_one_consumer", [](const Lookup& c) { return c.wgmma() && c.integer("AT_CONSUMERS") == 1; }},
+      {"wgmma_two_consumers", [](const Lookup& c) { return c.wgmma() && c.integer("AT_CONSUMERS") == 2; }},
+      {"wgmma_three_consumers", [](const Lookup& c) { return c.wgmma() && c.integer("AT_CONSUMERS") == 3; }},
+      {"wgmma_steps_in_turn", [](const Lookup& c) { return c.wgmma() && !c.flag("AT_OVERLAP"); }},
+      {"wgmma_overlapped_without_ping_pong",
+       [](const Lookup& c) { return c.wgmma() && c.flag("AT_OVERLAP") && !c.flag("AT_PINGPONG"); }},
+      {"wgmma_ping_pong", [](const Lookup& c) { return c.wgmma() && c.flag("AT_PINGPONG"); }},
+      {"wgmma_tiles_order", [](const Lookup& c) { return c.wgmma() && c.text("AT_ORDER") == "tiles"; }},
+      {"wgmma_64_key_tiles", [](const Lookup& c) { return c.wgmma() && c.integer("AT_BN") == 64; }},
+      {"wgmma_128_key_tiles", [](const Lookup& c) { return c.wgmma() && c.integer("AT_BN") == 128; }},
+  };
+}
+
+// A sample of the space, not all of it (one problem's space holds 74 to 102 configurations).
+constexpr std::uint64_t sample_size = 48;
+constexpr std::uint64_t sample_seed = 19;
+
+class AttentionTemplate : public testing::TestWithParam<AttentionProblem> {};
+
+TEST_P(AttentionTemplate, EveryPathCompilesOnSm90) {
+  const AttentionProblem& problem = GetParam();
+  KernelSpec spec = load_spec(problem);
+  SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
+  const std::vector<Configuration> sample = space.sample(sample_size, sample_seed);
+  ASSERT_EQ(sample.size(), sample_size);
+  TemporaryDirectory cache;
+  for (const PathCase& path : path_cases()) {
+    SCOPED_TRACE(path.name);
+    const Configuration* found = nullptr;
+    for (const Configuration& configuration : sample) {
+      if (path.matches(Lookup{space.bindings(configuration)})) {
+        found = &configuration;
+        break;
+      }
+    }
+    ASSERT_NE(found, nullptr) << "no configuration of this path in the sample";
+    SCOPED_TRACE(to_string(spec.space, *found));
+    const Lookup values{space.bindings(*found)};
+    // The problem reaches the template through the derived values.
+    EXPECT_EQ(values.integer("AT_HEAD_DIM"), problem.head_dim);
+    EXPECT_EQ(values.integer("AT_CAUSAL"), problem.causal ? 1 : 0);
+    CompileRequest request = instantiate(spec, space, *found, "sm_90");
+    EXPECT_EQ(request.arch, "sm_90a");  // arch_specific: wgmma and setmaxnreg exist on sm_90a only
+    CompileResult result = compile_cubin(request, cache.path(), /*use_cache=*/false);
+    ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+    const std::string cubin = read_file(result.cubin_path);
+    ASSERT_GT(cubin.size(), 4u);
+    EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
+    EXPECT_EQ(result.lowered_name, "attention");  // extern "C": no mangling
+  }
+}
+
+// Without wgmma (sm_80) only the reference remains: every configuration of the space is a reference one, all six
+// of them (REF_WARPS 4 or 8 by REF_ROWS 8, 16 or 32), and one of them compiles for plain sm_80.
+TEST_P(AttentionTemplate, Sm80OffersOnlyTheReferenceAndItCompiles) {
+  const AttentionProblem& problem = GetParam();
+  KernelSpec spec = load_spec(problem);
+  SpaceEnumerator space(spec.space, constants_for(spec, "sm_80"));
+  ASSERT_EQ(space.valid_count(), 6u);
+  std::set<std::pair<std::int64_t, std::int64_t>> shapes;
+  for (std::uint64_t index = 0; index < space.valid_count(); ++index) {
+    const Lookup values{space.bindings(space.at(index))};
+    EXPECT_EQ(values.text("PATH"), "reference") << to_string(spec.space, space.at(index));
+    shapes.emplace(values.integer("REF_WARPS"), values.integer("REF_ROWS"));
+  }
+  EXPECT_EQ(shapes.size(), 6u);
+  const Configuration configuration = space.sample(1, sample_seed).front();
+  SCOPED_TRACE(to_string(spec.space, configuration));
+  TemporaryDirectory cache;
+  CompileRequest request = instantiate(spec, space, configuration, "sm_80");
+  EXPECT_EQ(request.arch, "sm_80");
+  CompileResult result = compile_cubin(request, cache.path(), /*use_cache=*/false);
+  ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+  const std::string cubin = read_file(result.cubin_path);
+  ASSERT_GT(cubin.size(), 4u);
+  EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
+}
+
+// Both element types, both head dimensions, causal and not; each spec meets each head dimension and each masking.
+INSTANTIATE_TEST_SUITE_P(Problems, AttentionTemplate,
+                         testing::Values(AttentionProblem{"attention_bf16", 128, false},
+                                         AttentionProblem{"attention_bf16", 64, true},
+                                         AttentionProblem{"attention_f16", 64, false},
+                                         AttentionProblem{"attention_f16", 128, true}),
+                         problem_name);
+
+}  // namespace
+}  // namespace kernlathe
