@@ -32,7 +32,8 @@
 // Layouts (tensor maps encoded by the evaluation worker with 128-byte swizzle): Q, K and V arrive as head_dim / 64
 // boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_BN rows, every box starting on a 1024-byte
 // boundary: wgmma's K-major layout for Q and K, and its N-major layout, 64 columns per chunk, for V.
-// Shapes must be whole tiles: the space rejects sequences that are not multiples of AT_BM and AT_BN.
+// Shapes: the sequence must be whole K / V tiles (a multiple of AT_BN) and of 64 query rows; a last query tile that
+// reaches past it is computed and not stored.
 #pragma once
 
 #if defined(ATTENTION_INPUT_BF16)
@@ -190,7 +191,10 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
   // A unit of work is one query tile of one (batch, head) pair. Without AT_PERSISTENT a block has one, named by its
   // block index; with it, the grid is at most one block per SM and block b takes units b, b + gridDim.x, ..., in the
   // order AT_ORDER gives them.
-  const int q_tiles = sequence / block_m;
+  // The last query tile of a pair may reach past the sequence (64-row steps, e.g. 192-row tiles of a 4096 sequence):
+  // its extra rows are computed from whatever the map holds there (the next pair's rows, or zeros past the tensor)
+  // and never stored.
+  const int q_tiles = (sequence + block_m - 1) / block_m;
   const int unit_count = persistent ? PAIRS * q_tiles : 1;
   const int first_unit = persistent ? static_cast<int>(blockIdx.x) : 0;
   const int unit_step = persistent ? static_cast<int>(gridDim.x) : 1;
@@ -423,6 +427,7 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
     for (int chunk = 0; chunk < output_count / 4; ++chunk) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
+        if (row0 + half * 8 >= sequence) continue;
         const long long row = work.row_base + row0 + half * 8;
         *reinterpret_cast<unsigned*>(o + row * head_dim + chunk * 8 + lane % 4 * 2) =
             pack_two(output[chunk * 4 + half * 2] * total[half], output[chunk * 4 + half * 2 + 1] * total[half]);
