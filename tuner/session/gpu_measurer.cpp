@@ -141,6 +141,8 @@ class GpuMeasurer final : public Measurer {
   bool needs_compilation() const override { return true; }
 
   void prepare(const SpaceEnumerator& space) override {
+    phases_.clear();
+    LapClock clock;
     const Configuration reference = reference_configuration(spec_, space);
     const Bindings bindings = space.bindings(reference);
     WorkerSetup setup;
@@ -167,10 +169,9 @@ class GpuMeasurer final : public Measurer {
         setup.tolerance[argument.dtype] = spec_.verification.tolerance_for(argument.dtype);
     setup.verification_enabled = spec_.verification.enabled;
     setup.measurement = options_.measurement;
-    if (spec_.stream.enabled) setup.stream = worker_stream(spec_, setup, bindings);
+    if (spec_.stream.enabled) setup.stream = worker_stream(spec_, setup, bindings);  // checks the files' headers
+    phases_.push_back({"build the worker's setup", clock.lap()});
 
-    phases_.clear();
-    LapClock clock;
     if (!needs_reference_kernel(setup)) {
       // The baseline is the reference (GEMM) or nothing is verified: no launch of the template at setup, so
       // nothing to compile before the first configuration.
