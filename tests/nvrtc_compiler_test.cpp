@@ -3,6 +3,12 @@
 #include "compile_test_support.h"
 #include "tuner/nvrtc/nvrtc_compiler.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 namespace kernlathe {
 namespace {
 
@@ -124,6 +130,25 @@ TEST(CompileBuiltinSource, GivesAnElfCubinAndNamesWhatFailed) {
     EXPECT_NE(message.find("test kernel failed to compile for sm_90"), std::string::npos) << message;
     EXPECT_NE(message.find("undeclared"), std::string::npos) << message;  // the log comes along
   }
+}
+
+}  // namespace
+}  // namespace kernlathe
+
+namespace kernlathe {
+namespace {
+
+TEST(CompileBuiltinSource, ACacheThatCannotBeUsedStillGivesTheCubin) {
+  // The cache path is a regular file: no directory can be made there, so the source is compiled, uncached.
+  const std::filesystem::path blocker =
+      std::filesystem::temp_directory_path() / ("builtin_cache_blocker_" + std::to_string(::getpid()));
+  std::ofstream(blocker) << "not a directory";
+  const BuiltinCubin cubin = compile_builtin_source_cached("extern \"C\" __global__ void nothing() {}", "nothing.cu",
+                                                           9, 0, "test kernel", blocker / "cubins");
+  EXPECT_FALSE(cubin.cached);
+  ASSERT_GT(cubin.cubin.size(), 4u);
+  EXPECT_EQ(std::string(cubin.cubin.data() + 1, 3), "ELF");
+  std::filesystem::remove(blocker);
 }
 
 }  // namespace

@@ -94,5 +94,22 @@ TEST(ElementValues, LargeRandomBuffersAreFilledInSlicesThatAgreeWithTheElementFu
   EXPECT_NE(random_element(1, 1, 0, 1), random_element(2, 0, 0, 1));
 }
 
+TEST(ElementValues, RandomElementsAreTheSplitMixDrawsBitForBit) {
+  // Computed apart from this code (SplitMix64 of mix(seed) + (index + 1) * 0x9e3779b97f4a7c15, its top 53 bits
+  // as a fraction, low + (high - low) * fraction in three roundings). The GPU fill (fill_kernels.h) writes these
+  // same values; a change here changes every run's inputs and must change both.
+  EXPECT_EQ(random_element(1, 0, -1, 1), 0x1.ff7c0186ee168p-2);
+  EXPECT_EQ(random_element(1, 1, -1, 1), -0x1.055698dbe86acp-2);
+  EXPECT_EQ(random_element(11, 12345, 0.5, 1.5), 0x1.0d1fc996b538ep+0);
+  EXPECT_EQ(random_element(2, std::uint64_t{1} << 40, -2, 2), 0x1.fbae63da59330p-1);
+  Initialisation random;
+  random.seed = 1;
+  const std::vector<std::byte> contents = initial_contents(Dtype::f32, 2, random);
+  std::uint32_t bits[2];
+  std::memcpy(bits, contents.data(), sizeof bits);
+  EXPECT_EQ(bits[0], 0x3effbe01u);  // 0.4994964827160602 rounded to f32
+  EXPECT_EQ(bits[1], 0xbe82ab4cu);
+}
+
 }  // namespace
 }  // namespace kernlathe

@@ -68,7 +68,8 @@ TEST(Protocol, SetupRoundTrip) {
   EXPECT_EQ(decoded.tolerance.at(Dtype::bf16).relative, 1e-2);
   EXPECT_EQ(decoded.tolerance.at(Dtype::f32).absolute, 1e-6);
   EXPECT_FALSE(decoded.verification_enabled);
-  EXPECT_EQ(decoded.reference.lowered_name, "_Z5saxpyILi128EEvifPKfPf");
+  ASSERT_TRUE(decoded.reference.has_value());
+  EXPECT_EQ(decoded.reference->lowered_name, "_Z5saxpyILi128EEvifPKfPf");
   EXPECT_TRUE(decoded.measurement.cold);
   EXPECT_EQ(decoded.measurement.max_samples, 77);
   EXPECT_EQ(decoded.measurement.min_seconds, 0.25);
@@ -86,7 +87,7 @@ TEST(Protocol, TensorMapsAndBaselineRoundTrip) {
   WorkerArgument c{"c", Dtype::f16, true, 64 * 32, {}, Role::out, -1, {}};
   setup.arguments = {a, map, c};
   setup.reference = sample_launch();
-  setup.reference.tensor_maps["a_map"] = {{16, 128}, 32};
+  setup.reference->tensor_maps["a_map"] = {{16, 128}, 32};
   BaselineCall call;
   call.library = "cublas";
   call.operation = "gemm";
@@ -108,7 +109,7 @@ TEST(Protocol, TensorMapsAndBaselineRoundTrip) {
   EXPECT_TRUE(decoded.arguments[1].is_tensor_map());
   EXPECT_EQ(decoded.arguments[1].tensor_buffer, 0);
   EXPECT_EQ(decoded.arguments[1].tensor_dims, (std::vector<std::int64_t>{16, 64}));
-  const TensorMapBox& box = decoded.reference.tensor_maps.at("a_map");
+  const TensorMapBox& box = decoded.reference->tensor_maps.at("a_map");
   EXPECT_EQ(box.box, (std::vector<std::int64_t>{16, 128}));
   EXPECT_EQ(box.swizzle_bytes, 32);
   ASSERT_TRUE(decoded.baseline.has_value());
@@ -122,6 +123,24 @@ TEST(Protocol, TensorMapsAndBaselineRoundTrip) {
   WorkerSetup without = protocol::decode_setup(protocol::encode(WorkerSetup{}));
   EXPECT_FALSE(without.baseline.has_value());
   EXPECT_FALSE(without.reference_from_baseline);
+  // The reference launch travels in its own message when the tuner compiles it during the setup.
+  EXPECT_FALSE(without.reference.has_value());
+  EXPECT_TRUE(without.cubin_cache_dir.empty());
+}
+
+TEST(Protocol, TheCubinCacheTravelsAndWhoWaitsForAReferenceLaunchIsDecidedByTheSetup) {
+  WorkerSetup setup;
+  setup.cubin_cache_dir = "/tmp/kernlathe-cubins";
+  EXPECT_EQ(protocol::decode_setup(protocol::encode(setup)).cubin_cache_dir, "/tmp/kernlathe-cubins");
+  // A kernel of the template is the reference: verified, baseline not the reference.
+  EXPECT_TRUE(needs_reference_kernel(setup));
+  setup.reference_from_baseline = true;  // cuBLAS computes the reference (GEMM)
+  EXPECT_FALSE(needs_reference_kernel(setup));
+  setup.reference_from_baseline = false;
+  setup.verification_enabled = false;  // nothing verified: no reference run
+  EXPECT_FALSE(needs_reference_kernel(setup));
+  setup.stream = WorkerStream{};  // a streamed spec always runs its naive reference pass
+  EXPECT_TRUE(needs_reference_kernel(setup));
 }
 
 TEST(Protocol, RequestRoundTrip) {

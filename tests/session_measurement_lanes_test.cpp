@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "tuner/common/error.h"
 
@@ -83,6 +84,24 @@ TEST(MeasurementLanes, EveryJobComesBackOnceWithItsLanesLabel) {
   EXPECT_EQ(first.calls() + second.calls() + third.calls(), 64);
   EXPECT_EQ(by_label.size(), 3u);  // all three lanes took work
   EXPECT_THROW(lanes.wait(), TunerError);
+}
+
+TEST(MeasurementLanes, LanesTakeJobsInTurnSoAnInstantLaneDoesNotTakeThemAll) {
+  // Lane 0 has finished its job (its outcome is waiting) when the second job comes: the second goes to lane 1, the
+  // third to lane 2, and only the fourth back to lane 0. Before, the first idle lane by index took it, and a lane
+  // that finishes at once (a replay) could take every job while the others had none.
+  const Space space = one_parameter_space(8);
+  const SpaceEnumerator enumerator(space, {});
+  FakeMeasurer first, second, third;
+  MeasurementLanes lanes({&first, &second, &third}, {"0", "1", "2"}, enumerator);
+  std::vector<std::size_t> lanes_used;
+  for (std::uint64_t id = 0; id < 4; ++id) {
+    LaneJob job = job_for(id);
+    ASSERT_TRUE(lanes.submit(job));
+    const LaneOutcome outcome = lanes.wait();  // every lane is idle again before the next job
+    lanes_used.push_back(outcome.lane);
+  }
+  EXPECT_EQ(lanes_used, (std::vector<std::size_t>{0, 1, 2, 0}));
 }
 
 TEST(MeasurementLanes, SubmitRefusesWhenEveryLaneIsBusy) {

@@ -53,6 +53,36 @@ TEST(RunProfile, JsonCarriesEveryFigureInSeconds) {
   EXPECT_EQ(document.at("evaluations"), 3);
 }
 
+TEST(RunProfile, PhasesThatRanAlongsideAreShownInPlaceAndLeftOutOfTheSum) {
+  RunProfile profile;
+  profile.add_startup("load spec", 0.01);
+  profile.add_startup("worker: fill buffers on the GPU", 0.02);
+  profile.add_startup("compile reference", 0.30, /*alongside=*/true);
+  profile.add_startup("worker: waited for the reference cubin", 0.25);
+  profile.add_startup("strategy and compile pool", 0.05, /*alongside=*/true);
+  profile.add_startup("first proposals submitted", 0.01, /*alongside=*/true);
+  profile.first_request_seconds = 0.40;
+  profile.first_result_seconds = 0.55;
+  profile.evaluations = 1;
+  profile.total_seconds = 1.0;
+  // 0.01 + 0.02 + 0.25: the compile overlapped the worker's wait, the pool the whole preparation.
+  EXPECT_DOUBLE_EQ(profile.startup_seconds(), 0.28);
+  const std::string text = format_profile(profile);
+  EXPECT_NE(text.find("profile  start-up 0.28 s: load spec 0.01, worker: fill buffers on the GPU 0.02 (alongside: "
+                      "compile reference 0.30), worker: waited for the reference cubin 0.25 (alongside: strategy and "
+                      "compile pool 0.05, first proposals submitted 0.01)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("first configuration sent to a GPU 0.40 s after the run started, first result 0.55 s"),
+            std::string::npos)
+      << text;
+  const nlohmann::json document = profile_to_json(profile);
+  EXPECT_TRUE(document.at("startup")[2].at("alongside").get<bool>());
+  EXPECT_FALSE(document.at("startup")[1].contains("alongside"));
+  EXPECT_DOUBLE_EQ(document.at("startup_seconds").get<double>(), 0.28);
+  EXPECT_DOUBLE_EQ(document.at("first_request_seconds").get<double>(), 0.40);
+}
+
 TEST(RunProfile, NoEvaluationSaysSoInsteadOfDividingNothing) {
   RunProfile profile;
   profile.add_startup("load spec", 0.25);

@@ -6,12 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/gpu/device.h"
@@ -291,6 +295,60 @@ TEST_F(EvaluatorOnDevice, EvaluationRateOfASmallKernel) {
   std::printf("evaluation rate: %.1f configurations/s (scale, 16 Mi floats, verified, %d evaluations in %.3f s)\n",
               evaluations / seconds, evaluations, seconds);
   EXPECT_GT(evaluations / seconds, 2.0);
+}
+
+// The reference launch in its own message (issue 18): the worker opens its device when described, fills the buffers
+// on the GPU and waits for the reference while the caller compiles it. Its own worker, so the suite's is untouched.
+TEST_F(EvaluatorOnDevice, TheReferenceFollowsTheSetupWhileTheWorkerFillsBuffers) {
+  GpuEvaluatorOptions options;
+  options.worker_executable = from_environment("TUNE_BINARY", TUNE_BINARY);
+  options.timeout_seconds = 5;
+  options.measurement.warmup_ms = 5;
+  options.measurement.max_seconds = 0.3;
+  options.cubin_cache_dir = cache_directory_ / "worker-kernels";
+  options.open_device_early = true;
+  GpuEvaluator evaluator(options);
+  evaluator.device_info();
+  WorkerSetup setup;
+  setup.arguments = {
+      {"x", Dtype::f32, true, element_count, {Initialisation::Kind::random, 5, -1.0, 1.0, 0, 0, 1}, Role::in, -1, {}},
+      {"y", Dtype::f32, true, element_count, {}, Role::out, -1, {}},
+      {"n", Dtype::i32, false, 0, {}, Role::in, -1, {}},
+      {"alpha", Dtype::f32, false, 0, {}, Role::in, -1, {}},
+  };
+  setup.tolerance[Dtype::f32] = {1e-6, 1e-7};
+  const KernelLaunch launch = compiled("scale");
+  // A compile that takes a second: the worker is done with its buffers long before and says how long it waited.
+  evaluator.setup(setup, [&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    return launch;
+  });
+  std::map<std::string, WorkerSetupStage> stages;
+  std::string names;
+  for (const WorkerSetupStage& stage : evaluator.setup_stages()) {
+    stages[stage.name] = stage;
+    names += stage.name + (stage.alongside ? " (alongside)" : "") + fmt::format(" {:.3f}; ", stage.seconds);
+  }
+  std::printf("setup stages: %s\n", names.c_str());
+  ASSERT_TRUE(stages.count("fill buffers on the GPU")) << names;
+  ASSERT_TRUE(stages.count("waited for the reference cubin")) << names;
+  EXPECT_GT(stages["waited for the reference cubin"].seconds, 0.3) << names;
+  EXPECT_LT(stages["waited for the reference cubin"].seconds, 1.05) << names;
+  ASSERT_TRUE(stages.count("open device, begun when the tuner asked for the device")) << names;
+  EXPECT_TRUE(stages["open device, begun when the tuner asked for the device"].alongside);
+  EXPECT_TRUE(stages.count("reference run")) << names;
+  Evaluation evaluation = evaluator.evaluate({launch, true, 0});
+  EXPECT_EQ(evaluation.status, Status::ok) << evaluation.message;
+  EXPECT_EQ(evaluation.max_error, 0);
+
+  // A reference that cannot be had stops the worker and passes the failure on; the next setup starts a fresh one.
+  const int starts = evaluator.worker_starts();
+  EXPECT_THROW(evaluator.setup(setup, []() -> KernelLaunch { throw TunerError("the reference does not compile"); }),
+               TunerError);
+  evaluator.setup(setup, [&] { return launch; });
+  EXPECT_EQ(evaluator.worker_starts(), starts + 1);
+  evaluation = evaluator.evaluate({launch, true, 0});
+  EXPECT_EQ(evaluation.status, Status::ok) << evaluation.message;
 }
 
 // Runs last in this suite: it replaces the setup.

@@ -1,7 +1,10 @@
 #include "tuner/nvrtc/nvrtc_compiler.h"
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -130,6 +133,14 @@ CompileResult compile_cubin(const CompileRequest& request, const std::filesystem
   return result;
 }
 
+namespace {
+
+std::vector<std::string> builtin_options(int arch_major, int arch_minor) {
+  return {fmt::format("--gpu-architecture=sm_{}{}", arch_major, arch_minor), "--std=c++17"};
+}
+
+}  // namespace
+
 std::vector<char> compile_builtin_source(const std::string& source, const std::string& file_name, int arch_major,
                                          int arch_minor, const std::string& what) {
   const NvrtcLibrary& library = nvrtc();
@@ -140,8 +151,8 @@ std::vector<char> compile_builtin_source(const std::string& source, const std::s
   check(library.nvrtcCreateProgram(&program, source.c_str(), file_name.c_str(), 0, nullptr, nullptr), "nvrtcCreateProgram");
   // Destroyed on every way out, a throw included.
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> owner(&program, [](nvrtcProgram* held) { nvrtc().nvrtcDestroyProgram(held); });
-  const std::string architecture = fmt::format("--gpu-architecture=sm_{}{}", arch_major, arch_minor);
-  const char* options[] = {architecture.c_str(), "--std=c++17"};
+  const std::vector<std::string> option_texts = builtin_options(arch_major, arch_minor);
+  const char* options[] = {option_texts[0].c_str(), option_texts[1].c_str()};
   const nvrtcResult compiled = library.nvrtcCompileProgram(program, 2, options);
   if (compiled != NVRTC_SUCCESS) {
     std::size_t log_size = 0;
@@ -156,6 +167,39 @@ std::vector<char> compile_builtin_source(const std::string& source, const std::s
   std::vector<char> cubin(cubin_size);
   check(library.nvrtcGetCUBIN(program, cubin.data()), "nvrtcGetCUBIN");
   return cubin;
+}
+
+BuiltinCubin compile_builtin_source_cached(const std::string& source, const std::string& file_name, int arch_major,
+                                           int arch_minor, const std::string& what,
+                                           const std::filesystem::path& cache_dir) {
+  CompileRequest request;
+  request.source_name = file_name;
+  request.source = source;
+  request.options = builtin_options(arch_major, arch_minor);
+  request.arch = fmt::format("sm_{}{}", arch_major, arch_minor);
+  std::optional<CubinCache> cache;
+  std::string key;
+  try {
+    cache.emplace(cache_dir);
+    key = cache_key(request, nvrtc_version());
+    if (std::optional<CachedCubin> entry = cache->lookup(key)) {
+      std::ifstream file(entry->cubin_path, std::ios::binary);
+      BuiltinCubin found{std::vector<char>(std::istreambuf_iterator<char>(file), {}), true};
+      if (!found.cubin.empty() && !file.bad()) return found;
+    }
+  } catch (const TunerError&) {
+    cache.reset();  // no usable cache: compile
+  }
+  BuiltinCubin compiled{compile_builtin_source(source, file_name, arch_major, arch_minor, what), false};
+  if (cache) {
+    try {
+      // The entry's name file holds the source's file name: these sources name their kernels extern "C".
+      cache->store(key, std::string_view(compiled.cubin.data(), compiled.cubin.size()), file_name);
+    } catch (const TunerError&) {
+      // A cache that cannot be written costs the next run a compile, nothing more.
+    }
+  }
+  return compiled;
 }
 
 }  // namespace kernlathe

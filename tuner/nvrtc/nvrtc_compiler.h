@@ -36,6 +36,18 @@ std::string nvrtc_version();
 std::vector<char> compile_builtin_source(const std::string& source, const std::string& file_name, int arch_major,
                                          int arch_minor, const std::string& what);
 
+// compile_builtin_source through the cubin cache in cache_dir, under the key of (source, file name, the options
+// compile_builtin_source uses, NVRTC version, arch): a warm run reads the cubin and runs no NVRTC compile. A cache
+// that cannot be read or written is skipped (the source is compiled), never an error. Throws as
+// compile_builtin_source does.
+struct BuiltinCubin {
+  std::vector<char> cubin;
+  bool cached = false;  // read from the cache
+};
+BuiltinCubin compile_builtin_source_cached(const std::string& source, const std::string& file_name, int arch_major,
+                                           int arch_minor, const std::string& what,
+                                           const std::filesystem::path& cache_dir);
+
 // The lines of an NVRTC log that report errors (at most max_lines), joined by newlines; the log's first
 // non-empty line when none says "error".
 std::string first_error_lines(const std::string& log, int max_lines = 3);

@@ -1,7 +1,6 @@
 #include "tuner/run/compare_kernels.h"
 
 #include <fmt/format.h>
-#include "tuner/nvrtc/nvrtc_compiler.h"
 
 namespace kernlathe {
 namespace {
@@ -82,9 +81,5 @@ KERNLATHE_COMPARE_KERNEL(i64, long long)
 std::string compare_kernel_source() { return source; }
 
 std::string compare_kernel_name(Dtype dtype) { return "compare_" + dtype_name(dtype); }
-
-std::vector<char> compile_compare_kernels(int arch_major, int arch_minor) {
-  return compile_builtin_source(source, "tuner_compare.cu", arch_major, arch_minor, "compare kernels");
-}
 
 }  // namespace kernlathe

@@ -19,7 +19,4 @@ namespace kernlathe {
 std::string compare_kernel_source();
 std::string compare_kernel_name(Dtype dtype);
 
-// The compare kernels compiled by NVRTC to a cubin for sm_<major><minor>. Throws TunerError with the log.
-std::vector<char> compile_compare_kernels(int arch_major, int arch_minor);
-
 }  // namespace kernlathe

@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <filesystem>
 #include <functional>
+#include <future>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -26,12 +28,15 @@
 #include "tuner/loader/cuda_pipeline_device.h"
 #include "tuner/loader/dataset.h"
 #include "tuner/loader/pipeline.h"
+#include "tuner/nvrtc/cubin_cache.h"
 #include "tuner/run/baseline_problem.h"
+#include "tuner/run/buffer_fill.h"
 #include "tuner/run/kernel_preparation.h"
 #include "tuner/run/output_comparison.h"
 #include "tuner/run/element_values.h"
 #include "tuner/run/protocol.h"
 #include "tuner/run/streamed_evaluation.h"
+#include "tuner/run/worker_kernels.h"
 
 namespace kernlathe {
 namespace {
@@ -46,14 +51,43 @@ constexpr int exit_context_lost = 4;
 using gpu::DeviceBuffer;
 using gpu::LoadedModule;
 
+// Wall time since construction, for the worker's stage times.
+class Stopwatch {
+ public:
+  double milliseconds() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// One step of a setup, for the start-up profile. `alongside`: it ran at the same time as the steps around it
+// (on another thread, or before the setup arrived), so it is not part of their sum.
+struct SetupStage {
+  std::string name;
+  double milliseconds = 0;
+  bool alongside = false;
+};
+
 class EvaluationWorker {
  public:
+  ~EvaluationWorker();
   json handle(const json& message);
   bool context_lost() const { return context_lost_; }
 
  private:
-  void open_device(int index);
+  // Creates the context and stream and loads the worker's kernels (compiled, or read from the cubin cache, on a
+  // thread while the context is created); appends its steps to `stages`.
+  void open_device(int index, const std::filesystem::path& cubin_cache, std::vector<SetupStage>& stages);
+  // open_device on a thread, begun when the tuner asks for the device's description with "open": the setup
+  // then finds the device open, or waits only for the rest.
+  void begin_opening(int index, const std::filesystem::path& cubin_cache);
+  // Waits for begin_opening's thread, if any, rethrowing its failure; makes the context current on this thread.
+  void finish_opening(std::vector<SetupStage>& stages);
   void setup(const WorkerSetup& setup);
+  // The reference run (or the stream's naive pass) and its checks; the worker is ready afterwards.
+  void run_reference();
   Evaluation evaluate(const EvaluationRequest& request);
 
   PreparedKernel prepare(const KernelLaunch& launch, Evaluation& evaluation) {
@@ -92,26 +126,30 @@ class EvaluationWorker {
   std::unique_ptr<gpu::Cublas> cublas_;    // loaded at the first setup with a cuBLAS baseline
   std::optional<TimeStatistics> baseline_time_;
   std::string phase_;  // what the worker was doing, for error messages
-  std::vector<std::pair<std::string, double>> setup_stages_ms_;  // the last setup's stages, in order
+  std::vector<SetupStage> setup_stages_;  // the last setup's (or reference's) stages, in order
   bool context_lost_ = false;
+
+  gpu::LoadedModule worker_kernels_;  // compare and fill kernels (worker_kernels.h)
+  BufferFill buffer_fill_;
+  std::future<std::vector<SetupStage>> opening_;  // begin_opening's thread, until finish_opening
+  // A setup that waits for its reference launch (needs_reference_kernel() without one): since when.
+  std::optional<Stopwatch> awaiting_reference_;
 
   // Streamed workloads (tuner/loader): the reference is a naive pipeline pass whose outputs stay on the host, and
   // a configuration is measured over whole passes through the dataset.
-  void setup_streamed(const WorkerSetup& setup);
   Evaluation evaluate_streamed(const EvaluationRequest& request);
-  std::unique_ptr<StreamedEvaluation> streamed_;  // created by setup_streamed
+  std::unique_ptr<StreamedEvaluation> streamed_;  // created by setup for a streamed spec
 };
 
-// Wall time since construction, for the worker's stage times.
-class Stopwatch {
- public:
-  double milliseconds() const {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+json stages_json(const std::vector<SetupStage>& stages) {
+  json list = json::array();
+  for (const SetupStage& stage : stages) {
+    json entry = {stage.name, stage.milliseconds};
+    if (stage.alongside) entry.push_back(true);
+    list.push_back(entry);
   }
-
- private:
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
+  return list;
+}
 
 json error_reply(const std::string& message, bool no_gpu) {
   return {{"type", "error"}, {"no_gpu", no_gpu}, {"message", message}};
@@ -121,23 +159,28 @@ json EvaluationWorker::handle(const json& message) {
   try {
     std::string type = message.at("type").get<std::string>();
     if (type == "device_info") {
-      gpu::DeviceInfo info = gpu::query_device_info(message.value("device", 0));
+      const int index = message.value("device", 0);
+      gpu::DeviceInfo info = gpu::query_device_info(index);
+      if (message.value("open", false)) begin_opening(index, message.value("cubin_cache", std::string()));
       return {{"type", "device_info"}, {"info", protocol::encode(info)}};
     }
     if (type == "setup") {
-      WorkerSetup decoded = protocol::decode_setup(message.at("setup"));
-      if (decoded.stream) {
-        setup_streamed(decoded);
-      } else {
-        setup(decoded);
-      }
-      json reply = {{"type", "setup_done"}};
-      for (const auto& [stage, milliseconds] : setup_stages_ms_) reply["stages_ms"].push_back({stage, milliseconds});
+      setup(protocol::decode_setup(message.at("setup")));
+      json reply = {{"type", "setup_done"}, {"stages_ms", stages_json(setup_stages_)}};
       if (baseline_time_) {
         reply["baseline"] = {{"time", protocol::encode(*baseline_time_)},
                              {"library", cublas_ ? cublas_->version() : std::string()}};
       }
       return reply;
+    }
+    if (type == "reference") {
+      if (!awaiting_reference_) return error_reply("a reference launch without a setup waiting for it", false);
+      setup_stages_.clear();
+      setup_stages_.push_back({"waited for the reference cubin", awaiting_reference_->milliseconds()});
+      awaiting_reference_.reset();
+      setup_.reference = protocol::decode_launch(message.at("launch"));
+      run_reference();
+      return {{"type", "reference_done"}, {"stages_ms", stages_json(setup_stages_)}};
     }
     if (type == "baseline") {
       if (!ready_ || !setup_.baseline) return error_reply("baseline before a setup with a baseline", false);
@@ -154,7 +197,9 @@ json EvaluationWorker::handle(const json& message) {
       return {{"type", "copy_bandwidth"}, {"gbps", measure_copy_gbps(stream_)}};
     }
     if (type == "ceilings") {
-      open_device(message.value("device", 0));
+      std::vector<SetupStage> ignored;
+      finish_opening(ignored);
+      open_device(message.value("device", 0), default_cubin_cache_dir(), ignored);
       const Ceilings ceilings = measure_ceilings(stream_, properties_);
       json reply = {{"type", "ceilings"}, {"failures", ceilings.failures}};
       for (const auto& [key, value] : ceiling_metadata(ceilings)) reply["values"][key] = value;
@@ -179,7 +224,12 @@ json EvaluationWorker::handle(const json& message) {
   }
 }
 
-void EvaluationWorker::open_device(int index) {
+EvaluationWorker::~EvaluationWorker() {
+  // A worker told to leave while its device is still opening waits for that thread before its members go.
+  if (opening_.valid()) opening_.wait();
+}
+
+void EvaluationWorker::open_device(int index, const std::filesystem::path& cubin_cache, std::vector<SetupStage>& stages) {
   if (device_index_ == index) return;
   if (device_index_) throw TunerError("an evaluation worker serves one device; start another worker for another");
   const gpu::CudaDriver& cuda = cuda_driver();
@@ -189,6 +239,21 @@ void EvaluationWorker::open_device(int index) {
   char bus_id[64] = {};
   KERNLATHE_CUDA_CHECK(cuda.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, device_));
   pci_bus_id_ = bus_id;
+  // NVRTC needs no context: the worker's kernels compile (or come from the cubin cache) while the context is
+  // created. NVML's first call can take a second: it runs alongside too, and stays out of evaluation deadlines.
+  const int major = properties_.arch_major, minor = properties_.arch_minor;
+  const std::filesystem::path cache = cubin_cache.empty() ? default_cubin_cache_dir() : cubin_cache;
+  std::future<std::pair<BuiltinCubin, double>> kernels = std::async(std::launch::async, [major, minor, cache] {
+    Stopwatch watch;
+    BuiltinCubin cubin = worker_kernels_cubin(major, minor, cache);
+    return std::make_pair(std::move(cubin), watch.milliseconds());
+  });
+  std::future<double> clocks = std::async(std::launch::async, [bus = pci_bus_id_] {
+    Stopwatch watch;
+    gpu::read_clocks(bus);
+    return watch.milliseconds();
+  });
+  Stopwatch context_watch;
   // The primary context is the one the runtime API and libraries would share; the worker owns the device.
   KERNLATHE_CUDA_CHECK(cuda.cuDevicePrimaryCtxRetain(&context_, device_));
   KERNLATHE_CUDA_CHECK(cuda.cuCtxSetCurrent(context_));
@@ -196,43 +261,88 @@ void EvaluationWorker::open_device(int index) {
   // the launches. With a non-blocking stream the poison memset once landed after the kernel on an H200 and every
   // output read as unwritten.
   KERNLATHE_CUDA_CHECK(cuda.cuStreamCreate(&stream_, CU_STREAM_DEFAULT));
-  gpu::read_clocks(pci_bus_id_);  // NVML's first call can take a second: keep it out of evaluation deadlines
-  comparison_ = OutputComparison(properties_.arch_major, properties_.arch_minor);
+  stages.push_back({"create the context", context_watch.milliseconds(), true});
+  auto [cubin, kernels_ms] = kernels.get();
+  stages.push_back({cubin.cached ? "its kernels from the cubin cache" : "compile its kernels", kernels_ms, true});
+  stages.push_back({"NVML", clocks.get(), true});
+  CUmodule module = nullptr;
+  KERNLATHE_CUDA_CHECK(cuda.cuModuleLoadData(&module, cubin.cubin.data()));
+  worker_kernels_ = gpu::LoadedModule(module);
+  comparison_ = OutputComparison(module);
+  buffer_fill_ = BufferFill(module);
   device_index_ = index;
 }
 
+void EvaluationWorker::begin_opening(int index, const std::filesystem::path& cubin_cache) {
+  if (opening_.valid() || device_index_) return;
+  opening_ = std::async(std::launch::async, [this, index, cubin_cache] {
+    Stopwatch whole;
+    std::vector<SetupStage> stages;
+    open_device(index, cubin_cache, stages);
+    stages.insert(stages.begin(), {"open device, begun when the tuner asked for the device", whole.milliseconds(), true});
+    return stages;
+  });
+}
+
+void EvaluationWorker::finish_opening(std::vector<SetupStage>& stages) {
+  if (!opening_.valid()) return;
+  Stopwatch wait;
+  std::future<std::vector<SetupStage>> opening = std::move(opening_);
+  std::vector<SetupStage> opened = opening.get();  // rethrows the thread's failure; the setup then tries again
+  // What the setup waited for, then the opening itself, which ran while the tuner enumerated the space and built
+  // the setup: the difference is what the early start hid.
+  stages.push_back({"waited for the device", wait.milliseconds()});
+  stages.insert(stages.end(), opened.begin(), opened.end());
+  KERNLATHE_CUDA_CHECK(cuda_driver().cuCtxSetCurrent(context_));  // the thread made it current there only
+}
+
 void EvaluationWorker::setup(const WorkerSetup& setup) {
-  setup_stages_ms_.clear();
+  setup_stages_.clear();
   Stopwatch stage;
   const auto stage_done = [&](std::string name) {
-    setup_stages_ms_.emplace_back(std::move(name), stage.milliseconds());
+    setup_stages_.push_back({std::move(name), stage.milliseconds()});
     stage = Stopwatch();
   };
-  open_device(setup.device);
-  stage_done("open device");
+  finish_opening(setup_stages_);
+  stage = Stopwatch();
+  if (device_index_ != setup.device) {
+    std::vector<SetupStage> parts;
+    open_device(setup.device, setup.cubin_cache_dir, parts);
+    stage_done("open device");
+    setup_stages_.insert(setup_stages_.end(), parts.begin(), parts.end());
+  }
   const gpu::CudaDriver& cuda = cuda_driver();
   ready_ = false;
+  awaiting_reference_.reset();
+  streamed_.reset();
   buffers_.clear();
   timer_ = KernelTimer();
   setup_ = setup;
+  // Streamed specs compare on the host, against the naive pass's outputs: no reference buffers on the device.
+  const bool reference_buffers = setup_.verification_enabled && !setup_.stream;
+  int on_host = 0, filled = 0;
   for (const WorkerArgument& argument : setup_.arguments) {
     ArgumentBuffers& buffers = buffers_.emplace_back();
     if (!argument.is_buffer) continue;
     if (argument.element_count < 0) {
       throw TunerError(fmt::format("argument '{}': negative element count {}", argument.name, argument.element_count));
     }
-    std::vector<std::byte> contents = initial_contents(argument.dtype, argument.element_count, argument.init);
-    buffers.data = DeviceBuffer(contents.size());
-    if (contents.empty()) continue;
-    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyHtoD(buffers.data.get(), contents.data(), contents.size()));
+    const std::size_t bytes = static_cast<std::size_t>(argument.element_count) * dtype_size(argument.dtype);
+    buffers.data = DeviceBuffer(bytes);
+    if (bytes == 0) continue;
+    ++filled;
+    if (!buffer_fill_.fill(buffers.data.get(), argument.dtype, argument.element_count, argument.init, stream_,
+                           properties_.sm_count))
+      ++on_host;
     if (argument.role != Role::out) {
-      buffers.pristine = DeviceBuffer(contents.size());
-      KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoD(buffers.pristine.get(), buffers.data.get(), contents.size()));
+      buffers.pristine = DeviceBuffer(bytes);
+      KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoDAsync(buffers.pristine.get(), buffers.data.get(), bytes, stream_));
     }
-    if (argument.role != Role::in && setup_.verification_enabled) buffers.reference = DeviceBuffer(contents.size());
+    if (argument.role != Role::in && reference_buffers) buffers.reference = DeviceBuffer(bytes);
   }
+  KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
   timer_ = KernelTimer(stream_, setup_.measurement, static_cast<std::size_t>(properties_.l2_cache_bytes));
-  stage_done("fill buffers");
+  stage_done(on_host == 0 ? "fill buffers on the GPU" : fmt::format("fill buffers ({} of {} on the host)", on_host, filled));
 
   baseline_time_.reset();
   if (setup_.baseline && setup_.baseline->library == "cublas" && !cublas_) {
@@ -240,7 +350,40 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
     cublas_ = std::make_unique<gpu::Cublas>(stream_);
     stage_done("load cuBLAS");
   }
-  if (setup_.verification_enabled) {
+  // The baseline is timed before the reference runs, so a tuner that compiles the reference meanwhile finds the
+  // worker busy with it; each starts from restored buffers, so the order changes neither.
+  if (setup_.baseline) {
+    phase_ = "baseline timing";
+    restore_buffers();
+    baseline_time_ = timer_.time([&] { run_baseline(); }, phase_);
+    stage_done("time baseline");
+  }
+  if (setup_.stream) {
+    streamed_ = std::make_unique<StreamedEvaluation>(setup_, context_);
+    stage_done("open the stream's items");
+  }
+  if (needs_reference_kernel(setup_) && !setup_.reference) {
+    awaiting_reference_.emplace();
+    return;
+  }
+  run_reference();
+}
+
+void EvaluationWorker::run_reference() {
+  const gpu::CudaDriver& cuda = cuda_driver();
+  Stopwatch stage;
+  if (setup_.stream) {
+    Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
+      phase_ = "stream reference pass";
+      PreparedKernel kernel = prepare(*setup_.reference, evaluation);
+      streamed_->run_reference(kernel, phase_);
+    });
+    if (!reference.ok()) {
+      throw TunerError(fmt::format("the reference configuration failed on the stream with the naive loader ({}): {}",
+                                   status_name(reference.status), reference.message));
+    }
+    setup_stages_.push_back({"stream reference pass", stage.milliseconds()});
+  } else if (setup_.verification_enabled) {
     Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
       phase_ = "reference run";
       restore_buffers();
@@ -248,7 +391,7 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
         if (!setup_.baseline) throw TunerError("the setup asks for the baseline as reference but has no baseline");
         run_baseline();
       } else {
-        PreparedKernel kernel = prepare(setup_.reference, evaluation);
+        PreparedKernel kernel = prepare(*setup_.reference, evaluation);
         launch(kernel);
       }
       KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(stream_));
@@ -268,13 +411,7 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
     double ignored = 0;
     std::optional<std::string> unwritten = compare_outputs(ignored);
     if (unwritten) throw TunerError("the reference configuration left elements unwritten or NaN: " + *unwritten);
-    stage_done("reference run");
-  }
-  if (setup_.baseline) {
-    phase_ = "baseline timing";
-    restore_buffers();
-    baseline_time_ = timer_.time([&] { run_baseline(); }, phase_);
-    stage_done("time baseline");
+    setup_stages_.push_back({"reference run", stage.milliseconds()});
   }
   ready_ = true;
 }
@@ -382,27 +519,6 @@ Evaluation EvaluationWorker::evaluate(const EvaluationRequest& request) {
 }
 
 // ---------------------------------------------------------------- streamed workloads (tuner/loader, issue 7)
-
-void EvaluationWorker::setup_streamed(const WorkerSetup& setup) {
-  // The ordinary setup opens the device and fills the non-streamed arguments; the stream's input and output hold
-  // one item there and stay unused. Its reference run is replaced by a naive pipeline pass over every item.
-  WorkerSetup without_reference = setup;
-  without_reference.verification_enabled = false;
-  this->setup(without_reference);
-  ready_ = false;
-  setup_.verification_enabled = setup.verification_enabled;
-  streamed_ = std::make_unique<StreamedEvaluation>(setup_, context_);
-  Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
-    phase_ = "stream reference pass";
-    PreparedKernel kernel = prepare(setup_.reference, evaluation);
-    streamed_->run_reference(kernel, phase_);
-  });
-  if (!reference.ok()) {
-    throw TunerError(fmt::format("the reference configuration failed on the stream with the naive loader ({}): {}",
-                                 status_name(reference.status), reference.message));
-  }
-  ready_ = true;
-}
 
 Evaluation EvaluationWorker::evaluate_streamed(const EvaluationRequest& request) {
   Evaluation evaluation = guarded_evaluation([&](Evaluation& result) {

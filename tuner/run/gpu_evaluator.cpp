@@ -180,7 +180,12 @@ GpuEvaluator::Exchange GpuEvaluator::receive(Clock::time_point deadline) {
 
 gpu::DeviceInfo GpuEvaluator::device_info() {
   if (device_info_) return *device_info_;
-  Exchange answer = exchange({{"type", "device_info"}, {"device", options_.device}}, device_info_seconds);
+  json request = {{"type", "device_info"}, {"device", options_.device}};
+  if (options_.open_device_early) {
+    request["open"] = true;
+    request["cubin_cache"] = options_.cubin_cache_dir.string();
+  }
+  Exchange answer = exchange(request, device_info_seconds);
   if (answer.outcome == Exchange::Outcome::died) {
     throw TunerError(fmt::format("the evaluation worker '{}' {} before describing the device",
                                  options_.worker_executable.string(), answer.description));
@@ -228,9 +233,7 @@ double GpuEvaluator::pinned_copy_in_gbps() {
   return answer.reply.at("gbps").get<double>();
 }
 
-void GpuEvaluator::send_setup() {
-  double seconds = setup_seconds + options_.timeout_seconds;
-  Exchange answer = exchange({{"type", "setup"}, {"setup", protocol::encode(*setup_)}}, seconds);
+void GpuEvaluator::accept_setup_reply(const Exchange& answer, double seconds, const char* expected_type) {
   if (answer.outcome == Exchange::Outcome::died) {
     throw TunerError(fmt::format("the evaluation worker {} during setup (buffers and reference configuration)",
                                  answer.description));
@@ -239,11 +242,10 @@ void GpuEvaluator::send_setup() {
     throw TunerError(fmt::format("the evaluation worker's setup did not finish within {} s: does the reference "
                                  "configuration terminate?", seconds));
   }
-  if (answer.reply.value("type", "") != "setup_done") throw_error_reply(answer.reply);
-  setup_stages_.clear();
+  if (answer.reply.value("type", "") != expected_type) throw_error_reply(answer.reply);
   for (const nlohmann::json& stage : answer.reply.value("stages_ms", nlohmann::json::array()))
-    setup_stages_.emplace_back(stage.at(0).get<std::string>(), stage.at(1).get<double>() / 1e3);
-  baseline_.reset();
+    setup_stages_.push_back({stage.at(0).get<std::string>(), stage.at(1).get<double>() / 1e3,
+                             stage.size() > 2 && stage.at(2).get<bool>()});
   if (answer.reply.contains("baseline")) {
     const nlohmann::json& baseline = answer.reply.at("baseline");
     BaselineTime time;
@@ -253,14 +255,55 @@ void GpuEvaluator::send_setup() {
   }
 }
 
+void GpuEvaluator::send_setup() {
+  const double seconds = setup_seconds + options_.timeout_seconds;
+  setup_stages_.clear();
+  baseline_.reset();
+  accept_setup_reply(exchange({{"type", "setup"}, {"setup", protocol::encode(*setup_)}}, seconds), seconds, "setup_done");
+}
+
 void GpuEvaluator::setup(const WorkerSetup& setup) {
   setup_ = setup;
   setup_->measurement = options_.measurement;
   setup_->device = options_.device;
+  setup_->cubin_cache_dir = options_.cubin_cache_dir;
   try {
     send_setup();
   } catch (...) {
     setup_.reset();
+    throw;
+  }
+}
+
+void GpuEvaluator::setup(const WorkerSetup& setup, const std::function<KernelLaunch()>& reference) {
+  if (!needs_reference_kernel(setup)) throw TunerError("a setup with a later reference launch that needs none");
+  setup_ = setup;
+  setup_->measurement = options_.measurement;
+  setup_->device = options_.device;
+  setup_->cubin_cache_dir = options_.cubin_cache_dir;
+  setup_->reference.reset();
+  setup_stages_.clear();
+  baseline_.reset();
+  const double seconds = setup_seconds + options_.timeout_seconds;
+  try {
+    const Clock::time_point setup_deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    std::optional<Exchange> failed = send({{"type", "setup"}, {"setup", protocol::encode(*setup_)}});
+    if (failed) accept_setup_reply(*failed, seconds, "setup_done");
+    const KernelLaunch launch = reference();
+    setup_->reference = launch;
+    // Sent before the setup's reply is read: the worker finds it waiting as soon as its buffers are ready.
+    failed = send({{"type", "reference"}, {"launch", protocol::encode(launch)}});
+    if (failed) accept_setup_reply(*failed, seconds, "setup_done");  // the worker died during its setup
+    const Clock::time_point reference_deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    accept_setup_reply(receive(setup_deadline), seconds, "setup_done");
+    accept_setup_reply(receive(reference_deadline), seconds, "reference_done");
+  } catch (...) {
+    // The worker may hold a reply no one will read, or a setup without its reference: a later request starts a
+    // fresh one.
+    setup_.reset();
+    stop_worker(true);
     throw;
   }
 }

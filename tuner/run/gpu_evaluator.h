@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,18 @@ struct GpuEvaluatorOptions {
   int device = 0;
   double timeout_seconds = 10;  // per configuration, for requests that set none
   MeasurementSettings measurement;
+  std::filesystem::path cubin_cache_dir;  // the worker's own kernels' cubin; empty: the default cache
+  // The worker opens the device (context, its kernels, NVML) as soon as it has described it, while the caller
+  // builds the setup: for callers that will set up, not for a mere query of the device.
+  bool open_device_early = false;
+};
+
+// One step of the worker's setup, for the start-up profile. `alongside`: it overlapped the steps around it (a
+// thread of the worker, or the time before the setup came), so it is not part of their sum.
+struct WorkerSetupStage {
+  std::string name;
+  double seconds = 0;
+  bool alongside = false;
 };
 
 class GpuEvaluator {
@@ -57,6 +70,11 @@ class GpuEvaluator {
   // Timing runs launch a configuration many times over the same buffers, so in-out buffers hold whatever the last
   // timed launch left; only verified runs start from the initial contents.
   void setup(const WorkerSetup& setup);
+  // The same in two messages: the setup without its reference launch goes first, so the worker fills the
+  // buffers and times the baseline while `reference` runs here (the reference configuration's compile); the launch
+  // it returns follows. When `reference` throws, the worker is stopped and the exception passes on. Only for a
+  // setup where needs_reference_kernel() holds.
+  void setup(const WorkerSetup& setup, const std::function<KernelLaunch()>& reference);
 
   // Never throws for the configuration's fault: compile, launch, verification, timeout and crash outcomes come back
   // as the status. The configuration, compile_ms and cubin_cached are left for the caller to fill.
@@ -87,9 +105,9 @@ class GpuEvaluator {
   // measures it again; the latest measurement is kept.
   const std::optional<BaselineTime>& baseline_time() const { return baseline_; }
 
-  // The worker's stages during the last setup, in order, in seconds ("open device", "fill buffers", "load cuBLAS",
-  // "reference run", "time baseline"; those that ran): the start-up profile of `tune run` shows them.
-  const std::vector<std::pair<std::string, double>>& setup_stages() const { return setup_stages_; }
+  // The worker's stages during the last setup, in order ("open device", "fill buffers on the GPU", "load cuBLAS",
+  // "time baseline", "reference run"; those that ran, with their parts): the start-up profile of `tune run`.
+  const std::vector<WorkerSetupStage>& setup_stages() const { return setup_stages_; }
 
   // Worker processes started so far (a restart after a crash or timeout adds one).
   int worker_starts() const { return worker_starts_; }
@@ -117,13 +135,16 @@ class GpuEvaluator {
   std::optional<Exchange> send(const nlohmann::json& message);
   Exchange receive(std::chrono::steady_clock::time_point deadline);
   void send_setup();
+  // The setup's (or the reference's) reply: its stages appended, the baseline's time kept; throws for a worker
+  // that died, timed out or answered with an error.
+  void accept_setup_reply(const Exchange& answer, double seconds, const char* expected_type);
 
   GpuEvaluatorOptions options_;
   std::unique_ptr<Worker> worker_;
   std::optional<WorkerSetup> setup_;
   std::optional<gpu::DeviceInfo> device_info_;
   std::optional<BaselineTime> baseline_;
-  std::vector<std::pair<std::string, double>> setup_stages_;
+  std::vector<WorkerSetupStage> setup_stages_;
   std::optional<Started> started_;
   int worker_starts_ = 0;
 };

@@ -20,13 +20,8 @@ std::string value_text(double value) { return std::isnan(value) ? "NaN" : fmt::f
 
 }  // namespace
 
-OutputComparison::OutputComparison(int arch_major, int arch_minor) {
-  const std::vector<char> cubin = compile_compare_kernels(arch_major, arch_minor);
-  CUmodule module = nullptr;
-  KERNLATHE_CUDA_CHECK(cuda_driver().cuModuleLoadData(&module, cubin.data()));
-  module_ = gpu::LoadedModule(module);
-  results_ = gpu::DeviceBuffer(3 * sizeof(std::uint64_t));
-}
+OutputComparison::OutputComparison(CUmodule module)
+    : module_(module), results_(gpu::DeviceBuffer(3 * sizeof(std::uint64_t))) {}
 
 std::optional<std::string> OutputComparison::compare(const WorkerSetup& setup, const std::vector<ArgumentBuffers>& all_buffers,
                                                      CUstream stream, std::int64_t sm_count, double& max_error) {
@@ -38,7 +33,7 @@ std::optional<std::string> OutputComparison::compare(const WorkerSetup& setup, c
     if (buffers.reference.bytes() == 0) continue;
     CUfunction compare = nullptr;
     std::string name = compare_kernel_name(argument.dtype);
-    KERNLATHE_CUDA_CHECK(cuda.cuModuleGetFunction(&compare, module_.get(), name.c_str()));
+    KERNLATHE_CUDA_CHECK(cuda.cuModuleGetFunction(&compare, module_, name.c_str()));
     Tolerance tolerance;
     if (auto found = setup.tolerance.find(argument.dtype); found != setup.tolerance.end()) tolerance = found->second;
     // {failing count 0, first index ~0, worst error 0}

@@ -16,8 +16,9 @@ namespace kernlathe {
 class OutputComparison {
  public:
   OutputComparison() = default;
-  // Compiles the compare kernels for sm_<major><minor> and loads them into the current context.
-  OutputComparison(int arch_major, int arch_minor);
+  // module: a loaded module holding compare_kernel_source()'s kernels (worker_kernels.h), owned by the caller and
+  // loaded in the current context.
+  explicit OutputComparison(CUmodule module);
 
   // Compares every output that has a reference; returns the wrong_result message naming the output, the count of
   // differing elements and the first with both values, or nothing when all match. max_error: the largest relative
@@ -26,7 +27,7 @@ class OutputComparison {
                                      CUstream stream, std::int64_t sm_count, double& max_error);
 
  private:
-  gpu::LoadedModule module_;
+  CUmodule module_ = nullptr;
   gpu::DeviceBuffer results_;  // {failing count, first failing index, bits of the worst relative error}
 };
 

@@ -8,6 +8,14 @@
 #include <cerrno>
 #include <cstring>
 
+namespace kernlathe {
+
+bool needs_reference_kernel(const WorkerSetup& setup) {
+  return setup.stream.has_value() || (setup.verification_enabled && !setup.reference_from_baseline);
+}
+
+}  // namespace kernlathe
+
 namespace kernlathe::protocol {
 namespace {
 
@@ -194,9 +202,10 @@ json encode(const WorkerSetup& setup) {
                    {"arguments", arguments},
                    {"tolerance", tolerance},
                    {"verification_enabled", setup.verification_enabled},
-                   {"reference", encode(setup.reference)},
                    {"measurement", encode(setup.measurement)},
                    {"reference_from_baseline", setup.reference_from_baseline}};
+  if (setup.reference) document["reference"] = encode(*setup.reference);
+  if (!setup.cubin_cache_dir.empty()) document["cubin_cache"] = setup.cubin_cache_dir.string();
   if (setup.stream) document["stream"] = encode(*setup.stream);
   if (setup.baseline) {
     const BaselineCall& call = *setup.baseline;
@@ -217,7 +226,8 @@ WorkerSetup decode_setup(const json& document) {
       setup.tolerance[decode_dtype(json(name))] = tolerance;
     }
     setup.verification_enabled = document.at("verification_enabled").get<bool>();
-    setup.reference = decode_launch(document.at("reference"));
+    if (document.contains("reference")) setup.reference = decode_launch(document.at("reference"));
+    setup.cubin_cache_dir = document.value("cubin_cache", std::string());
     setup.measurement = decode_measurement(document.at("measurement"));
     setup.reference_from_baseline = document.value("reference_from_baseline", false);
     if (document.contains("stream")) setup.stream = decode_stream(document.at("stream"));

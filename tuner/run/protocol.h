@@ -4,9 +4,15 @@
 //
 //   tuner -> worker                     worker -> tuner
 //   {"type":"device_info"}              {"type":"device_info","info":{...}}
-//   {"type":"setup","setup":{...}}      {"type":"setup_done"}
+//   {"type":"setup","setup":{...}}      {"type":"setup_done","stages_ms":[[name, ms, alongside?], ...]}
+//   {"type":"reference","launch":{...}} {"type":"reference_done","stages_ms":[...]}
 //   {"type":"evaluate","request":{...}} {"type":"evaluation","evaluation":{...}}
 //                                       {"type":"error","no_gpu":bool,"message":"..."}  (to any request)
+//
+// device_info with "open": true (and "cubin_cache": a folder) also has the worker open the device on a thread
+// right after its reply: the context, its own kernels and NVML are ready or on their way when the setup comes.
+// A setup without a reference launch, where needs_reference_kernel() holds, fills the buffers and times the
+// baseline, then waits for the reference message: the tuner compiles the reference configuration meanwhile.
 
 #include <array>
 #include <chrono>
@@ -92,12 +98,19 @@ struct WorkerSetup {
   std::vector<WorkerArgument> arguments;  // in the kernel's parameter order
   std::map<Dtype, Tolerance> tolerance;   // per output dtype; a dtype not listed compares exactly
   bool verification_enabled = true;
-  KernelLaunch reference;                 // run once at setup; its outputs stay on the device
+  // Run once at setup; its outputs stay on the device. Absent where the baseline is the reference, where nothing
+  // is verified, or where the tuner sends it later in a `reference` message (needs_reference_kernel()).
+  std::optional<KernelLaunch> reference;
   MeasurementSettings measurement;
   std::optional<BaselineCall> baseline;   // timed at setup; its time comes back in setup_done
   bool reference_from_baseline = false;   // the baseline's outputs are the reference (no reference launch)
   std::optional<WorkerStream> stream = std::nullopt;  // streamed spec: the reference runs as a naive pipeline pass
+  std::filesystem::path cubin_cache_dir;  // where the worker keeps its own kernels' cubin; empty: the default
 };
+
+// Whether the setup's reference is a kernel of the template that the worker launches: a streamed spec's naive
+// pass always, otherwise when outputs are verified and the baseline is not the reference.
+bool needs_reference_kernel(const WorkerSetup& setup);
 
 struct EvaluationRequest {
   KernelLaunch launch;

@@ -2,6 +2,7 @@
 // spec and a configuration into the plain launch descriptions the worker understands: buffer sizes, scalar
 // values, grid, block and shared memory, all evaluated here from the spec's expressions.
 #include <algorithm>
+#include <future>
 #include <variant>
 
 #include <fmt/format.h>
@@ -140,6 +141,8 @@ class GpuMeasurer final : public Measurer {
   bool needs_compilation() const override { return true; }
 
   void prepare(const SpaceEnumerator& space) override {
+    phases_.clear();
+    LapClock clock;
     const Configuration reference = reference_configuration(spec_, space);
     const Bindings bindings = space.bindings(reference);
     WorkerSetup setup;
@@ -166,24 +169,40 @@ class GpuMeasurer final : public Measurer {
         setup.tolerance[argument.dtype] = spec_.verification.tolerance_for(argument.dtype);
     setup.verification_enabled = spec_.verification.enabled;
     setup.measurement = options_.measurement;
+    if (spec_.stream.enabled) setup.stream = worker_stream(spec_, setup, bindings);  // checks the files' headers
+    phases_.push_back({"build the worker's setup", clock.lap()});
 
-    phases_.clear();
-    LapClock clock;
-    CompileResult compiled = compile_cubin(
-        instantiate(spec_, space, reference, arch_for(info_.properties, spec_.needs_arch_specific)),
-        options_.cubin_cache_dir);
-    if (!compiled.ok)
-      throw TunerError(fmt::format("the reference configuration {} does not compile:\n{}",
-                                   to_string(spec_.space, reference), compiled.log));
-    setup.reference = launch_for(reference, compiled, space);
-    if (spec_.stream.enabled) setup.stream = worker_stream(spec_, setup, bindings);
-    phases_.push_back({compiled.cached ? "reference cubin (cached)" : "compile reference", clock.lap()});
-    evaluator_.setup(setup);
+    if (!needs_reference_kernel(setup)) {
+      // The baseline is the reference (GEMM) or nothing is verified: no launch of the template at setup, so
+      // nothing to compile before the first configuration.
+      evaluator_.setup(setup);
+    } else {
+      // The reference configuration compiles on a thread while the worker fills the buffers and times the
+      // baseline; its launch follows the setup (GpuEvaluator::setup with a reference).
+      const std::string arch = arch_for(info_.properties, spec_.needs_arch_specific);
+      std::future<std::pair<CompileResult, double>> compiling = std::async(std::launch::async, [&] {
+        LapClock compile_clock;
+        CompileResult compiled = compile_cubin(instantiate(spec_, space, reference, arch), options_.cubin_cache_dir);
+        return std::make_pair(std::move(compiled), compile_clock.lap());
+      });
+      bool cached = false;
+      double compile_seconds = 0;
+      evaluator_.setup(setup, [&] {
+        auto [compiled, seconds] = compiling.get();
+        cached = compiled.cached;
+        compile_seconds = seconds;
+        if (!compiled.ok)
+          throw TunerError(fmt::format("the reference configuration {} does not compile:\n{}",
+                                       to_string(spec_.space, reference), compiled.log));
+        return launch_for(reference, compiled, space);
+      });
+      phases_.push_back({cached ? "reference cubin (cached)" : "compile reference", compile_seconds, true});
+    }
     const double setup_seconds = clock.lap();
     double staged = 0;
-    for (const auto& [stage, seconds] : evaluator_.setup_stages()) {
-      phases_.push_back({"worker: " + stage, seconds});
-      staged += seconds;
+    for (const WorkerSetupStage& stage : evaluator_.setup_stages()) {
+      phases_.push_back({"worker: " + stage.name, stage.seconds, stage.alongside});
+      if (!stage.alongside) staged += stage.seconds;
     }
     phases_.push_back({"worker round trip", std::max(setup_seconds - staged, 0.0)});
     copy_bandwidth_gbps_ = evaluator_.copy_bandwidth_gbps();
@@ -260,6 +279,9 @@ class GpuMeasurer final : public Measurer {
     evaluator.device = options.device;
     evaluator.timeout_seconds = options.timeout_seconds;
     evaluator.measurement = options.measurement;
+    evaluator.cubin_cache_dir = options.cubin_cache_dir;
+    // A measurer always sets up: its worker opens the device while the session enumerates the space.
+    evaluator.open_device_early = true;
     return evaluator;
   }
 

@@ -59,7 +59,8 @@ bool MeasurementLanes::lost(std::size_t lane) const {
 bool MeasurementLanes::submit(LaneJob& job) {
   std::lock_guard lock(mutex_);
   std::optional<std::size_t> chosen;
-  for (std::size_t index = 0; index < lanes_.size(); ++index) {
+  for (std::size_t offset = 0; offset < lanes_.size(); ++offset) {
+    const std::size_t index = (next_lane_ + offset) % lanes_.size();
     const Lane& lane = *lanes_[index];
     if (lane.lost || lane.job) continue;
     const bool tried = std::find(job.lanes_tried.begin(), job.lanes_tried.end(), index) != job.lanes_tried.end();
@@ -70,6 +71,7 @@ bool MeasurementLanes::submit(LaneJob& job) {
     if (!chosen) chosen = index;  // only lanes that tried it are idle: one of them measures it again
   }
   if (!chosen) return false;
+  next_lane_ = *chosen + 1;
   lanes_[*chosen]->job = std::move(job);
   ++running_;
   work_.notify_all();

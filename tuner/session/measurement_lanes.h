@@ -60,8 +60,9 @@ class MeasurementLanes {
   const std::string& label(std::size_t lane) const { return lanes_[lane]->label; }
   bool lost(std::size_t lane) const;
 
-  // Hands the job to an idle lane, one not in job.lanes_tried when there is such a lane. Returns false, keeping
-  // nothing, when no lane is idle.
+  // Hands the job to an idle lane, one not in job.lanes_tried when there is such a lane, taking the lanes in turn
+  // from the one after the lane of the previous job: a lane that finishes at once (a replay, a tiny kernel) does not
+  // take every job while the others are idle. Returns false, keeping nothing, when no lane is idle.
   bool submit(LaneJob& job);
   // The next finished job, blocking until one finishes. TunerError when no job is running.
   LaneOutcome wait();
@@ -83,6 +84,7 @@ class MeasurementLanes {
   std::condition_variable finished_;  // an outcome is ready
   std::deque<LaneOutcome> outcomes_;
   std::size_t running_ = 0;           // submitted, not yet returned by wait()
+  std::size_t next_lane_ = 0;         // where submit() starts looking
   bool ending_ = false;
 };
 

@@ -13,7 +13,8 @@ namespace kernlathe {
 
 double RunProfile::startup_seconds() const {
   double sum = 0;
-  for (const ProfilePhase& phase : startup) sum += phase.seconds;
+  for (const ProfilePhase& phase : startup)
+    if (!phase.alongside) sum += phase.seconds;
   return sum;
 }
 
@@ -21,15 +22,29 @@ std::string format_profile(const RunProfile& profile) {
   std::string text;
   std::string phases;
   if (profile.process_start_seconds >= 0) phases = fmt::format("process start {:.2f}", profile.process_start_seconds);
-  for (const ProfilePhase& phase : profile.startup)
+  // Phases that ran alongside others are grouped in parentheses after the phase they overlapped.
+  bool in_group = false;
+  for (const ProfilePhase& phase : profile.startup) {
+    if (phase.alongside) {
+      phases += fmt::format("{}{} {:.2f}", in_group ? ", " : (phases.empty() ? "(alongside: " : " (alongside: "),
+                            phase.name, phase.seconds);
+      in_group = true;
+      continue;
+    }
+    if (in_group) phases += ")";
+    in_group = false;
     phases += fmt::format("{}{} {:.2f}", phases.empty() ? "" : ", ", phase.name, phase.seconds);
+  }
+  if (in_group) phases += ")";
   text += fmt::format("profile  start-up {:.2f} s: {}\n",
                       profile.startup_seconds() + std::max(profile.process_start_seconds, 0.0), phases);
   if (profile.evaluations == 0) {
     text += fmt::format("profile  no evaluation; total {:.2f} s\n", profile.total_seconds);
     return text;
   }
-  text += fmt::format("profile  first result {:.2f} s after the run started\n", profile.first_result_seconds);
+  text += fmt::format("profile  first configuration sent to a GPU {:.2f} s after the run started, first result "
+                      "{:.2f} s\n",
+                      profile.first_request_seconds, profile.first_result_seconds);
   const WorkerStageTimes& worker = profile.worker;
   const double worker_seconds = worker.total_ms() / 1e3;
   text += fmt::format(
@@ -46,11 +61,15 @@ std::string format_profile(const RunProfile& profile) {
 
 nlohmann::json profile_to_json(const RunProfile& profile) {
   nlohmann::json startup = nlohmann::json::array();
-  for (const ProfilePhase& phase : profile.startup) startup.push_back({{"phase", phase.name}, {"seconds", phase.seconds}});
+  for (const ProfilePhase& phase : profile.startup) {
+    startup.push_back({{"phase", phase.name}, {"seconds", phase.seconds}});
+    if (phase.alongside) startup.back()["alongside"] = true;
+  }
   const WorkerStageTimes& worker = profile.worker;
   return {{"process_start_seconds", profile.process_start_seconds},
           {"startup", startup},
           {"startup_seconds", profile.startup_seconds()},
+          {"first_request_seconds", profile.first_request_seconds},
           {"first_result_seconds", profile.first_result_seconds},
           {"evaluations", profile.evaluations},
           {"compile_wait_seconds", profile.compile_wait_seconds},

@@ -17,11 +17,15 @@ namespace kernlathe {
 struct ProfilePhase {
   std::string name;
   double seconds = 0;
+  // It ran at the same time as the phases around it (on another thread or process: the reference compile while
+  // the worker fills buffers, the worker's context while its kernels compile), so start-up does not add it.
+  bool alongside = false;
 };
 
 struct RunProfile {
   double process_start_seconds = -1;  // from the process's start to the run's start; -1 when unknown
   std::vector<ProfilePhase> startup;  // in order, from the run's start to the first measurement request
+  double first_request_seconds = 0;   // from the run's start until the first configuration went to a GPU
   double first_result_seconds = 0;    // from the run's start until the first evaluation came back
   // The run loop, summed over evaluations.
   int evaluations = 0;
@@ -33,8 +37,10 @@ struct RunProfile {
   double final_round_seconds = 0;
   double total_seconds = 0;         // the run's start to its end (the final round included)
 
-  void add_startup(std::string name, double seconds) { startup.push_back({std::move(name), seconds}); }
-  double startup_seconds() const;
+  void add_startup(std::string name, double seconds, bool alongside = false) {
+    startup.push_back({std::move(name), seconds, alongside});
+  }
+  double startup_seconds() const;  // the phases not marked alongside
 };
 
 // Several lines of text, each starting with "profile", for stderr.

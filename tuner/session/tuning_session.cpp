@@ -314,61 +314,23 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
   report.valid_configurations = space.valid_count();
   report.devices = devices.labels;
 
-  // Buffers, the reference outputs and the copy ceiling first: a spec whose reference fails writes nothing.
   profile.add_startup("check spec", lap.lap());
-  measurer->prepare(space);
-  for (ProfilePhase& phase : measurer->preparation_phases()) profile.startup.push_back(std::move(phase));
-  lap.lap();
-  if (devices.measurers.size() > 1) {
-    // The other devices after the primary one, all at once: the reference cubin is in the cache by now.
-    std::vector<std::future<void>> preparing;
-    for (std::size_t index = 1; index < devices.measurers.size(); ++index)
-      preparing.push_back(std::async(std::launch::async, [&, index] { devices.measurers[index]->prepare(space); }));
-    for (auto& future : preparing) future.get();
-    profile.add_startup("prepare the other devices", lap.lap());
-  }
-  report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
-  report.streamed = spec.stream.enabled;
-  report.pinned_copy_in_gbps = measurer->pinned_copy_in_gbps();
-  report.baseline_ms = measurer->baseline_ms();
-  report.baseline_library = measurer->baseline_library();
-  report.objective = options.objective;
-  if (!replay && options.measure_ceilings) {
-    const std::filesystem::path ceiling_dir =
-        options.ceiling_cache_dir.empty() ? default_ceiling_cache_dir() : options.ceiling_cache_dir;
-    const CeilingCacheKey key{device.name, arch, measurer->driver_version()};
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    std::optional<CachedCeilings> cached;
-    if (!options.refresh_ceilings) cached = read_cached_ceilings(ceiling_dir, key, now);
-    if (cached) {
-      report.ceilings = cached->ceilings;
-      report.ceilings_measured_at = cached->measured_at;
-      profile.add_startup("ceilings (cached)", lap.lap());
-    } else {
-      report.ceilings = measurer->ceilings();
-      report.ceilings_measured_at = now;
-      if (!report.ceilings.failures.empty())
-        fmt::print(stderr, "tune: ceilings not measured: {}\n", report.ceilings.failures);
-      try {
-        if (report.ceilings.copy_gbps > 0 && report.ceilings.fma_gflops > 0)
-          write_cached_ceilings(ceiling_dir, key, {report.ceilings, now});
-      } catch (const TunerError& error) {
-        fmt::print(stderr, "tune: the ceilings are not cached ({}); the next run measures them again\n", error.what());
-      }
-      profile.add_startup("ceilings", lap.lap());
-    }
-  }
-
-  // Records: every evaluation of this run, appended and flushed row by row. A replay writes none unless asked.
+  // Buffers, the reference outputs and the copy ceiling: on a thread, while this one reads what a resumed run
+  // recorded, starts the strategy and the compile pool and submits the first proposals, so the first
+  // configurations compile while the worker prepares the device.
+  const double before_preparation = elapsed_seconds();
+  std::future<void> preparing = std::async(std::launch::async, [&] { measurer->prepare(space); });
+  std::vector<ProfilePhase> session_phases;  // this thread's, alongside the preparation
+  // Records: every evaluation of this run, appended and flushed row by row. A replay writes none unless asked. The
+  // file is opened once the device is prepared (a spec whose reference fails writes nothing); what a resumed run
+  // recorded before is read now, since the strategy learns from it before it proposes.
   std::filesystem::path out_dir = options.out_dir;
   if (out_dir.empty() && !replay) {
     out_dir = std::filesystem::path("results") / "runs" / spec.name / arch / sanitise_for_path(report.problem);
     if (!options.device_folder.empty()) out_dir /= options.device_folder;
   }
-  std::optional<RecordWriter> writer;
   std::optional<ResumeState> resume;
   if (!out_dir.empty()) {
-    std::filesystem::create_directories(out_dir);
     report.records = out_dir / "evaluations.csv";
     if (replay && std::filesystem::exists(report.records) &&
         std::filesystem::equivalent(report.records, options.replay_csv))
@@ -377,36 +339,9 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
       resume = load_resume_state(report.records, spec.space, hash);
       report.skipped_by_resume = resume->count();
       report.other_hash_rows = resume->other_hash_rows();
+      session_phases.push_back({"read the records to resume", lap.lap(), true});
     }
-    RunMetadata metadata;
-    metadata.kernel = spec.name;
-    metadata.spec_hash = hash;
-    metadata.gpu_name = device.name;
-    metadata.arch = arch;
-    metadata.driver_version = measurer->driver_version();
-    metadata.nvrtc_version = nvrtc_version();
-    metadata.project_version = KERNLATHE_VERSION;
-    metadata.problem = report.problem;
-    metadata.strategy = options.strategy;
-    metadata.started_at = iso8601_now();
-    if (replay) metadata.extra["replay_of"] = options.replay_csv.string();
-    if (report.copy_bandwidth_gbps > 0)
-      metadata.extra["copy_bandwidth_gbps"] = fmt::format("{:.1f}", report.copy_bandwidth_gbps);
-    for (const auto& [key, value] : ceiling_metadata(report.ceilings)) metadata.extra[key] = value;
-    if (report.ceilings_measured_at > 0)
-      metadata.extra["ceilings_measured_at"] = fmt::format("{:.0f}", report.ceilings_measured_at);
-    metadata.extra["objective"] = std::string(objective_name(options.objective));
-    if (devices.labels.size() > 1) metadata.extra["devices"] = fmt::format("{}", fmt::join(devices.labels, ","));
-    if (report.pinned_copy_in_gbps > 0)
-      metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);
-    if (report.baseline_ms > 0) {
-      metadata.extra["baseline_ms"] = fmt::format("{:.6g}", report.baseline_ms);
-      metadata.extra["baseline_library"] = report.baseline_library;
-    }
-    writer.emplace(report.records, spec.space, metadata);  // also adds this run to run.json
-    report.torn_row_file = writer->torn_row_file();
   }
-  profile.add_startup(resume ? "open records and resume" : "open records", lap.lap());
 
   std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, space, options.seed);
   // A resumed run goes on from what is recorded: the strategy learns from those results and does not propose
@@ -423,7 +358,7 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
     pool_options.use_cache = options.use_cubin_cache;
     pool.emplace(pool_options);
   }
-  profile.add_startup("strategy and compile pool", lap.lap());
+  session_phases.push_back({"strategy and compile pool", lap.lap(), true});
   const std::size_t lookahead =
       (pool ? static_cast<std::size_t>(pool->jobs()) * 2 + 1 : 64) + devices.measurers.size();
 
@@ -475,7 +410,94 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
     }
   }
   refill();
-  profile.add_startup("first proposals submitted", lap.lap());
+  session_phases.push_back({"first proposals submitted", lap.lap(), true});
+
+  lap.lap();
+  preparing.get();  // a spec whose reference fails stops here, having written nothing
+  // The preparation's phases are the start-up's path; this thread's work ran alongside and counts only where it
+  // took longer than the preparation.
+  double prepared_seconds = 0;
+  for (ProfilePhase& phase : measurer->preparation_phases()) {
+    if (!phase.alongside) prepared_seconds += phase.seconds;
+    profile.startup.push_back(std::move(phase));
+  }
+  profile.startup.insert(profile.startup.end(), session_phases.begin(), session_phases.end());
+  const double preparation_block_seconds = elapsed_seconds() - before_preparation;
+  if (preparation_block_seconds > prepared_seconds + 1e-3)
+    profile.add_startup("the session's own start beyond the preparation", preparation_block_seconds - prepared_seconds);
+  lap.lap();
+  if (devices.measurers.size() > 1) {
+    // The other devices after the primary one, all at once: the reference cubin is in the cache by now.
+    std::vector<std::future<void>> others;
+    for (std::size_t index = 1; index < devices.measurers.size(); ++index)
+      others.push_back(std::async(std::launch::async, [&, index] { devices.measurers[index]->prepare(space); }));
+    for (auto& future : others) future.get();
+    profile.add_startup("prepare the other devices", lap.lap());
+  }
+  report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
+  report.streamed = spec.stream.enabled;
+  report.pinned_copy_in_gbps = measurer->pinned_copy_in_gbps();
+  report.baseline_ms = measurer->baseline_ms();
+  report.baseline_library = measurer->baseline_library();
+  report.objective = options.objective;
+  if (!replay && options.measure_ceilings) {
+    const std::filesystem::path ceiling_dir =
+        options.ceiling_cache_dir.empty() ? default_ceiling_cache_dir() : options.ceiling_cache_dir;
+    const CeilingCacheKey key{device.name, arch, measurer->driver_version()};
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::optional<CachedCeilings> cached;
+    if (!options.refresh_ceilings) cached = read_cached_ceilings(ceiling_dir, key, now);
+    if (cached) {
+      report.ceilings = cached->ceilings;
+      report.ceilings_measured_at = cached->measured_at;
+      profile.add_startup("ceilings (cached)", lap.lap());
+    } else {
+      report.ceilings = measurer->ceilings();
+      report.ceilings_measured_at = now;
+      if (!report.ceilings.failures.empty())
+        fmt::print(stderr, "tune: ceilings not measured: {}\n", report.ceilings.failures);
+      try {
+        if (report.ceilings.copy_gbps > 0 && report.ceilings.fma_gflops > 0)
+          write_cached_ceilings(ceiling_dir, key, {report.ceilings, now});
+      } catch (const TunerError& error) {
+        fmt::print(stderr, "tune: the ceilings are not cached ({}); the next run measures them again\n", error.what());
+      }
+      profile.add_startup("ceilings", lap.lap());
+    }
+  }
+
+  std::optional<RecordWriter> writer;
+  if (!out_dir.empty()) {
+    std::filesystem::create_directories(out_dir);
+    RunMetadata metadata;
+    metadata.kernel = spec.name;
+    metadata.spec_hash = hash;
+    metadata.gpu_name = device.name;
+    metadata.arch = arch;
+    metadata.driver_version = measurer->driver_version();
+    metadata.nvrtc_version = nvrtc_version();
+    metadata.project_version = KERNLATHE_VERSION;
+    metadata.problem = report.problem;
+    metadata.strategy = options.strategy;
+    metadata.started_at = iso8601_now();
+    if (replay) metadata.extra["replay_of"] = options.replay_csv.string();
+    if (report.copy_bandwidth_gbps > 0)
+      metadata.extra["copy_bandwidth_gbps"] = fmt::format("{:.1f}", report.copy_bandwidth_gbps);
+    for (const auto& [key, value] : ceiling_metadata(report.ceilings)) metadata.extra[key] = value;
+    if (report.ceilings_measured_at > 0)
+      metadata.extra["ceilings_measured_at"] = fmt::format("{:.0f}", report.ceilings_measured_at);
+    metadata.extra["objective"] = std::string(objective_name(options.objective));
+    if (devices.labels.size() > 1) metadata.extra["devices"] = fmt::format("{}", fmt::join(devices.labels, ","));
+    if (report.pinned_copy_in_gbps > 0)
+      metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);
+    if (report.baseline_ms > 0) {
+      metadata.extra["baseline_ms"] = fmt::format("{:.6g}", report.baseline_ms);
+      metadata.extra["baseline_library"] = report.baseline_library;
+    }
+    writer.emplace(report.records, spec.space, metadata);  // also adds this run to run.json
+    report.torn_row_file = writer->torn_row_file();
+  }
+  profile.add_startup("open records", lap.lap());
 
   std::uint64_t planned =
       space.valid_count() > report.skipped_by_resume ? space.valid_count() - report.skipped_by_resume : 0;
@@ -550,7 +572,10 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
         continue;
       }
       if (pending.empty() || !within_budget()) return;
-      if (std::optional<LaneJob> job = next_job()) lanes.submit(*job);
+      if (std::optional<LaneJob> job = next_job()) {
+        if (profile.first_request_seconds == 0) profile.first_request_seconds = elapsed_seconds();
+        lanes.submit(*job);
+      }
     }
   };
   // One result from the lanes into `ready`, or its job back into `again`.

@@ -1,7 +1,8 @@
 // Runs the tuner's CUDA kernels on host threads, so a CPU test can execute the very source that verification
-// compiles for the GPU (compare_kernel_source()) instead of a copy of its logic. Covers what those kernels use:
-// thread and block indices, warp shuffles (one warp per block, its lanes as std::threads meeting at a barrier),
-// 64-bit atomics and bit casts. Inline PTX is compiled out, so the f16 comparison (its only asm) is not usable.
+// compiles for the GPU (compare_kernel_source(), fill_kernel_source()) instead of a copy of its logic. Covers what
+// those kernels use: thread and block indices, warp shuffles (one warp per block, its lanes as std::threads
+// meeting at a barrier), 64-bit atomics, bit casts and double arithmetic rounded once per operation. Inline PTX
+// is compiled out, so the f16 comparison (its only asm) is not usable.
 #pragma once
 #include <math.h>
 
@@ -59,6 +60,11 @@ inline unsigned long long atomicMax(unsigned long long* address, unsigned long l
 }
 inline long long __double_as_longlong(double value) { return std::bit_cast<long long>(value); }
 inline float __uint_as_float(unsigned value) { return std::bit_cast<float>(value); }
+inline unsigned __float_as_uint(float value) { return std::bit_cast<unsigned>(value); }
+// One rounding each, as on the GPU: the host library is built with -ffp-contract=off (host_library_support.h).
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dsub_rn(double a, double b) { return a - b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
 
 // A kernel that uses warp shuffles: blocks of exactly one warp, run one block after another (x fastest).
 template <typename Kernel, typename... Arguments>
