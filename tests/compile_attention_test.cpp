@@ -23,6 +23,8 @@
 namespace kernlathe {
 namespace {
 
+using compile_test::constants_for;
+
 using compile_test::read_file;
 using compile_test::TemporaryDirectory;
 
@@ -51,18 +53,8 @@ KernelSpec load_spec(const AttentionProblem& problem) {
       {{"SEQ", sequence}, {"HEAD_DIM", problem.head_dim}, {"CAUSAL", problem.causal ? 1 : 0}});
 }
 
-Constants constants_for(const KernelSpec& spec, const std::string& arch) {
-  Constants constants = device_property_values(device_profile(arch));
-  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
-  return constants;
-}
-
-// Reads one binding of a configuration as an integer, a boolean or a string.
-struct Lookup {
-  Bindings bindings;
-  std::int64_t integer(const std::string& name) const { return std::get<std::int64_t>(bindings.get(name)); }
-  bool flag(const std::string& name) const { return std::get<bool>(bindings.get(name)); }
-  std::string text(const std::string& name) const { return std::get<std::string>(bindings.get(name)); }
+// A configuration's bindings, with the path it takes.
+struct Lookup : compile_test::Lookup {
   bool wgmma() const { return text("PATH") == "wgmma"; }
 };
 

@@ -17,17 +17,13 @@
 namespace kernlathe {
 namespace {
 
+using compile_test::constants_for;
+
 using compile_test::read_file;
 using compile_test::TemporaryDirectory;
 
 std::filesystem::path spec_path(const std::string& name) {
   return std::filesystem::path(KERNLATHE_SOURCE_DIR) / "kernels" / (name + ".yaml");
-}
-
-Constants constants_for(const KernelSpec& spec, const std::string& arch) {
-  Constants constants = device_property_values(device_profile(arch));
-  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
-  return constants;
 }
 
 std::string path_of(const SpaceEnumerator& space, const Configuration& configuration) {

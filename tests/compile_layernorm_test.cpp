@@ -20,6 +20,9 @@
 namespace kernlathe {
 namespace {
 
+using compile_test::constants_for;
+using compile_test::Lookup;
+
 using compile_test::read_file;
 using compile_test::TemporaryDirectory;
 
@@ -27,20 +30,6 @@ KernelSpec load_spec(const std::string& name, std::int64_t rows, std::int64_t co
   return load_kernel_spec(std::filesystem::path(KERNLATHE_SOURCE_DIR) / "kernels" / (name + ".yaml"),
                           {{"ROWS", rows}, {"COLS", cols}});
 }
-
-Constants constants_for(const KernelSpec& spec, const std::string& arch) {
-  Constants constants = device_property_values(device_profile(arch));
-  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
-  return constants;
-}
-
-// Reads one binding of a configuration as an integer, a boolean or a string.
-struct Lookup {
-  Bindings bindings;
-  std::int64_t integer(const std::string& name) const { return std::get<std::int64_t>(bindings.get(name)); }
-  bool flag(const std::string& name) const { return std::get<bool>(bindings.get(name)); }
-  std::string text(const std::string& name) const { return std::get<std::string>(bindings.get(name)); }
-};
 
 struct PathCase {
   std::string name;

@@ -10,12 +10,29 @@
 #include <string>
 
 #include "tuner/nvrtc/compile_request.h"
+#include "tuner/space/space.h"
+#include "tuner/spec/spec_loader.h"
 
 namespace kernlathe::compile_test {
 
 inline std::filesystem::path data_directory() {
   return std::filesystem::path(KERNLATHE_SOURCE_DIR) / "tests" / "data" / "compile";
 }
+
+// The constants a space is enumerated with: a built-in device profile's properties and the spec's problem symbols.
+inline Constants constants_for(const KernelSpec& spec, const std::string& arch) {
+  Constants constants = device_property_values(device_profile(arch));
+  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
+  return constants;
+}
+
+// Reads one binding of a configuration as an integer, a boolean or a string.
+struct Lookup {
+  Bindings bindings;
+  std::int64_t integer(const std::string& name) const { return std::get<std::int64_t>(bindings.get(name)); }
+  bool flag(const std::string& name) const { return std::get<bool>(bindings.get(name)); }
+  std::string text(const std::string& name) const { return std::get<std::string>(bindings.get(name)); }
+};
 
 inline std::string read_file(const std::filesystem::path& path) {
   std::ifstream stream(path, std::ios::binary);

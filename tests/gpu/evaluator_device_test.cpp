@@ -39,6 +39,17 @@ std::string read_text(const std::filesystem::path& path) {
   return text.str();
 }
 
+// The "scale" kernel's arguments (y = alpha * x over element_count random floats) and its tolerance.
+void scale_problem(WorkerSetup& setup) {
+  setup.arguments = {
+      {"x", Dtype::f32, true, element_count, {Initialisation::Kind::random, 5, -1.0, 1.0, 0, 0, 1}, Role::in, -1, {}},
+      {"y", Dtype::f32, true, element_count, {}, Role::out, -1, {}},
+      {"n", Dtype::i32, false, 0, {}, Role::in, -1, {}},
+      {"alpha", Dtype::f32, false, 0, {}, Role::in, -1, {}},
+  };
+  setup.tolerance[Dtype::f32] = {1e-6, 1e-7};
+}
+
 class EvaluatorOnDevice : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -95,13 +106,7 @@ class EvaluatorOnDevice : public ::testing::Test {
   static void set_up_scale() {
     if (scale_set_up_) return;
     WorkerSetup setup;
-    setup.arguments = {
-        {"x", Dtype::f32, true, element_count, {Initialisation::Kind::random, 5, -1.0, 1.0, 0, 0, 1}, Role::in, -1, {}},
-        {"y", Dtype::f32, true, element_count, {}, Role::out, -1, {}},
-        {"n", Dtype::i32, false, 0, {}, Role::in, -1, {}},
-        {"alpha", Dtype::f32, false, 0, {}, Role::in, -1, {}},
-    };
-    setup.tolerance[Dtype::f32] = {1e-6, 1e-7};
+    scale_problem(setup);
     setup.reference = compiled("scale");
     evaluator_->setup(setup);
     scale_set_up_ = true;
@@ -310,13 +315,7 @@ TEST_F(EvaluatorOnDevice, TheReferenceFollowsTheSetupWhileTheWorkerFillsBuffers)
   GpuEvaluator evaluator(options);
   evaluator.device_info();
   WorkerSetup setup;
-  setup.arguments = {
-      {"x", Dtype::f32, true, element_count, {Initialisation::Kind::random, 5, -1.0, 1.0, 0, 0, 1}, Role::in, -1, {}},
-      {"y", Dtype::f32, true, element_count, {}, Role::out, -1, {}},
-      {"n", Dtype::i32, false, 0, {}, Role::in, -1, {}},
-      {"alpha", Dtype::f32, false, 0, {}, Role::in, -1, {}},
-  };
-  setup.tolerance[Dtype::f32] = {1e-6, 1e-7};
+  scale_problem(setup);
   const KernelLaunch launch = compiled("scale");
   // A compile that takes a second: the worker is done with its buffers long before and says how long it waited.
   evaluator.setup(setup, [&] {
