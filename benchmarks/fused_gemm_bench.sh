@@ -7,7 +7,8 @@
 #
 # The candidate set is the wgmma configurations that won the full-space runs (results/runs/gemm_bf16/.../wgmma-only):
 # 128 x 256 tiles split between two consumer warpgroups (3 or 4 stages) and 128 x 128 ping-pong tiles (4 to 6
-# stages), persistent, with and without 2-block clusters; plus the one simt configuration the fused specs verify
+# stages), persistent, with and without 2-block clusters; plus 256 x 128 cooperative tiles (3 or 4 stages), the
+# shape of the cuBLASLt kernel PyTorch's addmm runs at 8192^3; plus the one simt configuration the fused specs verify
 # against. Every run evaluates all of them (exhaustive strategy), and cuBLAS's plain GEMM is timed in the same
 # rounds as the candidates of every run, so each kernel's time is also reported over cuBLAS's in its own run
 # (cuBLAS moved by up to 10% between runs on the H200: README "GEMM against cuBLAS").
@@ -19,13 +20,15 @@
 #
 # Floors: the fused kernel within 3% of the plain GEMM (best against best: fused / plain <= 1.03), and at least as
 # fast as PyTorch's gelu(addmm(bias, a, b)) (ours / PyTorch <= 1).
-# Usage (on a GPU host, from anywhere): benchmarks/fused_gemm_bench.sh [BIN_DIR] [LOG_DIR] [PROBLEM]
-#   PROBLEM defaults to M=8192,N=8192,K=8192.
+# Usage (on a GPU host, from anywhere): benchmarks/fused_gemm_bench.sh [BIN_DIR] [LOG_DIR] [PROBLEM [VARIANT...]]
+#   PROBLEM defaults to M=8192,N=8192,K=8192. Each VARIANT is passed on to fused_gemm_versus_torch.py (see its usage:
+#   EPILOGUE:NAME=VALUE,..., a variant of the plain GEMM's best configuration timed in the same process).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-build}"
 logs="${2:-fused-gemm-logs}"
 problem="${3:-M=8192,N=8192,K=8192}"
+variants=("${@:4}")
 mkdir -p "$logs"
 logs="$(cd "$logs" && pwd)"
 export KERNLATHE_SOURCE_DIR="$PWD"
@@ -40,7 +43,7 @@ cat >>"$space" <<'EOF'
   - PATH != "mma_sync"
   - PATH != "simt" or (BM == 128 and BN == 128 and BK == 16 and WM == 64 and WN == 32 and TM == 8 and TN == 8 and STAGES == 2 and SIMT_FMA_ORDER == "serpentine" and SIMT_COPY == "registers" and SMEM_PAD and GROUP_M == 8 and BLOCKS_PER_SM == 2)
   - PATH != "wgmma" or (WG_BK == 64 and WG_CONSUMERS == 2 and WG_GROUP_M == 8 and WG_PERSISTENT)
-  - PATH != "wgmma" or (WG_BM == 128 and WG_BN == 256 and not WG_PINGPONG and WG_STAGES in [3, 4]) or (WG_BM == 128 and WG_BN == 128 and WG_PINGPONG and WG_STAGES in [4, 5, 6])
+  - PATH != "wgmma" or (WG_BM == 128 and WG_BN == 256 and not WG_PINGPONG and WG_STAGES in [3, 4]) or (WG_BM == 256 and WG_BN == 128 and not WG_PINGPONG and WG_STAGES in [3, 4]) or (WG_BM == 128 and WG_BN == 128 and WG_PINGPONG and WG_STAGES in [4, 5, 6])
 EOF
 
 run_spec() {  # run_spec SPEC TAG: tunes kernels/SPEC.yaml over the candidates into LOG_DIR/TAG
@@ -65,7 +68,7 @@ run_spec gemm_bf16_bias_gelu bias_gelu
 run_spec gemm_bf16_bias_residual bias_residual
 run_spec gemm_bf16 plain_again
 torch_reference torch_again
-python3 benchmarks/fused_gemm_versus_torch.py "$logs" "$problem" >"$logs/versus.json" 2>"$logs/versus.txt" ||
+python3 benchmarks/fused_gemm_versus_torch.py "$logs" "$problem" "${variants[@]}" >"$logs/versus.json" 2>"$logs/versus.txt" ||
   echo "the in-process comparison failed, see $logs/versus.txt" >&2
 
 python3 - "$logs" "$problem" <<'PY'

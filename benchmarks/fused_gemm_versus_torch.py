@@ -23,7 +23,8 @@ Usage: fused_gemm_versus_torch.py LOG_DIR [PROBLEM [EPILOGUE:KEY=VALUE,... ...]]
   best wgmma configuration of each is measured, and the fused epilogues also in the plain GEMM's best configuration.
   PROBLEM defaults to M=8192,N=8192,K=8192. Each further argument adds a variant: the plain GEMM's best
   configuration with the given parameters changed, with the named epilogue (plain, bias_gelu or bias_residual),
-  e.g. bias_residual:WG_STAGES=3.
+  e.g. bias_residual:WG_STAGES=3. A name that starts with GEMM_ is a template macro instead of a parameter of the
+  space, e.g. bias_residual:GEMM_RESIDUAL_PREFETCH_BLOCKS=0 (gemm/wgmma.cuh).
 """
 import ctypes
 import json
@@ -75,7 +76,7 @@ class Variant:
             (2 * self.stages + self.consumers) * 8
         tiles = (problem["M"] // self.block_m) * (problem["N"] // self.block_n)
         self.grid = min(sm_count, tiles) // self.cluster * self.cluster if c["WG_PERSISTENT"] else tiles
-        self.name = epilogue + " " + " ".join(f"{k}={v}" for k, v in c.items() if k.startswith("WG_"))
+        self.name = epilogue + " " + " ".join(f"{k}={v}" for k, v in c.items() if k.startswith(("WG_", "GEMM_")))
 
     def defines(self):
         c = self.configuration
@@ -83,6 +84,8 @@ class Variant:
         for key in ("WG_BM", "WG_BN", "WG_BK", "WG_STAGES", "WG_CONSUMERS", "WG_GROUP_M", "WG_PINGPONG",
                     "WG_CLUSTER", "WG_SPREAD", "WG_PERSISTENT"):
             values[key] = int(c.get(key, 0))
+        # Template macros that are not parameters of the space (GEMM_RESIDUAL_PREFETCH_BLOCKS): given as overrides.
+        values.update({key: int(value) for key, value in c.items() if key.startswith("GEMM_")})
         if EPILOGUES[self.epilogue]:
             values[EPILOGUES[self.epilogue]] = 1
         return [f"-D{key}={value}" for key, value in values.items()]

@@ -36,10 +36,11 @@
 //   4096^3 f16: 128 x 256 cooperative, 4 stages 697 TFLOP/s = 91%; 128 x 128 ping-pong, 6 stages 709 = 93%
 //   8192^3 f16: 96% and 97%; bf16: 91% and 93% at 4096^3, 96.5% and 92% at 8192^3.
 // tf32 and clusters: see the README's GEMM table for what the tuner found with them.
-// Fused epilogues (gemm/epilogue.cuh) run in the consumers' stores, after each tile's K loop: they are not overlapped
-// with the tensor cores' work (results/benchmarks.md, issue 19: at 8192^3 on the H200 bias + GELU cost 1.2-2.5% over
-// the plain GEMM, bias + residual 3.2%; a version that copied each tile's residual into shared memory during the K
-// loop, 16 rows of bulk copies from the producer thread per stage, cost 6.8%, SM throughput 81% against 89%).
+// Fused epilogues (gemm/epilogue.cuh) run in the consumers' stores, after each tile's K loop, not overlapped with the
+// tensor cores' work; a bias + residual epilogue's residual is brought into L2 by the producer near the end of each
+// tile's K loop (residual_prefetch_blocks below). Measured at 8192^3 on the H200: results/benchmarks.md, issue 19 (a
+// version that copied each tile's residual into shared memory during the K loop, 16 rows of bulk copies from the
+// producer thread per stage, cost 6.8%, SM throughput 81% against 89%).
 // Not done: an asynchronous TMA-store epilogue, and epilogue work overlapped with the next tile's K loop.
 #pragma once
 
@@ -103,6 +104,17 @@ constexpr int producer_registers = 40;
 
 constexpr int consumer_registers = consumers == 2 ? 232 : 240;
 
+// With the bias + residual epilogue, the producer asks for each tile's residual to be brought into L2 during the last
+// GEMM_RESIDUAL_PREFETCH_BLOCKS K blocks it loads for the tile (a few rows per block, so the prefetches never queue
+// up in front of a stage's copies), and the consumers' epilogue reads find it there instead of waiting on DRAM while
+// the tensor cores idle. 0 turns it off; the default is the best of the distances measured (README, "Fused
+// kernels"). The producer runs up to WG_STAGES blocks ahead of the consumers, so the window ends that much before
+// the epilogue.
+#ifndef GEMM_RESIDUAL_PREFETCH_BLOCKS
+#define GEMM_RESIDUAL_PREFETCH_BLOCKS 16
+#endif
+constexpr int residual_prefetch_blocks = GEMM_EPILOGUE_HAS_RESIDUAL ? GEMM_RESIDUAL_PREFETCH_BLOCKS : 0;
+
 static_assert(block_k * element_bytes == swizzle_bytes, "a row of an A box must be exactly one 128-byte swizzle row");
 static_assert(consumer_share % instruction_m == 0, "each consumer owns whole 64-row wgmma slices");
 static_assert(block_n % b_box_columns == 0, "B arrives in 128-byte-wide boxes");
@@ -119,6 +131,27 @@ __device__ __forceinline__ void tile_position(int tile, int tiles_m, int tiles_n
   const int in_group = tile % tiles_per_group;
   tile_row = first_row + in_group % rows_in_group;
   tile_column = in_group / rows_in_group;
+}
+
+// The producer's residual prefetch at K block `k_block` of tile (tile_row, tile_column): the tile's block_m rows of
+// block_n elements, spread evenly over the tile's last `residual_prefetch_blocks` K blocks (all of them when K is
+// shorter). Rows are 16-byte multiples at 16-byte-aligned addresses: the space requires N % WG_BN == 0.
+__device__ __forceinline__ void prefetch_residual_rows([[maybe_unused]] const Epilogue& epilogue,
+                                                       [[maybe_unused]] int tile_row,
+                                                       [[maybe_unused]] int tile_column, [[maybe_unused]] int n,
+                                                       [[maybe_unused]] int k_block,
+                                                       [[maybe_unused]] int k_blocks) {
+#if GEMM_EPILOGUE_HAS_RESIDUAL
+  const int window = min(residual_prefetch_blocks, k_blocks);
+  const int position = k_block - (k_blocks - window);
+  if (position < 0) return;
+  const int rows_per_block = (block_m + window - 1) / window;
+  const Output* tile = epilogue.residual + static_cast<long long>(tile_row) * block_m * n + tile_column * block_n;
+  const int last_row = min(block_m, (position + 1) * rows_per_block);
+  for (int row = position * rows_per_block; row < last_row; ++row) {
+    prefetch_to_l2(tile + static_cast<long long>(row) * n, block_n * sizeof(Output));
+  }
+#endif
 }
 
 // alpha * D + beta * C, through the epilogue, into C, for a slice that runs along M (16-bit inputs). Register
@@ -310,6 +343,9 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
             } else {
               copy_tile(destination, b_map, full_barrier(stage), column, k_block * block_k);
             }
+          }
+          if constexpr (residual_prefetch_blocks > 0) {
+            prefetch_residual_rows(epilogue, tile_row, tile_column, n, k_block, k_blocks);
           }
           if (++stage == stages) {
             stage = 0;
