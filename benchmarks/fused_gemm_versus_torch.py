@@ -15,7 +15,7 @@ against PyTorch's sequence computed in fp32 from the same bf16 inputs (not again
 rounds the addmm to bf16 before adding the residual, and where the sum cancels that rounding alone is outside the
 tolerance; 2.6% of the elements at 8192^3 with the specs' ranges, H200 2026-11-24).
 
-With VERSUS_PROFILE=1 the script stops after the checks and launches every variant and every PyTorch sequence once
+VERSUS_ROUNDS sets the number of rounds (15 by default). With VERSUS_PROFILE=1 the script stops after the checks and launches every variant and every PyTorch sequence once
 more between cudaProfilerStart and Stop, for `ncu --profile-from-start off` to measure one launch of each.
 
 Usage: fused_gemm_versus_torch.py LOG_DIR [PROBLEM [EPILOGUE:KEY=VALUE,... ...]]
@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ROUNDS = 15
+ROUNDS = int(os.environ.get("VERSUS_ROUNDS", "15"))
 CALLS_PER_SAMPLE = 10
 EPILOGUES = {"plain": None, "bias_gelu": "GEMM_EPILOGUE_BIAS_GELU", "bias_residual": "GEMM_EPILOGUE_BIAS_RESIDUAL"}
 

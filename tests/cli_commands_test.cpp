@@ -235,6 +235,48 @@ TEST(Cli, BestOnEmptyCacheFails) {
   EXPECT_NE(result.err.find("no_such_kernel"), std::string::npos);
 }
 
+// `tune best` judges an entry by the kernel as it is now (its spec, space and template with every include), as
+// `tune export` does, not only by the description stored beside the entries: with the stored hashes all rewritten
+// to one the kernel does not have, description and entries agree, and every entry is still stale.
+TEST(Cli, BestCallsEntriesOfAnOlderKernelStale) {
+  const fs::path dir = fs::temp_directory_path() / ("tune_cli_test_best_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string stored = read_text(fs::path(KERNLATHE_SOURCE_DIR) / "results/best/saxpy.json");
+  const auto store_with_hash = [&](const std::string& hash) {
+    nlohmann::json document = nlohmann::json::parse(stored);
+    document["description"]["spec_hash"] = hash;
+    for (auto& entry : document["entries"]) entry["spec_hash"] = hash;
+    std::ofstream(dir / "saxpy.json") << document.dump(2);
+  };
+  const auto entries = [&](const std::string& options) {
+    CommandResult result = run_tune("best saxpy --json --dir '" + dir.string() + "' " + options);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return nlohmann::json::parse(result.out);
+  };
+
+  store_with_hash("0123456789abcdef");
+  const nlohmann::json old = entries("");
+  ASSERT_GE(old.size(), 1u);
+  const std::string reason = old[0]["stale_reason"];
+  const std::string marker = "kernels/saxpy.yaml with its space and template hashes to ";
+  const std::size_t at = reason.find(marker);
+  ASSERT_NE(at, std::string::npos) << reason;
+  EXPECT_NE(reason.find("measured against kernel hash 0123456789abcdef"), std::string::npos) << reason;
+  const std::string current = reason.substr(at + marker.size(), 16);
+  EXPECT_NE(current, "0123456789abcdef");
+  for (const auto& entry : old) EXPECT_TRUE(entry["stale"].get<bool>()) << entry.dump();
+  CommandResult text = run_tune("best saxpy --dir '" + dir.string() + "'");
+  EXPECT_NE(text.out.find("STALE: measured against kernel hash 0123456789abcdef"), std::string::npos) << text.out;
+  EXPECT_NE(text.err.find("entries are stale"), std::string::npos) << text.err;
+  // Where no spec is found, the stored description is all there is to go by.
+  for (const auto& entry : entries("--specs '" + dir.string() + "'")) EXPECT_FALSE(entry["stale"].get<bool>());
+
+  store_with_hash(current);
+  for (const auto& entry : entries("")) EXPECT_FALSE(entry["stale"].get<bool>()) << entry.dump();
+  fs::remove_all(dir);
+}
+
 TEST(Cli, CompileCheckSaxpyWithoutGpu) {
   CommandResult result = run_tune("compile-check saxpy --arch sm_80 --sample 3 --jobs 2 --json");
   ASSERT_EQ(result.exit_code, 0) << result.err << result.out;

@@ -3,8 +3,6 @@
 //   cp.async.bulk (sm_90)   one thread moves a contiguous run of bytes with the TMA unit, completing on an mbarrier;
 //   cp.async.bulk.tensor    one thread moves a 2-D box described by a tensor map (sm_90), optionally multicast to
 //                           every block of a thread-block cluster.
-//   cp.async.bulk.prefetch  one thread asks the TMA unit to bring a contiguous run of global memory into L2 (sm_90):
-//                           nothing lands in shared memory and nothing waits for it.
 // The sm_90 forms are only emitted where a template calls them, so a template that includes this header still
 // compiles for sm_80.
 #pragma once
@@ -47,12 +45,6 @@ __device__ __forceinline__ void bulk_copy(unsigned shared_destination, const voi
                    shared_destination),
                "l"(source), "r"(bytes), "r"(barrier)
                : "memory");
-}
-
-// Brings `bytes` (a multiple of 16, the address 16-byte aligned) of global memory into L2, so that later loads of
-// them hit there instead of DRAM. A hint: it completes on nothing and may be dropped.
-__device__ __forceinline__ void prefetch_to_l2(const void* source, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(source), "r"(bytes) : "memory");
 }
 
 // The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned, encoded on the host (cuTensorMapEncodeTiled) by the

@@ -64,6 +64,7 @@
 #include "common/async_copy.cuh"
 #include "common/cluster.cuh"
 #include "common/mbarrier.cuh"
+#include "common/prefetch.cuh"
 #include "common/wgmma.cuh"
 
 namespace wgmma_path {
@@ -107,13 +108,17 @@ constexpr int consumer_registers = consumers == 2 ? 232 : 240;
 // With the bias + residual epilogue, the producer asks for each tile's residual to be brought into L2 during the last
 // GEMM_RESIDUAL_PREFETCH_BLOCKS K blocks it loads for the tile (a few rows per block, so the prefetches never queue
 // up in front of a stage's copies), and the consumers' epilogue reads find it there instead of waiting on DRAM while
-// the tensor cores idle. 0 turns it off; the default is the best of the distances measured (README, "Fused
-// kernels"). The producer runs up to WG_STAGES blocks ahead of the consumers, so the window ends that much before
-// the epilogue.
+// the tensor cores idle. The producer runs up to WG_STAGES blocks ahead of the consumers, so the window ends that
+// much before the epilogue. 0 turns it off. H200, bf16 8192^3, 128 x 256 tiles, 3 stages, against the plain GEMM in
+// one process (results/benchmarks.md, "Fused kernels"): without clusters +1.95% with a window of 16 blocks, +3.27%
+// without the prefetch; with 2-block clusters +9.15% with it (4 blocks: +8.2%, 64: +4.0%) and +4.55% without, so
+// clustered kernels do not prefetch. Prefetching from the consumers instead (each thread two 128-byte lines with
+// prefetch.global.L2 at the window's start) measured +3.8-4.9% without clusters, no better than none.
 #ifndef GEMM_RESIDUAL_PREFETCH_BLOCKS
 #define GEMM_RESIDUAL_PREFETCH_BLOCKS 16
 #endif
-constexpr int residual_prefetch_blocks = GEMM_EPILOGUE_HAS_RESIDUAL ? GEMM_RESIDUAL_PREFETCH_BLOCKS : 0;
+constexpr int residual_prefetch_blocks =
+    GEMM_EPILOGUE_HAS_RESIDUAL && cluster == 1 ? GEMM_RESIDUAL_PREFETCH_BLOCKS : 0;
 
 static_assert(block_k * element_bytes == swizzle_bytes, "a row of an A box must be exactly one 128-byte swizzle row");
 static_assert(consumer_share % instruction_m == 0, "each consumer owns whole 64-row wgmma slices");

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -20,6 +21,7 @@
 #include <thread>
 
 #include "tuner/cache/best_cache.h"
+#include "tuner/cache/kernel_description.h"
 #include "tuner/cache/export.h"
 #include "tuner/cli/analyze_command.h"
 #include "tuner/cli/ceilings_command.h"
@@ -312,6 +314,7 @@ struct BestCommand {
   std::string arch;
   std::string problem;
   std::string directory = "results/best";
+  std::string specs = "kernels";
   bool json = false;
 
   int run() const {
@@ -321,12 +324,25 @@ struct BestCommand {
       return (!arch.empty() && entry.arch != arch) ||
              (!problem.empty() && problem_text(database->description, entry.problem) != problem);
     });
+    // The stored description only says what the entries were measured against; where the kernel's spec is found,
+    // its spec, space and template (with every include) as they are now decide too, as they do for `tune export`.
+    const std::filesystem::path spec_file = std::filesystem::path(specs) / (kernel + ".yaml");
+    std::string current_hash;
+    if (!entries.empty() && std::filesystem::exists(spec_file)) current_hash = kernel_hash(load_kernel_spec(spec_file));
+    const auto stale_reason_now = [&](const DatabaseEntry& entry) {
+      std::string stale = stale_reason(*database, entry);
+      if (stale.empty() && !current_hash.empty() && entry.spec_hash != current_hash) {
+        stale = fmt::format("measured against kernel hash {}; {} with its space and template hashes to {} now",
+                            entry.spec_hash, spec_file.string(), current_hash);
+      }
+      return stale;
+    };
     if (json) {
       Json output = Json::array();
       for (const DatabaseEntry& entry : entries) {
         Json values = Json::object();
         for (const auto& [name, value] : entry.configuration) values[name] = value_to_json(value);
-        std::string stale = stale_reason(*database, entry);
+        std::string stale = stale_reason_now(entry);
         output.push_back({{"kernel", kernel}, {"arch", entry.arch}, {"device", entry.device_name},
                           {"problem", problem_text(database->description, entry.problem)}, {"configuration", values},
                           {"time_ms", entry.time.median_ms}, {"relative_spread", entry.time.spread},
@@ -345,7 +361,7 @@ struct BestCommand {
     for (const DatabaseEntry& entry : entries) {
       std::vector<std::string> values;
       for (const auto& [name, value] : entry.configuration) values.push_back(name + "=" + expr::to_string(value));
-      std::string stale = stale_reason(*database, entry);
+      std::string stale = stale_reason_now(entry);
       stale_count += stale.empty() ? 0 : 1;
       fmt::print("{} {} {}: {:.4f} ms{} on {} ({}), {}{}\n", kernel, entry.arch,
                  problem_text(database->description, entry.problem), entry.time.median_ms,
@@ -434,6 +450,8 @@ int run_cli(int argc, char** argv) {
   best->add_option("--arch", best_command.arch, "only this architecture, e.g. sm_90");
   best->add_option("--problem", best_command.problem, "only this problem, e.g. N=1048576");
   best->add_option("--dir", best_command.directory, "cache directory (default results/best)");
+  best->add_option("--specs", best_command.specs,
+                   "where <kernel>.yaml lives (default kernels): entries of an older spec, space or template are stale");
   best->add_flag("--json", best_command.json, "machine-readable output");
 
   ExportCommand export_command;
