@@ -62,6 +62,7 @@ torch_reference() {  # torch_reference TAG
   python3 benchmarks/torch_reference.py gemm "$m" "$n" "$k" >"$logs/$1.json" 2>"$logs/$1.err" ||
     echo "PyTorch reference failed, see $logs/$1.err" >&2
 }
+echo "tune $("$bin/tune" --version)" >&2
 torch_reference torch  # first, which also brings the GPU to its working clocks
 run_spec gemm_bf16 plain
 run_spec gemm_bf16_bias_gelu bias_gelu

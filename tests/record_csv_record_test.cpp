@@ -78,6 +78,7 @@ class RecordTest : public ::testing::Test {
     metadata.driver_version = "13.0";
     metadata.nvrtc_version = "13.0";
     metadata.project_version = "0.1.0";
+    metadata.build_commit = "0123456789ab+changes";
     metadata.problem = "N=1048576";
     metadata.strategy = "random";
     metadata.started_at = "2024-05-01T12:00:00Z";

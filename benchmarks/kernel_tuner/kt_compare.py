@@ -21,6 +21,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -406,6 +407,19 @@ def repository_commit() -> str:
         return os.environ.get("KERNLATHE_COMMIT", "unknown")
 
 
+def build_commit(tune: str) -> str:
+    """The commit the tune binary was built from (`tune --version` names it), which holds where binaries built in a
+    checkout run elsewhere; the checkout's HEAD when the binary does not say."""
+    try:
+        version = subprocess.run([tune, "--version"], capture_output=True, text=True, check=True).stdout
+        match = re.search(r"\(commit ([0-9a-f]+(?:\+changes)?)\)", version)
+        if match:
+            return match.group(1)
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return repository_commit()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tune", default=str(REPOSITORY / "build" / "tune"), help="the tune binary")
@@ -551,7 +565,7 @@ def compare(options: argparse.Namespace, cases: list[Case], tune: Tune, out: Pat
         print_table(rows)
         gpu = next((row["tune"]["details"].get("device") or row["kernel_tuner"]["details"].get("device_name")
                     for row in rows), None)
-        document = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": repository_commit(),
+        document = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": build_commit(options.tune),
                     "gpu": gpu, "device_properties": device, "startup": startup, "goal_ratio": GOAL_RATIO,
                     "cases": rows}
         (out / "kernel_tuner_comparison.json").write_text(json.dumps(document, indent=2, default=str) + "\n")

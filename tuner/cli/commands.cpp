@@ -22,6 +22,7 @@
 
 #include "tuner/cache/best_cache.h"
 #include "tuner/cache/kernel_description.h"
+#include "tuner/record/build_commit.h"
 #include "tuner/cache/export.h"
 #include "tuner/cli/analyze_command.h"
 #include "tuner/cli/ceilings_command.h"
@@ -411,7 +412,7 @@ struct ExportCommand {
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"tune: a GPU kernel autotuner. Exit codes: 0 ok, 1 failure, 2 bad input or usage, 3 no usable GPU."};
-  app.set_version_flag("--version", std::string(KERNLATHE_VERSION));
+  app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
 
   SpaceCommand space_command;

@@ -24,6 +24,7 @@ json metadata_to_json(const RunMetadata& metadata) {
       {"driver_version", metadata.driver_version},
       {"nvrtc_version", metadata.nvrtc_version},
       {"project_version", metadata.project_version},
+      {"build_commit", metadata.build_commit},
       {"problem", metadata.problem},
       {"strategy", metadata.strategy},
       {"started_at", metadata.started_at},
@@ -41,6 +42,7 @@ RunMetadata metadata_from_json(const json& object) {
   metadata.driver_version = text("driver_version");
   metadata.nvrtc_version = text("nvrtc_version");
   metadata.project_version = text("project_version");
+  metadata.build_commit = text("build_commit");
   metadata.problem = text("problem");
   metadata.strategy = text("strategy");
   metadata.started_at = text("started_at");

@@ -20,6 +20,7 @@ struct RunMetadata {
   std::string driver_version;
   std::string nvrtc_version;
   std::string project_version;
+  std::string build_commit;  // build_commit.h: the commit the measuring binaries were built from, "" if unknown
   std::string problem;     // "N=1048576"
   std::string strategy;
   std::string started_at;  // ISO 8601, UTC

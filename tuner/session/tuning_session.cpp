@@ -22,6 +22,7 @@
 #include "tuner/measure/ceiling_cache.h"
 #include "tuner/nvrtc/cubin_cache.h"
 #include "tuner/nvrtc/nvrtc_compiler.h"
+#include "tuner/record/build_commit.h"
 #include "tuner/record/csv_record.h"
 #include "tuner/common/hash.h"
 #include "tuner/record/run_metadata.h"
@@ -477,6 +478,7 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
     metadata.driver_version = measurer->driver_version();
     metadata.nvrtc_version = nvrtc_version();
     metadata.project_version = KERNLATHE_VERSION;
+    metadata.build_commit = build_commit();
     metadata.problem = report.problem;
     metadata.strategy = options.strategy;
     metadata.started_at = iso8601_now();
