@@ -184,6 +184,9 @@ gpu::DeviceInfo GpuEvaluator::device_info() {
   if (options_.open_device_early) {
     request["open"] = true;
     request["cubin_cache"] = options_.cubin_cache_dir.string();
+    std::vector<std::string> dtypes;
+    for (Dtype dtype : options_.buffer_dtypes) dtypes.push_back(dtype_name(dtype));
+    request["dtypes"] = dtypes;
   }
   Exchange answer = exchange(request, device_info_seconds);
   if (answer.outcome == Exchange::Outcome::died) {

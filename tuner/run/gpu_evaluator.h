@@ -42,6 +42,9 @@ struct GpuEvaluatorOptions {
   // The worker opens the device (context, its kernels, NVML) as soon as it has described it, while the caller
   // builds the setup: for callers that will set up, not for a mere query of the device.
   bool open_device_early = false;
+  // The dtypes of the setup's buffers, when open_device_early: the worker compiles its fill and compare kernels
+  // for these while it opens the device (a setup with others compiles those when it comes).
+  std::vector<Dtype> buffer_dtypes;
 };
 
 // One step of the worker's setup, for the start-up profile. `alongside`: it overlapped the steps around it (a

@@ -132,7 +132,7 @@ WorkerStream worker_stream(const KernelSpec& spec, const WorkerSetup& setup, con
 class GpuMeasurer final : public Measurer {
  public:
   GpuMeasurer(const KernelSpec& spec, const GpuMeasurerOptions& options)
-      : spec_(spec), options_(options), evaluator_(evaluator_options(options)) {
+      : spec_(spec), options_(options), evaluator_(evaluator_options(spec, options)) {
     info_ = evaluator_.device_info();  // NoGpuError without driver or device
   }
 
@@ -273,8 +273,10 @@ class GpuMeasurer final : public Measurer {
     return request;
   }
 
-  static GpuEvaluatorOptions evaluator_options(const GpuMeasurerOptions& options) {
+  static GpuEvaluatorOptions evaluator_options(const KernelSpec& spec, const GpuMeasurerOptions& options) {
     GpuEvaluatorOptions evaluator;
+    for (const Argument& argument : spec.arguments)
+      if (argument.is_buffer) evaluator.buffer_dtypes.push_back(argument.dtype);
     evaluator.worker_executable = options.worker_executable;
     evaluator.device = options.device;
     evaluator.timeout_seconds = options.timeout_seconds;
