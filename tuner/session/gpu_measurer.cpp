@@ -207,16 +207,12 @@ class GpuMeasurer final : public Measurer {
     phases_.push_back({"worker round trip", std::max(setup_seconds - staged, 0.0)});
     copy_bandwidth_gbps_ = evaluator_.copy_bandwidth_gbps();
     phases_.push_back({"copy ceiling", clock.lap()});
-    if (spec_.stream.enabled) {
-      pinned_copy_in_gbps_ = evaluator_.pinned_copy_in_gbps();
-      phases_.push_back({"pinned copy ceiling", clock.lap()});
-    }
   }
 
   std::vector<ProfilePhase> preparation_phases() const override { return phases_; }
 
   double copy_bandwidth_gbps() const override { return copy_bandwidth_gbps_; }
-  double pinned_copy_in_gbps() const override { return pinned_copy_in_gbps_; }
+  double measure_pinned_copy_in_gbps() override { return evaluator_.pinned_copy_in_gbps(); }
   double baseline_ms() const override {
     return evaluator_.baseline_time() ? evaluator_.baseline_time()->time.median_ms : 0;
   }
@@ -343,7 +339,6 @@ class GpuMeasurer final : public Measurer {
   gpu::DeviceInfo info_;
   double copy_bandwidth_gbps_ = 0;
   std::vector<ProfilePhase> phases_;
-  double pinned_copy_in_gbps_ = 0;
 };
 
 }  // namespace

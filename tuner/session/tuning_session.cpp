@@ -436,10 +436,10 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
   }
   report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
   report.streamed = spec.stream.enabled;
-  report.pinned_copy_in_gbps = measurer->pinned_copy_in_gbps();
   report.baseline_ms = measurer->baseline_ms();
   report.baseline_library = measurer->baseline_library();
   report.objective = options.objective;
+  bool ceilings_cached = false;
   if (!replay && options.measure_ceilings) {
     const std::filesystem::path ceiling_dir =
         options.ceiling_cache_dir.empty() ? default_ceiling_cache_dir() : options.ceiling_cache_dir;
@@ -447,6 +447,7 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
     const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     std::optional<CachedCeilings> cached;
     if (!options.refresh_ceilings) cached = read_cached_ceilings(ceiling_dir, key, now);
+    ceilings_cached = cached.has_value();
     if (cached) {
       report.ceilings = cached->ceilings;
       report.ceilings_measured_at = cached->measured_at;
@@ -463,6 +464,17 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
         fmt::print(stderr, "tune: the ceilings are not cached ({}); the next run measures them again\n", error.what());
       }
       profile.add_startup("ceilings", lap.lap());
+    }
+  }
+  if (spec.stream.enabled && !replay) {
+    if (std::optional<PinnedCopyCeiling> known =
+            pinned_copy_ceiling(report.ceilings, ceilings_cached, report.ceilings_measured_at)) {
+      report.pinned_copy_in_gbps = known->gbps;
+      report.pinned_copy_in_source = known->source;
+    } else {
+      report.pinned_copy_in_gbps = measurer->measure_pinned_copy_in_gbps();
+      report.pinned_copy_in_source = "measured in this run";
+      profile.add_startup("pinned copy ceiling", lap.lap());
     }
   }
 
@@ -490,6 +502,7 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
     if (devices.labels.size() > 1) metadata.extra["devices"] = fmt::format("{}", fmt::join(devices.labels, ","));
     if (report.pinned_copy_in_gbps > 0)
       metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);
+    if (!report.pinned_copy_in_source.empty()) metadata.extra["pinned_copy_in_source"] = report.pinned_copy_in_source;
     if (report.baseline_ms > 0) {
       metadata.extra["baseline_ms"] = fmt::format("{:.6g}", report.baseline_ms);
       metadata.extra["baseline_library"] = report.baseline_library;
