@@ -129,4 +129,11 @@ std::optional<std::string> compare_batch(Dtype dtype, const Tolerance& tolerance
                                          std::int64_t item_elements, std::span<const std::byte> got,
                                          std::span<const std::byte> expected);
 
+// compare_batch with the batch's items split among `threads` threads (host_memory.h: run_in_parallel): the same
+// answer, the first mismatch by item. The streamed reference's own check reads all of its outputs (1 GiB for the
+// large example), which one thread did in a few hundred milliseconds of the start-up.
+std::optional<std::string> compare_batch_in_parallel(Dtype dtype, const Tolerance& tolerance, const BatchRange& batch,
+                                                     std::int64_t item_elements, std::span<const std::byte> got,
+                                                     std::span<const std::byte> expected, int threads);
+
 }  // namespace kernlathe::loader

@@ -426,16 +426,23 @@ void EvaluationWorker::run_reference() {
   const gpu::CudaDriver& cuda = cuda_driver();
   Stopwatch stage;
   if (setup_.stream) {
+    ReferencePassTimes pass;
     Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
       phase_ = "stream reference pass";
       PreparedKernel kernel = prepare(*setup_.reference, evaluation);
-      streamed_->run_reference(kernel, phase_);
+      pass = streamed_->run_reference(kernel, phase_);
     });
     if (!reference.ok()) {
       throw TunerError(fmt::format("the reference configuration failed on the stream with the naive loader ({}): {}",
                                    status_name(reference.status), reference.message));
     }
-    setup_stages_.push_back({"stream reference pass", stage.milliseconds()});
+    const double total_ms = stage.milliseconds();
+    // The module load and preparation, then the pass's own steps.
+    setup_stages_.push_back({"prepare the reference",
+                             std::max(0.0, total_ms - pass.memory_wait_ms - pass.pass_ms - pass.check_ms)});
+    setup_stages_.push_back({"waited for the reference outputs' memory", pass.memory_wait_ms});
+    setup_stages_.push_back({"stream reference pass", pass.pass_ms});
+    if (setup_.verification_enabled) setup_stages_.push_back({"check the reference outputs", pass.check_ms});
   } else if (setup_.verification_enabled) {
     Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
       phase_ = "reference run";
