@@ -216,9 +216,11 @@ json EvaluationWorker::handle(const json& message) {
       std::vector<SetupStage> ignored;
       finish_opening(ignored);
       open_device(message.value("device", 0), default_cubin_cache_dir(), {}, ignored);
-      const Ceilings ceilings = measure_ceilings(stream_, properties_);
-      json reply = {{"type", "ceilings"}, {"failures", ceilings.failures}};
+      std::vector<std::pair<std::string, double>> parts;
+      const Ceilings ceilings = measure_ceilings(stream_, properties_, cubin_cache_, &parts);
+      json reply = {{"type", "ceilings"}, {"failures", ceilings.failures}, {"parts_seconds", json::array()}};
       for (const auto& [key, value] : ceiling_metadata(ceilings)) reply["values"][key] = value;
+      for (const auto& [name, seconds] : parts) reply["parts_seconds"].push_back({name, seconds});
       return reply;
     }
     if (type == "evaluate") {

@@ -223,6 +223,9 @@ Ceilings GpuEvaluator::ceilings() {
     for (const auto& [key, value] : answer.reply.at("values").items()) values[key] = value.get<std::string>();
   Ceilings ceilings = ceilings_from_metadata(values);
   ceilings.failures = answer.reply.value("failures", "");
+  ceiling_parts_.clear();
+  for (const nlohmann::json& part : answer.reply.value("parts_seconds", nlohmann::json::array()))
+    ceiling_parts_.push_back({part.at(0).get<std::string>(), part.at(1).get<double>()});
   return ceilings;
 }
 

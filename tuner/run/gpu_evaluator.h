@@ -99,6 +99,8 @@ class GpuEvaluator {
   // Every ceiling of tuner/measure/ceilings.h, measured by the worker (no setup needed). Throws TunerError when
   // the worker fails.
   Ceilings ceilings();
+  // The seconds each ceiling took in the last ceilings(), in order ("copy", "pinned host-to-device", ...).
+  const std::vector<WorkerSetupStage>& ceiling_parts() const { return ceiling_parts_; }
 
   // Host-to-device bandwidth of one large copy from pinned memory (GB/s), measured by the worker after setup():
   // the ceiling streamed workloads are reported against (tuner/loader). Throws TunerError when the worker fails.
@@ -148,6 +150,7 @@ class GpuEvaluator {
   std::optional<gpu::DeviceInfo> device_info_;
   std::optional<BaselineTime> baseline_;
   std::vector<WorkerSetupStage> setup_stages_;
+  std::vector<WorkerSetupStage> ceiling_parts_;
   std::optional<Started> started_;
   int worker_starts_ = 0;
 };

@@ -217,6 +217,11 @@ class GpuMeasurer final : public Measurer {
     return evaluator_.baseline_time() ? evaluator_.baseline_time()->time.median_ms : 0;
   }
   Ceilings ceilings() override { return evaluator_.ceilings(); }
+  std::vector<ProfilePhase> ceiling_phases() const override {
+    std::vector<ProfilePhase> phases;
+    for (const WorkerSetupStage& part : evaluator_.ceiling_parts()) phases.push_back({"ceilings: " + part.name, part.seconds});
+    return phases;
+  }
   Evaluation measure_baseline(bool measure_energy) override {
     if (!spec_.baseline.present()) return Measurer::measure_baseline(measure_energy);
     return evaluator_.measure_baseline(measure_energy);

@@ -41,6 +41,8 @@ class Measurer {
                              const SpaceEnumerator& space, bool measure_energy) = 0;
   // The ceilings of tuner/measure/ceilings.h on this device; all zero when unknown (a replay).
   virtual Ceilings ceilings() { return {}; }
+  // What the last ceilings() spent its time on, in order (the start-up profile); empty when unknown.
+  virtual std::vector<ProfilePhase> ceiling_phases() const { return {}; }
   // The baseline measured again, for the final round; status invalid where there is none (no baseline, replay).
   virtual Evaluation measure_baseline(bool measure_energy) {
     (void)measure_energy;
