@@ -165,6 +165,20 @@ TEST(Pipeline, NaiveSettingsKeepOneBatchInFlight) {
   EXPECT_EQ(device.streams_used, (std::set<int>{0}));
 }
 
+// The reference pass: the naive schedule, one batch in flight on one stream, on pinned staging.
+TEST(Pipeline, ReferenceSettingsAreTheNaiveScheduleOnPinnedStaging) {
+  const LoaderConfiguration reference = LoaderConfiguration::reference(16);
+  EXPECT_EQ(reference.to_string(), "pinned=1 workers=1 prefetch=1 streams=1 batch=16 chunk=0");
+  CountingSource source(48);
+  FakeDevice device;
+  PipelineResult result = run_pipeline(source, 4, device, reference, plus_thousand);
+  ASSERT_TRUE(result.ok()) << result.message;
+  EXPECT_EQ(result.max_in_flight, 1);
+  EXPECT_TRUE(device.prepared_pinned);
+  EXPECT_EQ(device.streams_used, (std::set<int>{0}));
+  EXPECT_EQ(result.completions, (std::vector<int>{1, 1, 1}));
+}
+
 TEST(Pipeline, FailingWorkerStopsThePipelineAndNamesTheBatch) {
   CountingSource source(200, /*failing_batch=*/7);
   FakeDevice device;

@@ -54,6 +54,12 @@ LoaderConfiguration LoaderConfiguration::naive(std::int64_t batch) {
   return configuration;
 }
 
+LoaderConfiguration LoaderConfiguration::reference(std::int64_t batch) {
+  LoaderConfiguration configuration = naive(batch);
+  configuration.pinned = true;
+  return configuration;
+}
+
 std::string LoaderConfiguration::to_string() const {
   return fmt::format("pinned={} workers={} prefetch={} streams={} batch={} chunk={}{}", pinned ? 1 : 0, workers, prefetch,
                      streams, batch, chunk_bytes,

@@ -125,7 +125,7 @@ WorkerStream worker_stream(const KernelSpec& spec, const WorkerSetup& setup, con
   } else {
     loader::make_generated_dataset(stream.dtype, item_elements, worker.items, stream.generator);  // dtype check
   }
-  worker.reference_loader = loader::LoaderConfiguration::naive(loader_configuration(spec.loader, reference_bindings).batch);
+  worker.reference_loader = loader::LoaderConfiguration::reference(loader_configuration(spec.loader, reference_bindings).batch);
   return worker;
 }
 
