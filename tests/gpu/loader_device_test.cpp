@@ -1,6 +1,6 @@
 // Streamed workloads on a real GPU (issue 7): the pipeline runs end to end in the evaluation worker, every batch is
 // checked against the naive reference pass, planted faults come back as wrong_result naming the batch, the stage
-// breakdown is recorded, and the pinned host-to-device ceiling is measured in the same run.
+// breakdown is recorded, and the pinned host-to-device ceiling is the ceilings' figure.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>

@@ -93,9 +93,8 @@ std::string configuration_text(const TuneReport& report, const Evaluation& evalu
 // naive loader in the shipped spaces), against the pinned host-to-device ceiling (the ceilings', cached or measured
 // in this run: report.pinned_copy_in_source says which).
 void print_stream_breakdown(const TuneReport& report) {
-  fmt::print("\nstream breakdown per pass; pinned host-to-device ceiling {}: {}\n",
-             report.replay ? "recorded"
-                           : (report.pinned_copy_in_source.empty() ? "unknown source" : "from " + report.pinned_copy_in_source),
+  fmt::print("\nstream breakdown per pass; pinned host-to-device ceiling ({}): {}\n",
+             report.replay ? "recorded" : (report.pinned_copy_in_source.empty() ? "source unknown" : report.pinned_copy_in_source),
              report.pinned_copy_in_gbps > 0 ? fmt::format("{:.1f} GB/s", report.pinned_copy_in_gbps) : "unknown");
   fmt::print("{:<6} {:>10} {:>11} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "total ms", "items/s",
              "in GB/s", "of H2D", "read ms", "H2D ms", "kernel ms", "D2H ms", "idle ms", "configuration");
