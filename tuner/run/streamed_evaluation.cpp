@@ -78,8 +78,8 @@ ReferencePassTimes StreamedEvaluation::run_reference(const PreparedKernel& refer
   loader::PipelineResult result = loader::run_pipeline(
       *source_, item_bytes, *device_, stream.reference_loader,
       [&](const loader::BatchRange& batch, std::span<const std::byte> output) -> std::optional<std::string> {
-        // The naive loader checks on its one worker: a large batch's copy is shared with helper threads, a
-        // thread per MiB at most (16 MiB a batch in the shipped examples).
+        // The reference loader checks on its one worker: a large batch's copy is shared with helper threads, a
+        // thread per MiB at most (16 MiB a batch in two of the shipped examples).
         std::byte* destination = reference_.data() + static_cast<std::size_t>(batch.first_item) * item_bytes;
         const int parts = static_cast<int>(std::min<std::size_t>(threads, output.size() >> 20));
         loader::run_in_parallel(output.size(), parts, 4096, [&](std::size_t begin, std::size_t end) {
