@@ -165,6 +165,20 @@ TEST(Pipeline, NaiveSettingsKeepOneBatchInFlight) {
   EXPECT_EQ(device.streams_used, (std::set<int>{0}));
 }
 
+// The reference pass: the naive schedule, one batch in flight on one stream, on pinned staging.
+TEST(Pipeline, ReferenceSettingsAreTheNaiveScheduleOnPinnedStaging) {
+  const LoaderConfiguration reference = LoaderConfiguration::reference(16);
+  EXPECT_EQ(reference.to_string(), "pinned=1 workers=1 prefetch=1 streams=1 batch=16 chunk=0");
+  CountingSource source(48);
+  FakeDevice device;
+  PipelineResult result = run_pipeline(source, 4, device, reference, plus_thousand);
+  ASSERT_TRUE(result.ok()) << result.message;
+  EXPECT_EQ(result.max_in_flight, 1);
+  EXPECT_TRUE(device.prepared_pinned);
+  EXPECT_EQ(device.streams_used, (std::set<int>{0}));
+  EXPECT_EQ(result.completions, (std::vector<int>{1, 1, 1}));
+}
+
 TEST(Pipeline, FailingWorkerStopsThePipelineAndNamesTheBatch) {
   CountingSource source(200, /*failing_batch=*/7);
   FakeDevice device;
@@ -392,6 +406,34 @@ TEST(CompareBatch, ToleranceAndFirstMismatchLocation) {
   got[4] = std::nanf("");
   EXPECT_TRUE(compare_batch(Dtype::f32, Tolerance{1, 1}, batch, 3, std::as_bytes(std::span(got)),
                             std::as_bytes(std::span(expected))));
+}
+
+// The reference's own check on several threads gives what one thread gives: the first mismatch by item, wherever
+// the threads' stretches fall.
+TEST(CompareBatch, InParallelFindsTheFirstMismatchAsOneThreadDoes) {
+  constexpr std::int64_t items = 37, item_elements = 5;
+  std::vector<float> values(items * item_elements);
+  for (std::size_t index = 0; index < values.size(); ++index) values[index] = static_cast<float>(index) * 0.5f;
+  const BatchRange everything{0, 100, items};
+  auto bytes = [](const std::vector<float>& data) { return std::as_bytes(std::span(data)); };
+  EXPECT_EQ(compare_batch_in_parallel(Dtype::f32, Tolerance{}, everything, item_elements, bytes(values), bytes(values), 4),
+            std::nullopt);
+  // Unwritten elements (NaN) in the third and the last stretch of four: the earlier one is named.
+  values[30 * item_elements + 4] = std::nanf("");
+  values[12 * item_elements + 2] = std::nanf("");
+  for (int threads : {1, 2, 4, 16, 64}) {
+    std::optional<std::string> found =
+        compare_batch_in_parallel(Dtype::f32, Tolerance{}, everything, item_elements, bytes(values), bytes(values), threads);
+    ASSERT_TRUE(found) << threads;
+    EXPECT_EQ(*found, *compare_batch(Dtype::f32, Tolerance{}, everything, item_elements, bytes(values), bytes(values)));
+    EXPECT_NE(found->find("batch 0 (item 112, element 2)"), std::string::npos) << *found;
+  }
+  // A size mismatch is compare_batch's message.
+  std::vector<float> shorter(values.begin(), values.end() - 1);
+  std::optional<std::string> sizes =
+      compare_batch_in_parallel(Dtype::f32, Tolerance{}, everything, item_elements, bytes(shorter), bytes(values), 4);
+  ASSERT_TRUE(sizes);
+  EXPECT_NE(sizes->find("output bytes, the reference has"), std::string::npos) << *sizes;
 }
 
 }  // namespace

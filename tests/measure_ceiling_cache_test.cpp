@@ -65,5 +65,23 @@ TEST_F(CeilingCache, TornOrIncompleteFilesAreTreatedAsMissing) {
   EXPECT_TRUE(read_cached_ceilings(dir_, key_, 1.8e9).has_value());
 }
 
+// A streamed spec's pinned copy ceiling is the ceilings' (cached or just measured), never measured twice; the run
+// says which.
+TEST(PinnedCopyCeiling, ComesFromTheCeilingsAndSaysWhence) {
+  Ceilings ceilings;
+  ceilings.copy_gbps = 4240;
+  ceilings.pinned_h2d_gbps = 55.4;
+  std::optional<PinnedCopyCeiling> cached = pinned_copy_ceiling(ceilings, true, 1795517043);  // 2026-11-24 10:44:03
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_EQ(cached->gbps, 55.4);
+  EXPECT_EQ(cached->source, "the ceiling cache, measured 2026-11-24T10:44:03Z");
+  std::optional<PinnedCopyCeiling> measured = pinned_copy_ceiling(ceilings, false, 1795517043);
+  ASSERT_TRUE(measured.has_value());
+  EXPECT_EQ(measured->gbps, 55.4);
+  EXPECT_EQ(measured->source, "the ceilings measured in this run");
+  ceilings.pinned_h2d_gbps = 0;  // not measured (a failure): the run measures it itself
+  EXPECT_FALSE(pinned_copy_ceiling(ceilings, true, 1795517043).has_value());
+}
+
 }  // namespace
 }  // namespace kernlathe

@@ -370,13 +370,20 @@ TEST_F(EvaluatorOnDevice, InOutBufferIsRestoredBeforeEveryVerifiedRun) {
   }
 }
 
-// f16 buffers verified with a tolerance, timed cold (L2 flushed before every sample).
+// f16 buffers verified with a tolerance, timed cold (L2 flushed before every sample). The worker opens its device
+// early with the f32 kernels only (as told), so the f16 setup compiles its own: the fill and compare kernels of a
+// dtype the opening did not compile are there when the setup needs them.
 TEST(ColdHalfPrecisionOnDevice, ToleranceAppliesAndMismatchShowsHalfValues) {
+  std::filesystem::path cache = std::filesystem::temp_directory_path() / ("tuner-gpu-half-" + std::to_string(getpid()));
+  std::filesystem::remove_all(cache);
   GpuEvaluatorOptions options;
   options.worker_executable = from_environment("TUNE_BINARY", TUNE_BINARY);
   options.measurement.warmup_ms = 5;
   options.measurement.max_seconds = 0.3;
   options.measurement.cold = true;
+  options.open_device_early = true;
+  options.buffer_dtypes = {Dtype::f32};
+  options.cubin_cache_dir = cache / "worker";
   GpuEvaluator evaluator(options);
   gpu::DeviceInfo device;
   try {
@@ -384,7 +391,6 @@ TEST(ColdHalfPrecisionOnDevice, ToleranceAppliesAndMismatchShowsHalfValues) {
   } catch (const NoGpuError& error) {
     GTEST_SKIP() << "no GPU: " << error.what();
   }
-  std::filesystem::path cache = std::filesystem::temp_directory_path() / ("tuner-gpu-half-" + std::to_string(getpid()));
   std::string source = read_text(from_environment("KERNLATHE_SOURCE_DIR", KERNLATHE_SOURCE_DIR) / "tests/data/run/evaluation_kernels.cu");
   constexpr std::int64_t count = 1 << 20;  // 2 MiB per buffer: fits in L2, so a cold sample must reach memory
   auto compiled = [&](const std::string& name) {
@@ -414,6 +420,11 @@ TEST(ColdHalfPrecisionOnDevice, ToleranceAppliesAndMismatchShowsHalfValues) {
   setup.tolerance[Dtype::f16] = {1e-2, 0};
   setup.reference = compiled("scale_half");
   evaluator.setup(setup);
+  std::string names;
+  for (const WorkerSetupStage& stage : evaluator.setup_stages())
+    names += stage.name + (stage.alongside ? " (alongside)" : "") + "; ";
+  EXPECT_NE(names.find("compile its kernels for f32 (alongside)"), std::string::npos) << names;
+  EXPECT_NE(names.find("compile its kernels for f16,f32;"), std::string::npos) << names;
 
   Evaluation exact = evaluator.evaluate({compiled("scale_half"), true, 0});
   ASSERT_EQ(exact.status, Status::ok) << exact.message;

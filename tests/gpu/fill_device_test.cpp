@@ -43,7 +43,7 @@ class FillOnDevice : public ::testing::Test {
     }
     const std::filesystem::path cache =
         std::filesystem::temp_directory_path() / ("fill-device-test-" + std::to_string(::getpid()));
-    const BuiltinCubin cubin = worker_kernels_cubin(properties_.arch_major, properties_.arch_minor, cache);
+    const BuiltinCubin cubin = worker_kernels_cubin(all_dtypes, properties_.arch_major, properties_.arch_minor, cache);
     std::filesystem::remove_all(cache);
     CUmodule module = nullptr;
     KERNLATHE_CUDA_CHECK(gpu::cuda_driver().cuModuleLoadData(&module, cubin.cubin.data()));

@@ -90,10 +90,11 @@ std::string configuration_text(const TuneReport& report, const Evaluation& evalu
 }
 
 // Streamed specs (tuner/loader): where each pass's time went, for the top configurations and the default (the
-// naive loader in the shipped spaces), against the pinned host-to-device ceiling measured in the same run.
+// naive loader in the shipped spaces), against the pinned host-to-device ceiling (the ceilings', cached or measured
+// in this run: report.pinned_copy_in_source says which).
 void print_stream_breakdown(const TuneReport& report) {
-  fmt::print("\nstream breakdown per pass; pinned host-to-device ceiling {}: {}\n",
-             report.replay ? "recorded" : "measured in this run",
+  fmt::print("\nstream breakdown per pass; pinned host-to-device ceiling ({}): {}\n",
+             report.replay ? "recorded" : (report.pinned_copy_in_source.empty() ? "source unknown" : report.pinned_copy_in_source),
              report.pinned_copy_in_gbps > 0 ? fmt::format("{:.1f} GB/s", report.pinned_copy_in_gbps) : "unknown");
   fmt::print("{:<6} {:>10} {:>11} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "total ms", "items/s",
              "in GB/s", "of H2D", "read ms", "H2D ms", "kernel ms", "D2H ms", "idle ms", "configuration");
@@ -240,7 +241,10 @@ Json report_json(const TuneReport& report) {
   output["evaluations_per_second"] = report.evaluations_per_second;
   output["profile"] = profile_to_json(report.profile);
   output["copy_bandwidth_gbps"] = report.copy_bandwidth_gbps;
-  if (report.streamed) output["pinned_copy_in_gbps"] = report.pinned_copy_in_gbps;
+  if (report.streamed) {
+    output["pinned_copy_in_gbps"] = report.pinned_copy_in_gbps;
+    output["pinned_copy_in_source"] = report.pinned_copy_in_source;
+  }
   if (report.baseline_ms > 0) {
     output["baseline_ms"] = report.baseline_ms;
     output["baseline_library"] = report.baseline_library;

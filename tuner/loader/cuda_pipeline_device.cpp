@@ -161,11 +161,25 @@ double measure_pinned_copy_in_gbps(CUcontext context, std::size_t bytes) {
   const gpu::CudaDriver& cuda = cuda_driver();
   KERNLATHE_CUDA_CHECK(cuda.cuCtxSetCurrent(context));
   void* host = nullptr;
+  KERNLATHE_CUDA_CHECK(cuda.cuMemHostAlloc(&host, bytes, 0));
+  std::memset(host, 1, bytes);
+  double gbps = 0;
+  try {
+    gbps = measure_pinned_copy_in_gbps(context, static_cast<const std::byte*>(host), bytes);
+  } catch (...) {
+    cuda.cuMemFreeHost(host);
+    throw;
+  }
+  KERNLATHE_CUDA_CHECK_NOTHROW(cuda.cuMemFreeHost(host));
+  return gbps;
+}
+
+double measure_pinned_copy_in_gbps(CUcontext context, const std::byte* host, std::size_t bytes) {
+  const gpu::CudaDriver& cuda = cuda_driver();
+  KERNLATHE_CUDA_CHECK(cuda.cuCtxSetCurrent(context));
   CUdeviceptr device = 0;
   CUstream stream = nullptr;
   CUevent start = nullptr, stop = nullptr;
-  KERNLATHE_CUDA_CHECK(cuda.cuMemHostAlloc(&host, bytes, 0));
-  std::memset(host, 1, bytes);
   double best_gbps = 0;
   try {
     KERNLATHE_CUDA_CHECK(cuda.cuMemAlloc(&device, bytes));
@@ -182,11 +196,9 @@ double measure_pinned_copy_in_gbps(CUcontext context, std::size_t bytes) {
       if (elapsed > 0) best_gbps = std::max(best_gbps, static_cast<double>(bytes) / (elapsed * 1e6));
     }
   } catch (...) {
-    cuda.cuMemFreeHost(host);
     if (device) cuda.cuMemFree(device);
     throw;
   }
-  KERNLATHE_CUDA_CHECK_NOTHROW(cuda.cuMemFreeHost(host));
   KERNLATHE_CUDA_CHECK_NOTHROW(cuda.cuMemFree(device));
   KERNLATHE_CUDA_CHECK_NOTHROW(cuda.cuStreamDestroy(stream));
   KERNLATHE_CUDA_CHECK_NOTHROW(cuda.cuEventDestroy(start));

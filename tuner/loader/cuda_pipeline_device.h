@@ -95,7 +95,9 @@ class CudaPipelineDevice final : public DeviceOperations {
 };
 
 // Host-to-device bandwidth (GB/s) of one large copy from a pinned buffer: the ceiling a streamed pipeline is
-// judged against, measured in the same run. Best of a few repetitions.
+// judged against. Best of a few repetitions. The first form pins `bytes` of its own; the second copies from
+// `host`, memory the caller pinned (cuMemHostAlloc), `bytes` long.
 double measure_pinned_copy_in_gbps(CUcontext context, std::size_t bytes);
+double measure_pinned_copy_in_gbps(CUcontext context, const std::byte* host, std::size_t bytes);
 
 }  // namespace kernlathe::loader

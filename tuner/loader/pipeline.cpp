@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "tuner/loader/host_memory.h"
+
 namespace kernlathe::loader {
 namespace {
 
@@ -49,6 +51,12 @@ std::optional<double> load_number(Dtype dtype, const std::byte* source) {
 LoaderConfiguration LoaderConfiguration::naive(std::int64_t batch) {
   LoaderConfiguration configuration;
   configuration.batch = batch;
+  return configuration;
+}
+
+LoaderConfiguration LoaderConfiguration::reference(std::int64_t batch) {
+  LoaderConfiguration configuration = naive(batch);
+  configuration.pinned = true;
   return configuration;
 }
 
@@ -423,6 +431,31 @@ std::optional<std::string> compare_batch(Dtype dtype, const Tolerance& tolerance
       return fmt::format("{}: got {}, expected {}", where(element), *got_value, *expected_value);
     }
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> compare_batch_in_parallel(Dtype dtype, const Tolerance& tolerance, const BatchRange& batch,
+                                                     std::int64_t item_elements, std::span<const std::byte> got,
+                                                     std::span<const std::byte> expected, int threads) {
+  const std::size_t item_bytes = static_cast<std::size_t>(std::max<std::int64_t>(item_elements, 1)) * dtype_size(dtype);
+  if (got.size() != expected.size() || batch.item_count < 1 ||
+      got.size() != static_cast<std::size_t>(batch.item_count) * item_bytes) {
+    return compare_batch(dtype, tolerance, batch, item_elements, got, expected);  // its message for a size mismatch
+  }
+  // Each stretch's first mismatch, by the stretch's first item; the earliest stretch's is the batch's first.
+  std::map<std::size_t, std::string> mismatches;
+  std::mutex mutex;
+  run_in_parallel(static_cast<std::size_t>(batch.item_count), threads, 1, [&](std::size_t begin, std::size_t end) {
+    const BatchRange part{batch.index, batch.first_item + static_cast<std::int64_t>(begin),
+                          static_cast<std::int64_t>(end - begin)};
+    std::optional<std::string> mismatch =
+        compare_batch(dtype, tolerance, part, item_elements, got.subspan(begin * item_bytes, (end - begin) * item_bytes),
+                      expected.subspan(begin * item_bytes, (end - begin) * item_bytes));
+    if (!mismatch) return;
+    std::lock_guard lock(mutex);
+    mismatches.emplace(begin, std::move(*mismatch));
+  });
+  if (!mismatches.empty()) return mismatches.begin()->second;
   return std::nullopt;
 }
 

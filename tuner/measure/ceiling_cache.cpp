@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -80,6 +81,14 @@ void write_cached_ceilings(const std::filesystem::path& dir, const CeilingCacheK
     std::filesystem::remove(temporary, error);
     throw TunerError(fmt::format("cannot write {}", target.string()));
   }
+}
+
+std::optional<PinnedCopyCeiling> pinned_copy_ceiling(const Ceilings& ceilings, bool from_cache, double measured_at) {
+  if (!(ceilings.pinned_h2d_gbps > 0)) return std::nullopt;
+  if (!from_cache) return PinnedCopyCeiling{ceilings.pinned_h2d_gbps, "the ceilings measured in this run"};
+  const auto when = static_cast<std::time_t>(measured_at);
+  return PinnedCopyCeiling{ceilings.pinned_h2d_gbps,
+                           fmt::format("the ceiling cache, measured {:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(when))};
 }
 
 }  // namespace kernlathe

@@ -37,4 +37,15 @@ std::optional<CachedCeilings> read_cached_ceilings(const std::filesystem::path& 
 // Throws TunerError when the folder or file cannot be written.
 void write_cached_ceilings(const std::filesystem::path& dir, const CeilingCacheKey& key, const CachedCeilings& entry);
 
+// Streamed specs report their passes against one large pinned host-to-device copy (loader::
+// measure_pinned_copy_in_gbps, 512 MiB). The ceilings hold that very measurement, so a run takes it from them,
+// cached or measured in this run, instead of measuring it again: that took 0.33-0.47 s of a streamed spec's
+// start-up on the H200. `source` says where the figure came from ("the ceilings measured in this run", "the
+// ceiling cache, measured 2026-11-24T10:44:03Z"). Nothing when the ceilings lack it: the run measures it itself.
+struct PinnedCopyCeiling {
+  double gbps = 0;
+  std::string source;
+};
+std::optional<PinnedCopyCeiling> pinned_copy_ceiling(const Ceilings& ceilings, bool from_cache, double measured_at);
+
 }  // namespace kernlathe

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <vector>
 
 #include <fmt/format.h>
@@ -55,10 +56,8 @@ double elapsed_ms(const gpu::Event& start, const gpu::Event& stop) {
   return milliseconds;
 }
 
-double measure_fma_gflops(CUstream stream, const DeviceProperties& device) {
+double measure_fma_gflops(CUstream stream, const DeviceProperties& device, const std::vector<char>& cubin) {
   const gpu::CudaDriver& cuda = cuda_driver();
-  const std::vector<char> cubin =
-      compile_builtin_source(fma_source, "tuner_fma_peak.cu", device.arch_major, device.arch_minor, "FMA ceiling kernel");
   CUmodule module = nullptr;
   KERNLATHE_CUDA_CHECK(cuda.cuModuleLoadData(&module, cubin.data()));
   gpu::LoadedModule loaded(module);
@@ -83,19 +82,13 @@ double measure_fma_gflops(CUstream stream, const DeviceProperties& device) {
 }
 
 // Host-to-device and device-to-host copies of 256 MiB each, issued together on two streams; the best of 5 of the
-// wall time over both directions' bytes.
-double measure_pinned_duplex_gbps() {
+// wall time over both directions' bytes. `pinned` holds 512 MiB of pinned memory: the upload comes from its first
+// half, the download goes to its second.
+double measure_pinned_duplex_gbps(std::byte* pinned) {
   const gpu::CudaDriver& cuda = cuda_driver();
   constexpr std::size_t bytes = std::size_t{256} << 20;
-  struct PinnedBuffer {
-    void* pointer = nullptr;
-    ~PinnedBuffer() {
-      if (pointer != nullptr) KERNLATHE_CUDA_CHECK_NOTHROW(cuda_driver().cuMemFreeHost(pointer));
-    }
-  } upload, download;
-  KERNLATHE_CUDA_CHECK(cuda.cuMemHostAlloc(&upload.pointer, bytes, 0));
-  KERNLATHE_CUDA_CHECK(cuda.cuMemHostAlloc(&download.pointer, bytes, 0));
-  std::memset(upload.pointer, 1, bytes);
+  std::byte* upload = pinned;
+  std::byte* download = pinned + bytes;
   gpu::DeviceBuffer upload_target(bytes), download_source(bytes);
   CUstream in = nullptr, out = nullptr;
   KERNLATHE_CUDA_CHECK(cuda.cuStreamCreate(&in, CU_STREAM_NON_BLOCKING));
@@ -103,8 +96,8 @@ double measure_pinned_duplex_gbps() {
   double best_gbps = 0;
   for (int repetition = 0; repetition < 5; ++repetition) {
     const Clock::time_point start = Clock::now();
-    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(upload_target.get(), upload.pointer, bytes, in));
-    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoHAsync(download.pointer, download_source.get(), bytes, out));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyHtoDAsync(upload_target.get(), upload, bytes, in));
+    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoHAsync(download, download_source.get(), bytes, out));
     KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(in));
     KERNLATHE_CUDA_CHECK(cuda.cuStreamSynchronize(out));
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -202,7 +195,8 @@ double measure_copy_gbps(CUstream stream) {
   return statistics.median_ms > 0 ? 2.0 * static_cast<double>(bytes) / (statistics.median_ms * 1e-3) / 1e9 : 0;
 }
 
-Ceilings measure_ceilings(CUstream stream, const DeviceProperties& device) {
+Ceilings measure_ceilings(CUstream stream, const DeviceProperties& device, const std::filesystem::path& cubin_cache,
+                          std::vector<std::pair<std::string, double>>* parts) {
   const gpu::CudaDriver& cuda = cuda_driver();
   Ceilings ceilings;
   std::vector<std::string> failures;
@@ -215,13 +209,47 @@ Ceilings measure_ceilings(CUstream stream, const DeviceProperties& device) {
       failures.push_back(fmt::format("{}: {}", what, error.what()));
     }
   };
+  Clock::time_point lap = Clock::now();
+  auto part_done = [&](const char* name) {
+    const Clock::time_point now = Clock::now();
+    if (parts != nullptr) parts->emplace_back(name, std::chrono::duration<double>(now - lap).count());
+    lap = now;
+  };
+  // NVRTC needs no context and the copies need no CPU: the FMA kernel compiles meanwhile.
+  std::future<std::vector<char>> fma_cubin = std::async(std::launch::async, [&device, cubin_cache] {
+    return compile_builtin_source_cached(fma_source, "tuner_fma_peak.cu", device.arch_major, device.arch_minor,
+                                         "FMA ceiling kernel", cubin_cache)
+        .cubin;
+  });
   ceilings.copy_gbps = measure_copy_gbps(stream);
+  part_done("copy");
   CUcontext context = nullptr;
   KERNLATHE_CUDA_CHECK(cuda.cuCtxGetCurrent(&context));
-  ceilings.pinned_h2d_gbps = loader::measure_pinned_copy_in_gbps(context, std::size_t{512} << 20);
-  ceilings.pinned_duplex_gbps = measure_pinned_duplex_gbps();
-  attempt("fma", [&] { ceilings.fma_gflops = measure_fma_gflops(stream, device); });
+  {
+    constexpr std::size_t pinned_bytes = std::size_t{512} << 20;  // as in the gpu.md ceiling table
+    struct PinnedBuffer {
+      void* pointer = nullptr;
+      ~PinnedBuffer() {
+        if (pointer != nullptr) KERNLATHE_CUDA_CHECK_NOTHROW(cuda_driver().cuMemFreeHost(pointer));
+      }
+    } pinned;
+    KERNLATHE_CUDA_CHECK(cuda.cuMemHostAlloc(&pinned.pointer, pinned_bytes, 0));
+    std::memset(pinned.pointer, 1, pinned_bytes);
+    part_done("pin 512 MiB of host memory");
+    ceilings.pinned_h2d_gbps = loader::measure_pinned_copy_in_gbps(context, static_cast<std::byte*>(pinned.pointer), pinned_bytes);
+    part_done("pinned host-to-device");
+    ceilings.pinned_duplex_gbps = measure_pinned_duplex_gbps(static_cast<std::byte*>(pinned.pointer));
+    part_done("pinned both ways");
+  }
+  part_done("unpin");
+  attempt("fma", [&] {
+    const std::vector<char> cubin = fma_cubin.get();
+    part_done("FMA kernel compile, beyond the copies");
+    ceilings.fma_gflops = measure_fma_gflops(stream, device, cubin);
+  });
+  part_done("FMA");
   attempt("tensor", [&] { ceilings.tensor_gflops = measure_tensor_gflops(stream, ceilings.tensor_source); });
+  part_done("tensor (cuBLAS)");
   for (const std::string& failure : failures) ceilings.failures += (ceilings.failures.empty() ? "" : "; ") + failure;
   return ceilings;
 }

@@ -8,8 +8,11 @@
 //             tuned GEMM templates reach 95-101% of it, so it is the ceiling they are judged against).
 // A run records them in run.json (ceiling_metadata); `tune ceilings` prints them; reports draw rooflines with them.
 
+#include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <cuda.h>
 
@@ -34,8 +37,12 @@ std::map<std::string, std::string> ceiling_metadata(const Ceilings& ceilings);
 Ceilings ceilings_from_metadata(const std::map<std::string, std::string>& extra);
 
 // Measures every ceiling on the device of the current context, with work on `stream`. A ceiling that cannot be
-// measured (cuBLAS missing, too little memory) is left 0 and named in failures; driver errors throw.
-Ceilings measure_ceilings(CUstream stream, const DeviceProperties& device);
+// measured (cuBLAS missing, too little memory) is left 0 and named in failures; driver errors throw. The FMA
+// kernel compiles (or comes from the cubin cache in cubin_cache) on a thread while the copies are measured, and
+// the pinned host-to-device and duplex copies share one pinned buffer: with nothing cached, the ceilings took
+// 0.84 s of a run's start-up on the H200. `parts`, when given, receives each ceiling's seconds, in order.
+Ceilings measure_ceilings(CUstream stream, const DeviceProperties& device, const std::filesystem::path& cubin_cache,
+                          std::vector<std::pair<std::string, double>>* parts = nullptr);
 
 // The device-to-device copy ceiling alone (run at every setup): 1 GiB or a quarter of the free memory, median of 9
 // copies after 2 warm-up copies.

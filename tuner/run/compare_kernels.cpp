@@ -65,20 +65,33 @@ __device__ void compare(const T* out, const T* reference, long long count, doubl
                                              double absolute, double relative, u64* results) {           \
     compare(out, reference, count, absolute, relative, results);                                         \
   }
-KERNLATHE_COMPARE_KERNEL(f16, half_bits)
-KERNLATHE_COMPARE_KERNEL(bf16, bfloat16_bits)
-KERNLATHE_COMPARE_KERNEL(f32, float)
-KERNLATHE_COMPARE_KERNEL(f64, double)
-KERNLATHE_COMPARE_KERNEL(i8, signed char)
-KERNLATHE_COMPARE_KERNEL(u8, unsigned char)
-KERNLATHE_COMPARE_KERNEL(i32, int)
-KERNLATHE_COMPARE_KERNEL(u32, unsigned int)
-KERNLATHE_COMPARE_KERNEL(i64, long long)
 )";
+
+// The element type each dtype's kernel reads.
+const char* element_type(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::f16: return "half_bits";
+    case Dtype::bf16: return "bfloat16_bits";
+    case Dtype::f32: return "float";
+    case Dtype::f64: return "double";
+    case Dtype::i8: return "signed char";
+    case Dtype::u8: return "unsigned char";
+    case Dtype::i32: return "int";
+    case Dtype::u32: return "unsigned int";
+    case Dtype::i64: return "long long";
+  }
+  return "";
+}
 
 }  // namespace
 
-std::string compare_kernel_source() { return source; }
+std::string compare_kernel_source(std::span<const Dtype> dtypes) {
+  std::string text = source;
+  for (Dtype dtype : dtypes) text += fmt::format("KERNLATHE_COMPARE_KERNEL({}, {})\n", dtype_name(dtype), element_type(dtype));
+  return text;
+}
+
+std::string compare_kernel_source() { return compare_kernel_source(all_dtypes); }
 
 std::string compare_kernel_name(Dtype dtype) { return "compare_" + dtype_name(dtype); }
 

@@ -77,12 +77,18 @@ class EvaluationWorker {
   bool context_lost() const { return context_lost_; }
 
  private:
-  // Creates the context and stream and loads the worker's kernels (compiled, or read from the cubin cache, on a
-  // thread while the context is created); appends its steps to `stages`.
-  void open_device(int index, const std::filesystem::path& cubin_cache, std::vector<SetupStage>& stages);
+  // Creates the context and stream and loads the worker's kernels for `dtypes` (compiled, or read from the cubin
+  // cache, on a thread while the context is created; none when empty); appends its steps to `stages`.
+  void open_device(int index, const std::filesystem::path& cubin_cache, const std::vector<Dtype>& dtypes,
+                   std::vector<SetupStage>& stages);
   // open_device on a thread, begun when the tuner asks for the device's description with "open": the setup
   // then finds the device open, or waits only for the rest.
-  void begin_opening(int index, const std::filesystem::path& cubin_cache);
+  void begin_opening(int index, const std::filesystem::path& cubin_cache, std::vector<Dtype> dtypes);
+  // Loads the worker's kernels for every dtype of `needed` and of those loaded before, as one module, when the
+  // loaded module lacks one of `needed`; appends the step to `stages`.
+  void ensure_kernels(const std::vector<Dtype>& needed, std::vector<SetupStage>& stages);
+  // Replaces the loaded worker kernels with `cubin`'s, which holds the kernels of `dtypes`.
+  void load_kernels(const BuiltinCubin& cubin, std::vector<Dtype> dtypes);
   // Waits for begin_opening's thread, if any, rethrowing its failure; makes the context current on this thread.
   void finish_opening(std::vector<SetupStage>& stages);
   void setup(const WorkerSetup& setup);
@@ -129,7 +135,9 @@ class EvaluationWorker {
   std::vector<SetupStage> setup_stages_;  // the last setup's (or reference's) stages, in order
   bool context_lost_ = false;
 
-  gpu::LoadedModule worker_kernels_;  // compare and fill kernels (worker_kernels.h)
+  gpu::LoadedModule worker_kernels_;  // compare and fill kernels (worker_kernels.h) of kernel_dtypes_
+  std::vector<Dtype> kernel_dtypes_;
+  std::filesystem::path cubin_cache_;  // where the worker's kernels are cached
   BufferFill buffer_fill_;
   std::future<std::vector<SetupStage>> opening_;  // begin_opening's thread, until finish_opening
   // A setup that waits for its reference launch (needs_reference_kernel() without one): since when.
@@ -161,7 +169,15 @@ json EvaluationWorker::handle(const json& message) {
     if (type == "device_info") {
       const int index = message.value("device", 0);
       gpu::DeviceInfo info = gpu::query_device_info(index);
-      if (message.value("open", false)) begin_opening(index, message.value("cubin_cache", std::string()));
+      if (message.value("open", false)) {
+        std::vector<Dtype> dtypes;
+        for (const std::string& name : message.value("dtypes", std::vector<std::string>())) {
+          std::optional<Dtype> dtype = parse_dtype(name);
+          if (!dtype) return error_reply(fmt::format("device_info: unknown dtype '{}'", name), false);
+          dtypes.push_back(*dtype);
+        }
+        begin_opening(index, message.value("cubin_cache", std::string()), distinct_dtypes(std::move(dtypes)));
+      }
       return {{"type", "device_info"}, {"info", protocol::encode(info)}};
     }
     if (type == "setup") {
@@ -199,10 +215,12 @@ json EvaluationWorker::handle(const json& message) {
     if (type == "ceilings") {
       std::vector<SetupStage> ignored;
       finish_opening(ignored);
-      open_device(message.value("device", 0), default_cubin_cache_dir(), ignored);
-      const Ceilings ceilings = measure_ceilings(stream_, properties_);
-      json reply = {{"type", "ceilings"}, {"failures", ceilings.failures}};
+      open_device(message.value("device", 0), default_cubin_cache_dir(), {}, ignored);
+      std::vector<std::pair<std::string, double>> parts;
+      const Ceilings ceilings = measure_ceilings(stream_, properties_, cubin_cache_, &parts);
+      json reply = {{"type", "ceilings"}, {"failures", ceilings.failures}, {"parts_seconds", json::array()}};
       for (const auto& [key, value] : ceiling_metadata(ceilings)) reply["values"][key] = value;
+      for (const auto& [name, seconds] : parts) reply["parts_seconds"].push_back({name, seconds});
       return reply;
     }
     if (type == "evaluate") {
@@ -229,7 +247,8 @@ EvaluationWorker::~EvaluationWorker() {
   if (opening_.valid()) opening_.wait();
 }
 
-void EvaluationWorker::open_device(int index, const std::filesystem::path& cubin_cache, std::vector<SetupStage>& stages) {
+void EvaluationWorker::open_device(int index, const std::filesystem::path& cubin_cache, const std::vector<Dtype>& dtypes,
+                                   std::vector<SetupStage>& stages) {
   if (device_index_ == index) return;
   if (device_index_) throw TunerError("an evaluation worker serves one device; start another worker for another");
   const gpu::CudaDriver& cuda = cuda_driver();
@@ -242,12 +261,15 @@ void EvaluationWorker::open_device(int index, const std::filesystem::path& cubin
   // NVRTC needs no context: the worker's kernels compile (or come from the cubin cache) while the context is
   // created. NVML's first call can take a second: it runs alongside too, and stays out of evaluation deadlines.
   const int major = properties_.arch_major, minor = properties_.arch_minor;
-  const std::filesystem::path cache = cubin_cache.empty() ? default_cubin_cache_dir() : cubin_cache;
-  std::future<std::pair<BuiltinCubin, double>> kernels = std::async(std::launch::async, [major, minor, cache] {
-    Stopwatch watch;
-    BuiltinCubin cubin = worker_kernels_cubin(major, minor, cache);
-    return std::make_pair(std::move(cubin), watch.milliseconds());
-  });
+  cubin_cache_ = cubin_cache.empty() ? default_cubin_cache_dir() : cubin_cache;
+  std::future<std::pair<BuiltinCubin, double>> kernels;
+  if (!dtypes.empty()) {
+    kernels = std::async(std::launch::async, [major, minor, cache = cubin_cache_, dtypes] {
+      Stopwatch watch;
+      BuiltinCubin cubin = worker_kernels_cubin(dtypes, major, minor, cache);
+      return std::make_pair(std::move(cubin), watch.milliseconds());
+    });
+  }
   std::future<double> clocks = std::async(std::launch::async, [bus = pci_bus_id_] {
     Stopwatch watch;
     gpu::read_clocks(bus);
@@ -262,23 +284,49 @@ void EvaluationWorker::open_device(int index, const std::filesystem::path& cubin
   // output read as unwritten.
   KERNLATHE_CUDA_CHECK(cuda.cuStreamCreate(&stream_, CU_STREAM_DEFAULT));
   stages.push_back({"create the context", context_watch.milliseconds(), true});
-  auto [cubin, kernels_ms] = kernels.get();
-  stages.push_back({cubin.cached ? "its kernels from the cubin cache" : "compile its kernels", kernels_ms, true});
+  if (kernels.valid()) {
+    auto [cubin, kernels_ms] = kernels.get();
+    stages.push_back({fmt::format("{} for {}", cubin.cached ? "its kernels from the cubin cache" : "compile its kernels",
+                                  dtype_list(dtypes)),
+                      kernels_ms, true});
+    load_kernels(cubin, dtypes);
+  }
   stages.push_back({"NVML", clocks.get(), true});
-  CUmodule module = nullptr;
-  KERNLATHE_CUDA_CHECK(cuda.cuModuleLoadData(&module, cubin.cubin.data()));
-  worker_kernels_ = gpu::LoadedModule(module);
-  comparison_ = OutputComparison(module);
-  buffer_fill_ = BufferFill(module);
   device_index_ = index;
 }
 
-void EvaluationWorker::begin_opening(int index, const std::filesystem::path& cubin_cache) {
+void EvaluationWorker::load_kernels(const BuiltinCubin& cubin, std::vector<Dtype> dtypes) {
+  CUmodule module = nullptr;
+  KERNLATHE_CUDA_CHECK(cuda_driver().cuModuleLoadData(&module, cubin.cubin.data()));
+  // The users of the old module go before it does.
+  comparison_ = OutputComparison(module);
+  buffer_fill_ = BufferFill(module);
+  worker_kernels_ = gpu::LoadedModule(module);
+  kernel_dtypes_ = std::move(dtypes);
+}
+
+void EvaluationWorker::ensure_kernels(const std::vector<Dtype>& needed, std::vector<SetupStage>& stages) {
+  const bool missing = std::any_of(needed.begin(), needed.end(), [&](Dtype dtype) {
+    return std::find(kernel_dtypes_.begin(), kernel_dtypes_.end(), dtype) == kernel_dtypes_.end();
+  });
+  if (!missing) return;
+  std::vector<Dtype> dtypes = kernel_dtypes_;
+  dtypes.insert(dtypes.end(), needed.begin(), needed.end());
+  dtypes = distinct_dtypes(std::move(dtypes));
+  Stopwatch watch;
+  const BuiltinCubin cubin = worker_kernels_cubin(dtypes, properties_.arch_major, properties_.arch_minor, cubin_cache_);
+  load_kernels(cubin, dtypes);
+  stages.push_back({fmt::format("{} for {}", cubin.cached ? "its kernels from the cubin cache" : "compile its kernels",
+                                dtype_list(dtypes)),
+                    watch.milliseconds()});
+}
+
+void EvaluationWorker::begin_opening(int index, const std::filesystem::path& cubin_cache, std::vector<Dtype> dtypes) {
   if (opening_.valid() || device_index_) return;
-  opening_ = std::async(std::launch::async, [this, index, cubin_cache] {
+  opening_ = std::async(std::launch::async, [this, index, cubin_cache, dtypes = std::move(dtypes)] {
     Stopwatch whole;
     std::vector<SetupStage> stages;
-    open_device(index, cubin_cache, stages);
+    open_device(index, cubin_cache, dtypes, stages);
     stages.insert(stages.begin(), {"open device, begun when the tuner asked for the device", whole.milliseconds(), true});
     return stages;
   });
@@ -305,12 +353,19 @@ void EvaluationWorker::setup(const WorkerSetup& setup) {
   };
   finish_opening(setup_stages_);
   stage = Stopwatch();
+  // The fill kernels write every buffer; the compare kernels verify the outputs.
+  std::vector<Dtype> dtypes;
+  for (const WorkerArgument& argument : setup.arguments)
+    if (argument.is_buffer) dtypes.push_back(argument.dtype);
+  dtypes = distinct_dtypes(std::move(dtypes));
   if (device_index_ != setup.device) {
     std::vector<SetupStage> parts;
-    open_device(setup.device, setup.cubin_cache_dir, parts);
+    open_device(setup.device, setup.cubin_cache_dir, dtypes, parts);
     stage_done("open device");
     setup_stages_.insert(setup_stages_.end(), parts.begin(), parts.end());
   }
+  ensure_kernels(dtypes, setup_stages_);
+  stage = Stopwatch();
   const gpu::CudaDriver& cuda = cuda_driver();
   ready_ = false;
   awaiting_reference_.reset();
@@ -373,16 +428,23 @@ void EvaluationWorker::run_reference() {
   const gpu::CudaDriver& cuda = cuda_driver();
   Stopwatch stage;
   if (setup_.stream) {
+    ReferencePassTimes pass;
     Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
       phase_ = "stream reference pass";
       PreparedKernel kernel = prepare(*setup_.reference, evaluation);
-      streamed_->run_reference(kernel, phase_);
+      pass = streamed_->run_reference(kernel, phase_);
     });
     if (!reference.ok()) {
       throw TunerError(fmt::format("the reference configuration failed on the stream with the naive loader ({}): {}",
                                    status_name(reference.status), reference.message));
     }
-    setup_stages_.push_back({"stream reference pass", stage.milliseconds()});
+    const double total_ms = stage.milliseconds();
+    // The module load and preparation, then the pass's own steps.
+    setup_stages_.push_back({"prepare the reference",
+                             std::max(0.0, total_ms - pass.memory_wait_ms - pass.pass_ms - pass.check_ms)});
+    setup_stages_.push_back({"waited for the reference outputs' memory", pass.memory_wait_ms});
+    setup_stages_.push_back({"stream reference pass", pass.pass_ms});
+    if (setup_.verification_enabled) setup_stages_.push_back({"check the reference outputs", pass.check_ms});
   } else if (setup_.verification_enabled) {
     Evaluation reference = guarded_evaluation([&](Evaluation& evaluation) {
       phase_ = "reference run";

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace kernlathe {
 namespace {
 
@@ -84,20 +86,33 @@ __device__ long long fill_store_i64(double value) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += stride)           \
       out[i] = fill_store_##name(fill_value(kind, seed, i, first, second));                                \
   }
-KERNLATHE_FILL_KERNEL(f16, unsigned short)
-KERNLATHE_FILL_KERNEL(bf16, unsigned short)
-KERNLATHE_FILL_KERNEL(f32, float)
-KERNLATHE_FILL_KERNEL(f64, double)
-KERNLATHE_FILL_KERNEL(i8, signed char)
-KERNLATHE_FILL_KERNEL(u8, unsigned char)
-KERNLATHE_FILL_KERNEL(i32, int)
-KERNLATHE_FILL_KERNEL(u32, unsigned)
-KERNLATHE_FILL_KERNEL(i64, long long)
 )";
+
+// The type each dtype's kernel stores (f16 and bf16 as their bit patterns).
+const char* stored_type(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::f16:
+    case Dtype::bf16: return "unsigned short";
+    case Dtype::f32: return "float";
+    case Dtype::f64: return "double";
+    case Dtype::i8: return "signed char";
+    case Dtype::u8: return "unsigned char";
+    case Dtype::i32: return "int";
+    case Dtype::u32: return "unsigned";
+    case Dtype::i64: return "long long";
+  }
+  return "";
+}
 
 }  // namespace
 
-std::string fill_kernel_source() { return source; }
+std::string fill_kernel_source(std::span<const Dtype> dtypes) {
+  std::string text = source;
+  for (Dtype dtype : dtypes) text += fmt::format("KERNLATHE_FILL_KERNEL({}, {})\n", dtype_name(dtype), stored_type(dtype));
+  return text;
+}
+
+std::string fill_kernel_source() { return fill_kernel_source(all_dtypes); }
 
 std::string fill_kernel_name(Dtype dtype) { return "fill_" + dtype_name(dtype); }
 

@@ -8,6 +8,7 @@
 // tuner/common/float16.cpp, integers by floor and clamp). tests/run_fill_kernels_test.cpp runs this source on the
 // host against initial_contents(); tests/gpu/fill_device_test.cpp runs it on the GPU.
 
+#include <span>
 #include <string>
 
 #include "tuner/spec/model.h"
@@ -18,7 +19,9 @@ namespace kernlathe {
 // (T* out, long long count, int kind, unsigned long long seed, double first, double second), the last four from
 // fill_arguments(). Needs no header, and its names do not clash with compare_kernel_source(), so both compile as
 // one program.
+// fill_kernel_source(dtypes): the kernels of those dtypes only (compare_kernels.h says why).
 std::string fill_kernel_source();
+std::string fill_kernel_source(std::span<const Dtype> dtypes);
 std::string fill_kernel_name(Dtype dtype);
 
 // An initialisation as the kernels take it: kind 0 random (first, second = low, high), 1 constant (first = the

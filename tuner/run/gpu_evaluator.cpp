@@ -184,6 +184,9 @@ gpu::DeviceInfo GpuEvaluator::device_info() {
   if (options_.open_device_early) {
     request["open"] = true;
     request["cubin_cache"] = options_.cubin_cache_dir.string();
+    std::vector<std::string> dtypes;
+    for (Dtype dtype : options_.buffer_dtypes) dtypes.push_back(dtype_name(dtype));
+    request["dtypes"] = dtypes;
   }
   Exchange answer = exchange(request, device_info_seconds);
   if (answer.outcome == Exchange::Outcome::died) {
@@ -220,6 +223,9 @@ Ceilings GpuEvaluator::ceilings() {
     for (const auto& [key, value] : answer.reply.at("values").items()) values[key] = value.get<std::string>();
   Ceilings ceilings = ceilings_from_metadata(values);
   ceilings.failures = answer.reply.value("failures", "");
+  ceiling_parts_.clear();
+  for (const nlohmann::json& part : answer.reply.value("parts_seconds", nlohmann::json::array()))
+    ceiling_parts_.push_back({part.at(0).get<std::string>(), part.at(1).get<double>()});
   return ceilings;
 }
 

@@ -42,6 +42,9 @@ struct GpuEvaluatorOptions {
   // The worker opens the device (context, its kernels, NVML) as soon as it has described it, while the caller
   // builds the setup: for callers that will set up, not for a mere query of the device.
   bool open_device_early = false;
+  // The dtypes of the setup's buffers, when open_device_early: the worker compiles its fill and compare kernels
+  // for these while it opens the device (a setup with others compiles those when it comes).
+  std::vector<Dtype> buffer_dtypes;
 };
 
 // One step of the worker's setup, for the start-up profile. `alongside`: it overlapped the steps around it (a
@@ -96,6 +99,8 @@ class GpuEvaluator {
   // Every ceiling of tuner/measure/ceilings.h, measured by the worker (no setup needed). Throws TunerError when
   // the worker fails.
   Ceilings ceilings();
+  // The seconds each ceiling took in the last ceilings(), in order ("copy", "pinned host-to-device", ...).
+  const std::vector<WorkerSetupStage>& ceiling_parts() const { return ceiling_parts_; }
 
   // Host-to-device bandwidth of one large copy from pinned memory (GB/s), measured by the worker after setup():
   // the ceiling streamed workloads are reported against (tuner/loader). Throws TunerError when the worker fails.
@@ -145,6 +150,7 @@ class GpuEvaluator {
   std::optional<gpu::DeviceInfo> device_info_;
   std::optional<BaselineTime> baseline_;
   std::vector<WorkerSetupStage> setup_stages_;
+  std::vector<WorkerSetupStage> ceiling_parts_;
   std::optional<Started> started_;
   int worker_starts_ = 0;
 };

@@ -90,7 +90,7 @@ struct WorkerStream {
   int input_argument = -1;   // index into WorkerSetup::arguments: receives a batch
   int output_argument = -1;  // index into WorkerSetup::arguments: comes back to the host
   std::int64_t output_item_elements = 0;
-  loader::LoaderConfiguration reference_loader;  // the naive loader, with the reference configuration's batch
+  loader::LoaderConfiguration reference_loader;  // LoaderConfiguration::reference, with the reference configuration's batch
 };
 
 struct WorkerSetup {

@@ -125,14 +125,14 @@ WorkerStream worker_stream(const KernelSpec& spec, const WorkerSetup& setup, con
   } else {
     loader::make_generated_dataset(stream.dtype, item_elements, worker.items, stream.generator);  // dtype check
   }
-  worker.reference_loader = loader::LoaderConfiguration::naive(loader_configuration(spec.loader, reference_bindings).batch);
+  worker.reference_loader = loader::LoaderConfiguration::reference(loader_configuration(spec.loader, reference_bindings).batch);
   return worker;
 }
 
 class GpuMeasurer final : public Measurer {
  public:
   GpuMeasurer(const KernelSpec& spec, const GpuMeasurerOptions& options)
-      : spec_(spec), options_(options), evaluator_(evaluator_options(options)) {
+      : spec_(spec), options_(options), evaluator_(evaluator_options(spec, options)) {
     info_ = evaluator_.device_info();  // NoGpuError without driver or device
   }
 
@@ -207,20 +207,21 @@ class GpuMeasurer final : public Measurer {
     phases_.push_back({"worker round trip", std::max(setup_seconds - staged, 0.0)});
     copy_bandwidth_gbps_ = evaluator_.copy_bandwidth_gbps();
     phases_.push_back({"copy ceiling", clock.lap()});
-    if (spec_.stream.enabled) {
-      pinned_copy_in_gbps_ = evaluator_.pinned_copy_in_gbps();
-      phases_.push_back({"pinned copy ceiling", clock.lap()});
-    }
   }
 
   std::vector<ProfilePhase> preparation_phases() const override { return phases_; }
 
   double copy_bandwidth_gbps() const override { return copy_bandwidth_gbps_; }
-  double pinned_copy_in_gbps() const override { return pinned_copy_in_gbps_; }
+  double measure_pinned_copy_in_gbps() override { return evaluator_.pinned_copy_in_gbps(); }
   double baseline_ms() const override {
     return evaluator_.baseline_time() ? evaluator_.baseline_time()->time.median_ms : 0;
   }
   Ceilings ceilings() override { return evaluator_.ceilings(); }
+  std::vector<ProfilePhase> ceiling_phases() const override {
+    std::vector<ProfilePhase> phases;
+    for (const WorkerSetupStage& part : evaluator_.ceiling_parts()) phases.push_back({"ceilings: " + part.name, part.seconds});
+    return phases;
+  }
   Evaluation measure_baseline(bool measure_energy) override {
     if (!spec_.baseline.present()) return Measurer::measure_baseline(measure_energy);
     return evaluator_.measure_baseline(measure_energy);
@@ -273,8 +274,10 @@ class GpuMeasurer final : public Measurer {
     return request;
   }
 
-  static GpuEvaluatorOptions evaluator_options(const GpuMeasurerOptions& options) {
+  static GpuEvaluatorOptions evaluator_options(const KernelSpec& spec, const GpuMeasurerOptions& options) {
     GpuEvaluatorOptions evaluator;
+    for (const Argument& argument : spec.arguments)
+      if (argument.is_buffer) evaluator.buffer_dtypes.push_back(argument.dtype);
     evaluator.worker_executable = options.worker_executable;
     evaluator.device = options.device;
     evaluator.timeout_seconds = options.timeout_seconds;
@@ -341,7 +344,6 @@ class GpuMeasurer final : public Measurer {
   gpu::DeviceInfo info_;
   double copy_bandwidth_gbps_ = 0;
   std::vector<ProfilePhase> phases_;
-  double pinned_copy_in_gbps_ = 0;
 };
 
 }  // namespace

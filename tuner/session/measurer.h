@@ -23,8 +23,9 @@ class Measurer {
   virtual bool needs_compilation() const = 0;
   // Device-to-device copy bandwidth (bytes read + written per second / 1e9) measured on this device, 0 if unknown.
   virtual double copy_bandwidth_gbps() const { return 0; }
-  // Streamed specs: host-to-device bandwidth of one large pinned copy (GB/s) measured on this device, 0 if unknown.
-  virtual double pinned_copy_in_gbps() const { return 0; }
+  // Streamed specs: host-to-device bandwidth of one large pinned copy (GB/s), measured now on this device after
+  // prepare(); 0 when it cannot be measured (a replay). The session asks only when the ceilings lack it.
+  virtual double measure_pinned_copy_in_gbps() { return 0; }
   // The spec's baseline (cuBLAS for GEMM) timed on this device in prepare(); 0 when the spec has none.
   virtual double baseline_ms() const { return 0; }
   virtual std::string baseline_library() const { return ""; }
@@ -40,6 +41,8 @@ class Measurer {
                              const SpaceEnumerator& space, bool measure_energy) = 0;
   // The ceilings of tuner/measure/ceilings.h on this device; all zero when unknown (a replay).
   virtual Ceilings ceilings() { return {}; }
+  // What the last ceilings() spent its time on, in order (the start-up profile); empty when unknown.
+  virtual std::vector<ProfilePhase> ceiling_phases() const { return {}; }
   // The baseline measured again, for the final round; status invalid where there is none (no baseline, replay).
   virtual Evaluation measure_baseline(bool measure_energy) {
     (void)measure_energy;

@@ -437,10 +437,10 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
   }
   report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
   report.streamed = spec.stream.enabled;
-  report.pinned_copy_in_gbps = measurer->pinned_copy_in_gbps();
   report.baseline_ms = measurer->baseline_ms();
   report.baseline_library = measurer->baseline_library();
   report.objective = options.objective;
+  bool ceilings_cached = false;
   if (!replay && options.measure_ceilings) {
     const std::filesystem::path ceiling_dir =
         options.ceiling_cache_dir.empty() ? default_ceiling_cache_dir() : options.ceiling_cache_dir;
@@ -448,6 +448,7 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
     const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     std::optional<CachedCeilings> cached;
     if (!options.refresh_ceilings) cached = read_cached_ceilings(ceiling_dir, key, now);
+    ceilings_cached = cached.has_value();
     if (cached) {
       report.ceilings = cached->ceilings;
       report.ceilings_measured_at = cached->measured_at;
@@ -463,7 +464,25 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
       } catch (const TunerError& error) {
         fmt::print(stderr, "tune: the ceilings are not cached ({}); the next run measures them again\n", error.what());
       }
-      profile.add_startup("ceilings", lap.lap());
+      // Each ceiling's part, and what the worker's parts leave of the wall time (the round trip, the cache file).
+      const double ceilings_seconds = lap.lap();
+      double parts_seconds = 0;
+      for (ProfilePhase& phase : measurer->ceiling_phases()) {
+        parts_seconds += phase.seconds;
+        profile.startup.push_back(std::move(phase));
+      }
+      profile.add_startup(parts_seconds > 0 ? "ceilings: the rest" : "ceilings", std::max(ceilings_seconds - parts_seconds, 0.0));
+    }
+  }
+  if (spec.stream.enabled && !replay) {
+    if (std::optional<PinnedCopyCeiling> known =
+            pinned_copy_ceiling(report.ceilings, ceilings_cached, report.ceilings_measured_at)) {
+      report.pinned_copy_in_gbps = known->gbps;
+      report.pinned_copy_in_source = known->source;
+    } else {
+      report.pinned_copy_in_gbps = measurer->measure_pinned_copy_in_gbps();
+      report.pinned_copy_in_source = "measured in this run";
+      profile.add_startup("pinned copy ceiling", lap.lap());
     }
   }
 
@@ -492,6 +511,7 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
     if (devices.labels.size() > 1) metadata.extra["devices"] = fmt::format("{}", fmt::join(devices.labels, ","));
     if (report.pinned_copy_in_gbps > 0)
       metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);
+    if (!report.pinned_copy_in_source.empty()) metadata.extra["pinned_copy_in_source"] = report.pinned_copy_in_source;
     if (report.baseline_ms > 0) {
       metadata.extra["baseline_ms"] = fmt::format("{:.6g}", report.baseline_ms);
       metadata.extra["baseline_library"] = report.baseline_library;

@@ -118,7 +118,8 @@ struct TuneReport {
   double evaluations_per_second = 0;
   double copy_bandwidth_gbps = 0;      // measured in the same run on the GPU; a replay reports the recorded one
   bool streamed = false;               // a streamed spec: times are end-to-end passes, evaluations carry stages
-  double pinned_copy_in_gbps = 0;      // streamed specs: one large pinned host-to-device copy, same run
+  double pinned_copy_in_gbps = 0;      // streamed specs: one large pinned host-to-device copy (the ceilings')
+  std::string pinned_copy_in_source;   // where that figure came from (ceiling_cache.h: pinned_copy_ceiling)
   Ceilings ceilings;                   // tuner/measure/ceilings.h, measured at the start of a GPU run or cached
   double ceilings_measured_at = 0;     // seconds since the epoch; 0 when there are none
   double baseline_ms = 0;              // the spec's baseline (cuBLAS), same run; a replay reports the recorded one.

@@ -88,6 +88,8 @@ std::vector<std::string> device_property_names();
 // ---------------------------------------------------------------- kernel spec
 
 enum class Dtype { f16, bf16, f32, f64, i8, u8, i32, u32, i64 };
+inline constexpr std::array<Dtype, 9> all_dtypes{Dtype::f16, Dtype::bf16, Dtype::f32, Dtype::f64, Dtype::i8,
+                                                 Dtype::u8,  Dtype::i32,  Dtype::u32, Dtype::i64};
 std::size_t dtype_size(Dtype dtype);
 std::string dtype_name(Dtype dtype);                // "f32"
 std::string dtype_cpp_name(Dtype dtype);            // "float", "__nv_bfloat16", ...
