@@ -70,6 +70,12 @@ struct SetupStage {
   bool alongside = false;
 };
 
+// The profile's name for loading the worker's kernels of `dtypes` from `cubin`.
+std::string kernels_stage_name(const BuiltinCubin& cubin, const std::vector<Dtype>& dtypes) {
+  return fmt::format("{} for {}", cubin.cached ? "its kernels from the cubin cache" : "compile its kernels",
+                     dtype_list(dtypes));
+}
+
 class EvaluationWorker {
  public:
   ~EvaluationWorker();
@@ -286,9 +292,7 @@ void EvaluationWorker::open_device(int index, const std::filesystem::path& cubin
   stages.push_back({"create the context", context_watch.milliseconds(), true});
   if (kernels.valid()) {
     auto [cubin, kernels_ms] = kernels.get();
-    stages.push_back({fmt::format("{} for {}", cubin.cached ? "its kernels from the cubin cache" : "compile its kernels",
-                                  dtype_list(dtypes)),
-                      kernels_ms, true});
+    stages.push_back({kernels_stage_name(cubin, dtypes), kernels_ms, true});
     load_kernels(cubin, dtypes);
   }
   stages.push_back({"NVML", clocks.get(), true});
@@ -316,9 +320,7 @@ void EvaluationWorker::ensure_kernels(const std::vector<Dtype>& needed, std::vec
   Stopwatch watch;
   const BuiltinCubin cubin = worker_kernels_cubin(dtypes, properties_.arch_major, properties_.arch_minor, cubin_cache_);
   load_kernels(cubin, dtypes);
-  stages.push_back({fmt::format("{} for {}", cubin.cached ? "its kernels from the cubin cache" : "compile its kernels",
-                                dtype_list(dtypes)),
-                    watch.milliseconds()});
+  stages.push_back({kernels_stage_name(cubin, dtypes), watch.milliseconds()});
 }
 
 void EvaluationWorker::begin_opening(int index, const std::filesystem::path& cubin_cache, std::vector<Dtype> dtypes) {
