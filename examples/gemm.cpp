@@ -1,5 +1,7 @@
 // C = A * B in bf16 (fp32 accumulation) through kernlathe's runtime, checked against cuBLAS and timed beside it.
-// Usage: kernlathe_gemm_example EXPORT_DIR [M N K]     (EXPORT_DIR written by `tune export gemm_bf16 -o EXPORT_DIR`)
+// Usage: kernlathe_gemm_example EXPORT_DIR [M N K [kn|nk]]   (EXPORT_DIR written by `tune export gemm_bf16 -o DIR`)
+//   kn (the default): B is stored K x N, C = A B.  nk: B is stored N x K, C = A B^T, as nn.Linear holds its weight.
+// Exits 0 when every element of C matches cuBLAS's within the spec's tolerance, 1 otherwise or on an error.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -30,15 +32,22 @@ int main(int argc, char** argv) {
   const std::int64_t m = argc > 4 ? std::atoll(argv[2]) : 4096;
   const std::int64_t n = argc > 4 ? std::atoll(argv[3]) : 4096;
   const std::int64_t k = argc > 4 ? std::atoll(argv[4]) : 4096;
+  const bool b_stored_n_by_k = argc > 5 && std::strcmp(argv[5], "nk") == 0;
+  if (argc > 5 && !b_stored_n_by_k && std::strcmp(argv[5], "kn") != 0) {
+    std::fprintf(stderr, "layout '%s': kn (B stored K x N) or nk (B stored N x K)\n", argv[5]);
+    return 2;
+  }
   if (std::strcmp(kernlathe::version(), KERNLATHE_VERSION_STRING) != 0)
     std::fprintf(stderr, "built against kernlathe %s, running with %s\n", KERNLATHE_VERSION_STRING, kernlathe::version());
 
   try {
     CHECK_CUDA(cudaFree(nullptr));  // the CUDA runtime's context: the runtime library launches into it
     kernlathe::Runtime runtime(kernlathe::RuntimeOptions::from_export(export_dir));
-    const kernlathe::Kernel& gemm = runtime.kernel("gemm_bf16", {{"M", m}, {"N", n}, {"K", k}});
-    std::printf("gemm_bf16 %lldx%lldx%lld: %s\n  %s\n  binary: %s (NVRTC %.1f ms, set-up %.1f ms)\n",
+    const kernlathe::Kernel& gemm =
+        runtime.kernel("gemm_bf16", {{"M", m}, {"N", n}, {"K", k}, {"B_LAYOUT", b_stored_n_by_k ? 1 : 0}});
+    std::printf("gemm_bf16 %lldx%lldx%lld %s: %s\n  %s\n  binary: %s (NVRTC %.1f ms, set-up %.1f ms)\n",
                 static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                b_stored_n_by_k ? "nk" : "kn",
                 kernlathe::rung_name(gemm.selection().rung), gemm.selection().reason.c_str(),
                 kernlathe::binary_source_name(gemm.binary_source()), gemm.compile_ms(), gemm.load_ms());
 
@@ -55,6 +64,8 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&device_reference, c_bytes));
     CHECK_CUDA(cudaMemcpy(device_a, a.data(), a.size() * sizeof a[0], cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(device_b, b.data(), b.size() * sizeof b[0], cudaMemcpyHostToDevice));
+    // All bits set is a NaN in bf16: an element the kernel never writes fails the check below.
+    CHECK_CUDA(cudaMemset(device_c, 0xFF, c_bytes));
 
     // m, n, k, alpha (1) and beta (0) take the kernel's defaults for this problem; the tensor maps are the runtime's.
     kernlathe::BoundLaunch launch = gemm.bind(kernlathe::Arguments().set("a", device_a).set("b", device_b).set("c", device_c));
@@ -62,14 +73,16 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaStreamCreate(&stream));
     launch.launch(stream);
 
-    // cuBLAS is column-major: row-major C = A B is column-major C^T = B^T A^T.
+    // cuBLAS is column-major: row-major C = A B is column-major C^T = B^T A^T. A row-major N x K B read
+    // column-major is K x N, so C = A B^T takes it transposed (CUBLAS_OP_T, leading dimension K).
     cublasHandle_t handle = nullptr;
     CHECK_CUBLAS(cublasCreate(&handle));
     CHECK_CUBLAS(cublasSetStream(handle, stream));
     const float alpha = 1, beta = 0;
     auto cublas_gemm = [&] {
-      CHECK_CUBLAS(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
-                                &alpha, device_b, CUDA_R_16BF, static_cast<int>(n), device_a, CUDA_R_16BF, static_cast<int>(k),
+      CHECK_CUBLAS(cublasGemmEx(handle, b_stored_n_by_k ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n),
+                                static_cast<int>(m), static_cast<int>(k), &alpha, device_b, CUDA_R_16BF,
+                                static_cast<int>(b_stored_n_by_k ? k : n), device_a, CUDA_R_16BF, static_cast<int>(k),
                                 &beta, device_reference, CUDA_R_16BF, static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     };
     cublas_gemm();

@@ -7,7 +7,8 @@
 //   wgmma     Hopper warpgroup wgmma fed by TMA bulk tensor copies (sm_90a)   (gemm/wgmma.cuh)
 // Each path header defines gemm_path() with the signature below; only the chosen one is compiled.
 // The tensor maps describe A and B for TMA; the other paths ignore them. A spec may fuse an epilogue into the store
-// of C (bias + GELU, bias + residual: gemm/epilogue.cuh), whose inputs come between b and c.
+// of C (bias + GELU, bias + residual: gemm/epilogue.cuh), whose inputs come between b and c. The last two arguments
+// are split-K's zeroed work buffers (gemm/common.cuh, SplitWorkspace), used by the wgmma path when WG_SPLIT_K > 1.
 #include "gemm/common.cuh"
 #include "gemm/epilogue.cuh"
 
@@ -27,6 +28,8 @@
 extern "C" __global__ void GEMM_CLUSTER_DIMS __launch_bounds__(THREADS, BLOCKS_PER_SM)
     gemm(int m, int n, int k, float alpha, float beta, const Input* __restrict__ a, const Input* __restrict__ b,
          GEMM_EPILOGUE_PARAMETERS Output* __restrict__ c, const __grid_constant__ TensorMap a_map,
-         const __grid_constant__ TensorMap b_map) {
-  gemm_path(m, n, k, alpha, beta, a, b, c, a_map, b_map, Epilogue GEMM_EPILOGUE_INPUTS);
+         const __grid_constant__ TensorMap b_map, float* __restrict__ split_partials,
+         unsigned* __restrict__ split_counters) {
+  gemm_path(m, n, k, alpha, beta, a, b, c, a_map, b_map, Epilogue GEMM_EPILOGUE_INPUTS,
+            SplitWorkspace{split_partials, split_counters});
 }

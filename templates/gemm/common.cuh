@@ -21,6 +21,13 @@ using Output = __nv_bfloat16;
 #error "the spec must define one of GEMM_INPUT_F32, GEMM_INPUT_TF32, GEMM_INPUT_F16, GEMM_INPUT_BF16"
 #endif
 
+// Split-K's work buffers (the wgmma path with WG_SPLIT_K > 1; the other paths ignore them): fp32 partial sums of C
+// and one arrival counter per tile and consumer, zero before and after every launch (scratch buffers of the spec).
+struct SplitWorkspace {
+  float* partials;
+  unsigned* counters;
+};
+
 // Which BM x BN tile of C a thread block computes. Consecutive blocks walk down a strip of group_rows block-rows
 // before moving one block-column right, so the blocks resident at once share A rows and B columns in L2 instead of
 // streaming all of B for every block-row (the GROUP_M parameter; 1 gives plain row-major order).

@@ -142,7 +142,7 @@ __device__ __forceinline__ void load_fragments(const Input* a_shared, const Inpu
 
 __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, float beta, const Input* __restrict__ a,
                                           const Input* __restrict__ b, Output* __restrict__ c, const TensorMap&,
-                                          const TensorMap&, const Epilogue& epilogue) {
+                                          const TensorMap&, const Epilogue& epilogue, const SplitWorkspace&) {
   using namespace mma;
   extern __shared__ float4 mma_shared[];
   Input* a_shared = reinterpret_cast<Input*>(mma_shared);  // [STAGES][BM][a_stride]

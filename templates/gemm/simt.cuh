@@ -183,7 +183,7 @@ __device__ __forceinline__ void compute_tile(const float* a_current, const float
 
 __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, float beta, const Input* __restrict__ a,
                                           const Input* __restrict__ b, Output* __restrict__ c, const TensorMap&,
-                                          const TensorMap&, const Epilogue& epilogue) {
+                                          const TensorMap&, const Epilogue& epilogue, const SplitWorkspace&) {
   using namespace simt;
   extern __shared__ float4 simt_shared[];
   float* a_shared = reinterpret_cast<float*>(simt_shared);  // [buffers][BK][a_stride]

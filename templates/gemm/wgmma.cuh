@@ -22,14 +22,20 @@
 //   A (M x K, K contiguous): one box of WG_BK x WG_BM per stage, swizzled in 8-row (1024-byte) atoms: wgmma's
 //     K-major 128-byte-swizzle layout.
 //   B (K x N, N contiguous): WG_BN / (128 / element bytes) boxes of 128 bytes of N x WG_BK rows per stage.
-// 16-bit inputs: wgmma reads A and B straight from shared memory, B "MN-major" through the transpose bit.
+//   B stored N x K (B_K_MAJOR, the nn.Linear layout of a weight W, C = A W^T): like A, one box of WG_BK x WG_BN
+//     rows per stage (WG_BN / WG_CLUSTER rows from each block of a cluster), read by wgmma K-major.
+// 16-bit inputs: wgmma reads A and B straight from shared memory, B "MN-major" through the transpose bit, or
+// K-major without it when B_K_MAJOR.
 // tf32: the transpose bit exists for 16-bit inputs only, and an N-major B cannot feed a tf32 wgmma from shared memory.
 //   So the kernel computes the transpose, C^T = B^T A^T: the block's A tile (K-major, as tf32 needs) is the
 //   instruction's shared-memory operand, and B^T is its register operand, each consumer thread gathering its fragment
 //   from the N-major B tile with 32-bit shared loads. The instruction's 64-row slices then run along N, its width
 //   (WG_BM = 64 .. 256) along M, and the epilogue stores the accumulators transposed. The fragments of one stage are
 //   loaded while the previous stage's wgmma still runs, into the other of two register buffers.
-// Shapes must be whole tiles: the space's constraints reject M % WG_BM, N % WG_BN or K % WG_BK != 0.
+// Any M, N, K >= 1 (issue 30): tiles that cross the edge of C load boxes that TMA fills with zeros outside the
+// tensors (a K tail then adds zeros; the copy still delivers the whole box's bytes to the barrier), and their slices
+// store element by element behind bounds checks; whole slices keep the paired stores. What TMA itself needs stays
+// in the space: rows of A and B whose byte pitch is a multiple of 16 (K, and N for a K x N B, multiples of 8 halves).
 //
 // Measured on the H200 with scripts/wgmma_probe.cu (C bit-identical to cuBLAS's at beta = 0; fraction of cuBLAS in the
 // same run):
@@ -41,6 +47,11 @@
 // tile's K loop (residual_prefetch_blocks below). Measured at 8192^3 on the H200: results/benchmarks.md, issue 19 (a
 // version that copied each tile's residual into shared memory during the K loop, 16 rows of bulk copies from the
 // producer thread per stage, cost 6.8%, SM throughput 81% against 89%).
+// Split-K (WG_SPLIT_K > 1): where C has few rows (decode: M of 1 to a few hundred), its tiles alone leave most SMs
+// idle while B streams through a few of them. Each tile's K blocks are then shared among WG_SPLIT_K work items that
+// run on different SMs; each adds its partial sums into an fp32 workspace in L2 (red.global.add), and the last to
+// arrive on the tile's counter reads the total, applies alpha, beta and the epilogue, stores C and leaves the
+// workspace and the counter zero for the next launch.
 // Not done: an asynchronous TMA-store epilogue, and epilogue work overlapped with the next tile's K loop.
 #pragma once
 
@@ -67,6 +78,16 @@
 #include "common/prefetch.cuh"
 #include "common/wgmma.cuh"
 
+#ifndef B_K_MAJOR
+#define B_K_MAJOR 0
+#endif
+#ifndef WG_SPLIT_K
+#define WG_SPLIT_K 1
+#endif
+#if B_K_MAJOR && WGMMA_SWAP_OPERANDS
+#error "a K-major B (N x K) is taken by the 16-bit inputs only"
+#endif
+
 namespace wgmma_path {
 
 constexpr int block_m = WG_BM;
@@ -76,6 +97,8 @@ constexpr int stages = WG_STAGES;
 constexpr int consumers = WG_CONSUMERS;
 constexpr int cluster = WG_CLUSTER;                     // blocks of a cluster, stacked along M, sharing B tiles
 constexpr bool swapped = WGMMA_SWAP_OPERANDS;
+constexpr bool b_k_major = B_K_MAJOR;                   // B stored N x K: C = A B^T
+constexpr int split_k = WG_SPLIT_K;                     // work items sharing each tile's K blocks
 constexpr int warpgroup_threads = 128;
 constexpr int element_bytes = sizeof(Input);
 constexpr int instruction_m = 64;                       // wgmma rows per instruction
@@ -99,6 +122,7 @@ constexpr int b_stage_bytes = block_k * block_n * element_bytes;
 constexpr int stage_bytes = a_stage_bytes + b_stage_bytes;
 constexpr int b_boxes = block_n / b_box_columns;
 constexpr int b_boxes_per_block = b_boxes / cluster;    // the B boxes each block of a cluster loads for all of them
+constexpr int b_rows_per_block = block_n / cluster;     // K-major B: the rows of B each block of a cluster loads
 // 40 registers are plenty for the one thread that issues copies; the consumers get the rest of the 64K-register file
 // (384 threads: 128 * 40 + 256 * 232 = 64512; 256 threads: 128 * 40 + 128 * 240).
 constexpr int producer_registers = 40;
@@ -125,6 +149,8 @@ static_assert(consumer_share % instruction_m == 0, "each consumer owns whole 64-
 static_assert(block_n % b_box_columns == 0, "B arrives in 128-byte-wide boxes");
 static_assert(b_boxes % cluster == 0, "the blocks of a cluster split B's boxes evenly");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and WG_CONSUMERS consumer warpgroups");
+static_assert(split_k == 1 || (!swapped && !pingpong && cluster == 1),
+              "split-K is built for the cooperative 16-bit path without clusters");
 
 // ------------------------------------------------------------------------------------------------ schedule
 // Tile numbers walk C in strips WG_GROUP_M tile rows tall, column by column, so the blocks running at the same time
@@ -138,23 +164,26 @@ __device__ __forceinline__ void tile_position(int tile, int tiles_m, int tiles_n
   tile_column = in_group / rows_in_group;
 }
 
-// The producer's residual prefetch at K block `k_block` of tile (tile_row, tile_column): the tile's block_m rows of
-// block_n elements, spread evenly over the tile's last `residual_prefetch_blocks` K blocks (all of them when K is
-// shorter). Rows are 16-byte multiples at 16-byte-aligned addresses: the space requires N % WG_BN == 0.
+// The producer's residual prefetch at K block `k_block` of tile (tile_row, tile_column): the tile's rows inside C
+// (block_m, fewer at the bottom edge), spread evenly over the tile's last `residual_prefetch_blocks` K blocks (all of
+// them when K is shorter). A bulk prefetch takes 16-byte multiples at 16-byte-aligned addresses: rows whose length n
+// is not a multiple of 16 bytes are not prefetched (a hint only), and at the right edge only the columns inside C.
 __device__ __forceinline__ void prefetch_residual_rows([[maybe_unused]] const Epilogue& epilogue,
                                                        [[maybe_unused]] int tile_row,
-                                                       [[maybe_unused]] int tile_column, [[maybe_unused]] int n,
-                                                       [[maybe_unused]] int k_block,
+                                                       [[maybe_unused]] int tile_column, [[maybe_unused]] int m,
+                                                       [[maybe_unused]] int n, [[maybe_unused]] int k_block,
                                                        [[maybe_unused]] int k_blocks) {
 #if GEMM_EPILOGUE_HAS_RESIDUAL
+  if (n * sizeof(Output) % 16 != 0) return;
   const int window = min(residual_prefetch_blocks, k_blocks);
   const int position = k_block - (k_blocks - window);
   if (position < 0) return;
   const int rows_per_block = (block_m + window - 1) / window;
   const Output* tile = epilogue.residual + static_cast<long long>(tile_row) * block_m * n + tile_column * block_n;
-  const int last_row = min(block_m, (position + 1) * rows_per_block);
+  const int last_row = min(min(block_m, m - tile_row * block_m), (position + 1) * rows_per_block);
+  const unsigned row_bytes = min(block_n, n - tile_column * block_n) * sizeof(Output);
   for (int row = position * rows_per_block; row < last_row; ++row) {
-    prefetch_to_l2(tile + static_cast<long long>(row) * n, block_n * sizeof(Output));
+    prefetch_to_l2(tile + static_cast<long long>(row) * n, row_bytes);
   }
 #endif
 }
@@ -216,6 +245,84 @@ __device__ __forceinline__ void store_slice(const float (&accumulators)[accumula
   }
 }
 
+// The same as store_slice for a slice that crosses the bottom or right edge of C, or for any slice when n is odd
+// (a pair of 16-bit outputs at an odd element offset is not 4-byte aligned): element by element, each inside C.
+__device__ __forceinline__ void store_slice_bounded(const float (&accumulators)[accumulator_count], int row_base,
+                                                 int column_base, int m, int n, float alpha, float beta, Output* c,
+                                                 const Epilogue& epilogue) {
+  const int thread = threadIdx.x % warpgroup_threads;
+  const int row = row_base + thread / 32 * 16 + thread % 32 / 4;
+  const int column = column_base + thread % 4 * 2;
+#pragma unroll
+  for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
+#pragma unroll
+    for (int index = 0; index < 4; ++index) {
+      // index: bit 0 the next column, bit 1 the row 8 further down.
+      const int element_row = row + index / 2 * 8;
+      const int element_column = column + chunk * 8 + index % 2;
+      if (element_row >= m || element_column >= n) continue;
+      Output* destination = c + static_cast<long long>(element_row) * n + element_column;
+      *destination = from_float<Output>(apply_epilogue(
+          epilogue, scaled(accumulators[chunk * 4 + index], alpha, beta, destination), element_row, element_column, n));
+    }
+  }
+}
+
+// Split-K: the K blocks [first, last) of work item `split` of a tile (empty for the last items when the blocks run
+// out first).
+__device__ __forceinline__ void split_range(int split, int k_blocks, int& first, int& last) {
+  const int per_split = (k_blocks + split_k - 1) / split_k;
+  first = min(k_blocks, split * per_split);
+  last = min(k_blocks, first + per_split);
+}
+
+// Split-K: a slice's partial sums added into the fp32 workspace (elements inside C only). The additions resolve in
+// L2, so the last split's loads below (through L2, __ldcg) see them all.
+__device__ __forceinline__ void add_partial_slice(const float (&accumulators)[accumulator_count], int row_base,
+                                                  int column_base, int m, int n, float* partials) {
+  const int thread = threadIdx.x % warpgroup_threads;
+  const int row = row_base + thread / 32 * 16 + thread % 32 / 4;
+  const int column = column_base + thread % 4 * 2;
+#pragma unroll
+  for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
+#pragma unroll
+    for (int index = 0; index < 4; ++index) {
+      const int element_row = row + index / 2 * 8;
+      const int element_column = column + chunk * 8 + index % 2;
+      if (element_row < m && element_column < n)
+        atomicAdd(partials + static_cast<long long>(element_row) * n + element_column, accumulators[chunk * 4 + index]);
+    }
+  }
+}
+
+// Split-K, the last split of a tile: each element's total from the workspace through alpha, beta and the epilogue
+// into C, and the workspace element set back to zero.
+__device__ __forceinline__ void finish_split_slice(int row_base, int column_base, int m, int n, float alpha,
+                                                   float beta, Output* c, float* partials, const Epilogue& epilogue) {
+  const int thread = threadIdx.x % warpgroup_threads;
+  const int row = row_base + thread / 32 * 16 + thread % 32 / 4;
+  const int column = column_base + thread % 4 * 2;
+#pragma unroll
+  for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
+#pragma unroll
+    for (int index = 0; index < 4; ++index) {
+      const int element_row = row + index / 2 * 8;
+      const int element_column = column + chunk * 8 + index % 2;
+      if (element_row >= m || element_column >= n) continue;
+      const long long offset = static_cast<long long>(element_row) * n + element_column;
+      const float total = __ldcg(partials + offset);
+      partials[offset] = 0.0f;
+      c[offset] = from_float<Output>(
+          apply_epilogue(epilogue, scaled(total, alpha, beta, c + offset), element_row, element_column, n));
+    }
+  }
+}
+
+// The 128 threads of consumer warpgroup `consumer` only (named barriers 2 and 3; 0 is __syncthreads).
+__device__ __forceinline__ void consumer_barrier(int consumer) {
+  asm volatile("bar.sync %0, %1;" ::"r"(2 + consumer), "n"(warpgroup_threads) : "memory");
+}
+
 // The column of a 64-column slice that fragment row `row` stands for (swapped). In order, the 32 lanes of one
 // fragment load read 8 adjacent columns in 4 K rows, which the swizzle maps onto 16 banks: a 2-way conflict. With
 // WG_SPREAD the 8 rows a load covers are columns 0-3 and 16-19 (plus an offset), whose chunks differ in the bit the
@@ -228,8 +335,8 @@ __device__ __forceinline__ int fragment_column(int row) {
 // The same for a swapped slice (tf32), whose fragment is C^T: its rows are columns of C. For one register, the 32
 // lanes of a warp cover 8 columns (adjacent unless WG_SPREAD) of 4 rows of C.
 __device__ __forceinline__ void store_slice_transposed(const float (&accumulators)[accumulator_count], int row_base,
-                                                       int column_base, int n, float alpha, float beta, Output* c,
-                                                       const Epilogue& epilogue) {
+                                                       int column_base, int m, int n, float alpha, float beta,
+                                                       Output* c, const Epilogue& epilogue) {
   const int thread = threadIdx.x % warpgroup_threads;
   const int columns[2] = {column_base + fragment_column(thread / 32 * 16 + thread % 32 / 4),
                           column_base + fragment_column(thread / 32 * 16 + thread % 32 / 4 + 8)};
@@ -240,6 +347,7 @@ __device__ __forceinline__ void store_slice_transposed(const float (&accumulator
     for (int index = 0; index < 4; ++index) {
       // index: bit 0 the next row of C (the fragment's next column), bit 1 the fragment row 8 further down.
       const int c_row = row + chunk * 8 + index % 2;
+      if (c_row >= m || columns[index / 2] >= n) continue;  // outside C: a tile at its edge
       Output* destination = c + static_cast<long long>(c_row) * n + columns[index / 2];
       *destination = from_float<Output>(
           apply_epilogue(epilogue, scaled(accumulators[chunk * 4 + index], alpha, beta, destination), c_row,
@@ -280,7 +388,8 @@ __device__ __forceinline__ void load_fragments(Fragments& fragments, unsigned b_
 
 __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, float beta, const Input* /*a*/,
                                           const Input* /*b*/, Output* c, const TensorMap& a_map,
-                                          const TensorMap& b_map, const Epilogue& epilogue) {
+                                          const TensorMap& b_map, const Epilogue& epilogue,
+                                          [[maybe_unused]] const SplitWorkspace& split) {
   using namespace wgmma_path;
   extern __shared__ unsigned char wgmma_shared[];
   // The 128-byte swizzle pattern repeats every 1024 bytes of shared address, and wgmma and TMA both derive it from
@@ -291,20 +400,39 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
   const auto empty_barrier = [&](int stage) { return barriers_base + 8u * (stages + stage); };
   // Ping-pong: completes each time the given consumer has issued the wgmma of one of its tiles.
   const auto turn_barrier = [&](int consumer) { return barriers_base + 8u * (2 * stages + consumer); };
+  // Split-K: where a consumer's thread 0 tells its warpgroup that its split was the tile's last.
+  [[maybe_unused]] const auto last_split_flag = [&](int consumer) {
+    return barriers_base + 8u * (2 * stages + consumers) + 4u * consumer;
+  };
 
-  const int tiles_m = m / block_m;
-  const int tiles_n = n / block_n;
-  const int k_blocks = k / block_k;
+  // Tiles cover C, the last row and column of tiles possibly crossing its edge. The swapped path takes K blocks in
+  // pairs; an odd count gets one more block, wholly outside A and B, which TMA fills with zeros.
+  const int tiles_m = (m + block_m - 1) / block_m;
+  const int tiles_n = (n + block_n - 1) / block_n;
+  const int k_blocks = swapped ? (k + 2 * block_k - 1) / (2 * block_k) * 2 : (k + block_k - 1) / block_k;
   const int warpgroup = threadIdx.x / warpgroup_threads;
   // Work is handed out in units of `cluster` tiles stacked along M, one per block of a cluster (a unit is one tile
-  // without clusters). The blocks of a cluster walk the same units, so their stages fill in step.
-  const int unit_count = tiles_m / cluster * tiles_n;
+  // without clusters). The blocks of a cluster walk the same units, so their stages fill in step; a unit at the
+  // bottom may hold tiles wholly below C, which load zeros and store nothing.
+  const int unit_rows = (tiles_m + cluster - 1) / cluster;
+  // With split-K a work item is one split of a unit: `unit_count` counts work items, consecutive ones the splits of
+  // one unit, so they run at the same time on different SMs.
+  const int unit_count = unit_rows * tiles_n * split_k;
   const int cluster_index = blockIdx.x / cluster;
   const int cluster_count = gridDim.x / cluster;
   const int rank = blockIdx.x % cluster;  // clusters are consecutive blocks along x
   const auto unit_tile = [&](int unit, int& tile_row, int& tile_column) {
-    tile_position(unit, tiles_m / cluster, tiles_n, tile_row, tile_column);
+    tile_position(unit / split_k, unit_rows, tiles_n, tile_row, tile_column);
     tile_row = tile_row * cluster + rank;
+  };
+  // The K blocks a work item takes: all of them without split-K.
+  const auto unit_k_blocks = [&](int unit, int& first, int& last) {
+    if constexpr (split_k > 1) {
+      split_range(unit % split_k, k_blocks, first, last);
+    } else {
+      first = 0;
+      last = k_blocks;
+    }
   };
 
   if (threadIdx.x == 0) {
@@ -330,27 +458,39 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       int stage = 0;
       unsigned phase = 0;
       for (int unit = cluster_index; unit < unit_count; unit += cluster_count) {
-        int tile_row, tile_column;
+        int tile_row, tile_column, first_k_block, last_k_block;
         unit_tile(unit, tile_row, tile_column);
-        for (int k_block = 0; k_block < k_blocks; ++k_block) {
+        unit_k_blocks(unit, first_k_block, last_k_block);
+        for (int k_block = first_k_block; k_block < last_k_block; ++k_block) {
           barrier_wait(empty_barrier(stage), phase ^ 1);
           const unsigned a_tile = tiles_base + stage * stage_bytes;
           const unsigned b_tile = a_tile + a_stage_bytes;
           // All of B arrives in every block of a cluster, this block's share of the boxes from its own copies.
           barrier_arrive_expect_bytes(full_barrier(stage), stage_bytes);
           copy_tile(a_tile, a_map, full_barrier(stage), k_block * block_k, tile_row * block_m);
-#pragma unroll
-          for (int box = rank * b_boxes_per_block; box < (rank + 1) * b_boxes_per_block; ++box) {
-            const unsigned destination = b_tile + box * b_box_bytes;
-            const int column = tile_column * block_n + box * b_box_columns;
+          if constexpr (b_k_major) {
+            // This block's share of B's rows (all of them without clusters), as one box like A's.
+            const unsigned destination = b_tile + rank * b_rows_per_block * swizzle_bytes;
+            const int b_row = tile_column * block_n + rank * b_rows_per_block;
             if (cluster > 1) {
-              copy_tile_to_cluster<cluster>(destination, b_map, full_barrier(stage), column, k_block * block_k);
+              copy_tile_to_cluster<cluster>(destination, b_map, full_barrier(stage), k_block * block_k, b_row);
             } else {
-              copy_tile(destination, b_map, full_barrier(stage), column, k_block * block_k);
+              copy_tile(destination, b_map, full_barrier(stage), k_block * block_k, b_row);
+            }
+          } else {
+#pragma unroll
+            for (int box = rank * b_boxes_per_block; box < (rank + 1) * b_boxes_per_block; ++box) {
+              const unsigned destination = b_tile + box * b_box_bytes;
+              const int column = tile_column * block_n + box * b_box_columns;
+              if (cluster > 1) {
+                copy_tile_to_cluster<cluster>(destination, b_map, full_barrier(stage), column, k_block * block_k);
+              } else {
+                copy_tile(destination, b_map, full_barrier(stage), column, k_block * block_k);
+              }
             }
           }
           if constexpr (residual_prefetch_blocks > 0) {
-            prefetch_residual_rows(epilogue, tile_row, tile_column, n, k_block, k_blocks);
+            prefetch_residual_rows(epilogue, tile_row, tile_column, m, n, k_block, k_blocks);
           }
           if (++stage == stages) {
             stage = 0;
@@ -388,7 +528,7 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
     // Issues the wgmma of one K block on the next full stage. `held` receives the stage's fragments (swapped): a
     // wgmma reads its register operand until it completes, and one group stays in flight, so consecutive K blocks
     // alternate between two buffers, each call naming its buffer at compile time to keep it in registers.
-    const auto consume_stage = [&](Fragments& held, int k_block) {
+    const auto consume_stage = [&](Fragments& held, int k_block, int first_k_block) {
       barrier_wait(full_barrier(stage), phase);
       const unsigned a_tile = tiles_base + stage * stage_bytes;
       const unsigned b_tile = a_tile + a_stage_bytes;
@@ -403,24 +543,32 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
 #pragma unroll
           for (int slice = 0; slice < consumer_slices; ++slice) {
             Wgmma<instruction_n>::multiply_accumulate(accumulators[slice], held[step][slice], a_descriptor,
-                                                      k_block > 0 || step > 0);
+                                                      k_block > first_k_block || step > 0);
           }
         }
       } else {
         wgmma_fence();
 #pragma unroll
         for (int step = 0; step < k_steps; ++step) {
-          // A: 16 K-elements are 32 bytes along the swizzled row. B: 16 K-rows are two whole swizzle atoms.
+          // A: 16 K-elements are 32 bytes along the swizzled row. B: 16 K-rows are two whole swizzle atoms, or,
+          // K-major, 32 bytes along its swizzled rows as for A.
           const unsigned long long b_descriptor =
-              matrix_descriptor(b_tile + step * instruction_k * swizzle_bytes, b_box_bytes, swizzle_atom_bytes);
+              b_k_major ? matrix_descriptor(b_tile + step * instruction_k * element_bytes, 16, swizzle_atom_bytes)
+                        : matrix_descriptor(b_tile + step * instruction_k * swizzle_bytes, b_box_bytes,
+                                            swizzle_atom_bytes);
 #pragma unroll
           for (int slice = 0; slice < consumer_slices; ++slice) {
             const unsigned long long a_descriptor =
                 matrix_descriptor(a_tile + (consumer_first + slice * instruction_m) * swizzle_bytes +
                                       step * instruction_k * element_bytes,
                                   16, swizzle_atom_bytes);
-            Wgmma<instruction_n>::multiply_accumulate(accumulators[slice], a_descriptor, b_descriptor,
-                                                      k_block > 0 || step > 0);
+            if constexpr (b_k_major) {
+              Wgmma16<instruction_n>::template shared_a<0>(accumulators[slice], a_descriptor, b_descriptor,
+                                                           k_block > first_k_block || step > 0);
+            } else {
+              Wgmma<instruction_n>::multiply_accumulate(accumulators[slice], a_descriptor, b_descriptor,
+                                                        k_block > first_k_block || step > 0);
+            }
           }
         }
       }
@@ -437,8 +585,9 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
     };
 
     for (int unit = first_unit; unit < unit_count; unit += unit_step) {
-      int tile_row, tile_column;
+      int tile_row, tile_column, first_k_block, last_k_block;
       unit_tile(unit, tile_row, tile_column);
+      unit_k_blocks(unit, first_k_block, last_k_block);
       if (pingpong) {
         // Take turns on the tensor cores, tile by tile. Besides keeping one consumer's epilogue under the other's
         // wgmma, this keeps each consumer within one phase of the stage barriers it skips ahead over: a parity wait
@@ -451,15 +600,25 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       }
       previous_stage = -1;
       if constexpr (swapped) {
-        // Two K blocks per trip, both unconditional (the space requires K % (2 WG_BK) == 0): a conditional second
+        // Two K blocks per trip, both unconditional (k_blocks is even, see above): a conditional second
         // block would merge the accumulators from two paths, and the register moves that merge puts between
         // wgmmas make ptxas serialize every wgmma of the kernel (warning C7513).
         for (int k_block = 0; k_block < k_blocks; k_block += 2) {
-          consume_stage(fragments[0], k_block);
-          consume_stage(fragments[1], k_block + 1);
+          consume_stage(fragments[0], k_block, 0);
+          consume_stage(fragments[1], k_block + 1, 0);
         }
       } else {
-        for (int k_block = 0; k_block < k_blocks; ++k_block) consume_stage(fragments[0], k_block);
+        for (int k_block = first_k_block; k_block < last_k_block; ++k_block)
+          consume_stage(fragments[0], k_block, first_k_block);
+        if constexpr (split_k > 1) {
+          // A split left without K blocks (more splits than blocks) adds zeros.
+          if (first_k_block == last_k_block) {
+#pragma unroll
+            for (int slice = 0; slice < consumer_slices; ++slice)
+#pragma unroll
+              for (int index = 0; index < accumulator_count; ++index) accumulators[slice][index] = 0.0f;
+          }
+        }
       }
       if (pingpong && signals_warp) barrier_arrive(turn_barrier(consumer));
       ++turn;
@@ -470,16 +629,51 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         phase ^= position / stages % 2;
         stage = position % stages;
       }
+      if constexpr (split_k > 1) {
+#pragma unroll
+        for (int slice = 0; slice < consumer_slices; ++slice) {
+          accumulators_ready(accumulators[slice]);
+          add_partial_slice(accumulators[slice], tile_row * block_m + consumer_first + slice * instruction_m,
+                            tile_column * block_n, m, n, split.partials);
+        }
+        // Every addition of the warpgroup is visible device-wide before its arrival is counted; the arrival that
+        // completes the count sees all the others' additions.
+        __threadfence();
+        consumer_barrier(consumer);
+        if (threadIdx.x % warpgroup_threads == 0) {
+          unsigned* counter = split.counters + (tile_row * tiles_n + tile_column) * consumers + consumer;
+          const bool last = atomicAdd(counter, 1u) == split_k - 1;
+          if (last) *counter = 0;  // every split has arrived: the count starts again at the next launch
+          asm volatile("st.shared.u32 [%0], %1;" ::"r"(last_split_flag(consumer)), "r"(last ? 1u : 0u) : "memory");
+        }
+        consumer_barrier(consumer);
+        unsigned last = 0;
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(last) : "r"(last_split_flag(consumer)) : "memory");
+        if (last) {
+          __threadfence();
+#pragma unroll
+          for (int slice = 0; slice < consumer_slices; ++slice) {
+            finish_split_slice(tile_row * block_m + consumer_first + slice * instruction_m, tile_column * block_n, m,
+                               n, alpha, beta, c, split.partials, epilogue);
+          }
+        }
+        continue;
+      }
 #pragma unroll
       for (int slice = 0; slice < consumer_slices; ++slice) {
         accumulators_ready(accumulators[slice]);
         const int slice_first = consumer_first + slice * instruction_m;
         if constexpr (swapped) {
-          store_slice_transposed(accumulators[slice], tile_row * block_m, tile_column * block_n + slice_first, n,
+          store_slice_transposed(accumulators[slice], tile_row * block_m, tile_column * block_n + slice_first, m, n,
                                  alpha, beta, c, epilogue);
         } else {
-          store_slice(accumulators[slice], tile_row * block_m + slice_first, tile_column * block_n, n, alpha, beta,
-                      c, epilogue);
+          const int row_base = tile_row * block_m + slice_first;
+          const int column_base = tile_column * block_n;
+          if (row_base + instruction_m <= m && column_base + instruction_n <= n && n % 2 == 0) {
+            store_slice(accumulators[slice], row_base, column_base, n, alpha, beta, c, epilogue);
+          } else if (row_base < m) {
+            store_slice_bounded(accumulators[slice], row_base, column_base, m, n, alpha, beta, c, epilogue);
+          }
         }
       }
     }

@@ -145,7 +145,9 @@ class RuntimeOnDevice : public ::testing::Test {
     KERNLATHE_CUDA_CHECK(gpu::cuda_driver().cuCtxSynchronize());
     std::map<std::size_t, std::vector<std::byte>> results;
     for (auto& [index, buffer] : memory) results[index] = buffer->download();
-    if (spec.verification.reference_is_baseline) results[1000] = cublas_reference(spec, bindings, memory);
+    // Index 1000: cuBLAS's C on the same inputs, for every spec with a GEMM baseline (a fused spec's test adds its
+    // epilogue to it).
+    if (spec.baseline.present()) results[1000] = cublas_reference(spec, bindings, memory);
     return results;
   }
 
@@ -169,6 +171,7 @@ class RuntimeOnDevice : public ::testing::Test {
     problem.input = spec.arguments[index_of(baseline.a)].dtype;
     problem.output = spec.arguments[index_of(baseline.c)].dtype;
     problem.m = integer(baseline.m), problem.n = integer(baseline.n), problem.k = integer(baseline.k);
+    problem.transpose_b = !baseline.transpose_b.empty() && integer(baseline.transpose_b) != 0;
     problem.alpha = 1, problem.beta = 0;
     problem.a = memory.at(index_of(baseline.a))->pointer;
     problem.b = memory.at(index_of(baseline.b))->pointer;
@@ -205,6 +208,40 @@ class RuntimeOnDevice : public ::testing::Test {
     return worst;
   }
 
+  // The expected outputs of a bias + residual GEMM spec, computed on the host in double precision from the inputs
+  // the kernel read: C[row][column] = sum_k A[row][k] B(k, column) + bias[column] + residual[row][column], B stored
+  // K x N or, with B_LAYOUT 1, N x K. (cuBLAS's C, already rounded to bf16, plus the addends would round twice: up
+  // to half an ulp of the product where bias and residual cancel it, more than the tolerance near zero.)
+  std::map<std::size_t, std::vector<std::byte>> with_bias_and_residual(const KernelSpec& spec,
+                                                                     std::map<std::size_t, std::vector<std::byte>> got) {
+    auto index_of = [&](const std::string& name) {
+      for (std::size_t index = 0; index < spec.arguments.size(); ++index)
+        if (spec.arguments[index].name == name) return index;
+      ADD_FAILURE() << spec.name << " has no argument " << name;
+      return std::size_t{0};
+    };
+    std::map<std::string, std::int64_t> problem(spec.problem.begin(), spec.problem.end());
+    const std::int64_t m = problem.at("M"), n = problem.at("N"), k = problem.at("K");
+    const bool b_is_n_by_k = problem.at("B_LAYOUT") == 1;
+    const std::size_t c = index_of("c");
+    const Dtype dtype = spec.arguments[c].dtype;
+    const std::size_t size = dtype_size(dtype);
+    auto element = [&](const char* name, std::int64_t index) {
+      return load_element(dtype, got.at(index_of(name)).data() + static_cast<std::size_t>(index) * size);
+    };
+    std::vector<std::byte> expected(static_cast<std::size_t>(m * n) * size);
+    for (std::int64_t row = 0; row < m; ++row) {
+      for (std::int64_t column = 0; column < n; ++column) {
+        double sum = element("bias", column) + element("residual", row * n + column);
+        for (std::int64_t depth = 0; depth < k; ++depth)
+          sum += element("a", row * k + depth) * element("b", b_is_n_by_k ? column * k + depth : depth * n + column);
+        store_element(dtype, sum, expected.data() + static_cast<std::size_t>(row * n + column) * size);
+      }
+    }
+    got[c] = std::move(expected);
+    return got;
+  }
+
   void verify_kernel(const std::string& name) {
     SCOPED_TRACE(name);
     KernelSpec spec = load_kernel_spec(source_directory / "kernels" / (name + ".yaml"));
@@ -239,6 +276,71 @@ TEST_F(RuntimeOnDevice, EveryShippedKernelVerifiesThroughTheRuntime) {
                            "attention_bf16", "attention_f16"}) {
     verify_kernel(name);
   }
+}
+
+// GEMM at shapes no tile divides, from one row to 16384, in both layouts of B (issue 30): wgmma configurations of
+// every kind (64- to 256-row and -column tiles, one and two consumers, ping-pong, clusters, persistent or not,
+// split-K), each launched through the runtime with an exact entry at the shape and checked element by element against
+// cuBLAS on the same inputs, or, for the fused bias + residual spec, against a double-precision host product (C is
+// poisoned first, so an element never written fails). Where the space refuses a configuration at a shape (tf32 takes
+// B stored K x N only, split-K few rows only) it is skipped, and the test counts what it verified.
+TEST_F(RuntimeOnDevice, GemmVerifiesAtRaggedShapesInBothLayouts) {
+  if (properties_.arch_major != 9) GTEST_SKIP() << "the wgmma path needs sm_90 (this device is " << properties_.arch_name() << ")";
+  struct Shape {
+    std::int64_t m, n, k, layout;
+  };
+  // K a multiple of 8 (TMA's 16-byte row pitch for 16-bit inputs); N too where B is stored K x N (layout 0).
+  const std::vector<Shape> shapes = {{1, 8, 8, 0},         {1, 3, 8, 1},          {16, 200, 72, 1},   {100, 136, 4104, 0},
+                                     {1000, 4000, 4096, 1}, {1000, 4000, 4096, 0}, {300, 1001, 520, 1}, {16384, 1024, 256, 1}};
+  using Assignment = std::vector<std::pair<std::string, Value>>;
+  const std::vector<Assignment> configurations = {
+      {{"WG_BM", std::int64_t{128}}, {"WG_BN", std::int64_t{256}}, {"WG_STAGES", std::int64_t{4}}, {"WG_CONSUMERS", std::int64_t{2}}},
+      {{"WG_BM", std::int64_t{128}}, {"WG_BN", std::int64_t{128}}, {"WG_STAGES", std::int64_t{5}}, {"WG_CONSUMERS", std::int64_t{2}},
+       {"WG_PINGPONG", true}},
+      {{"WG_BM", std::int64_t{64}}, {"WG_BN", std::int64_t{64}}, {"WG_STAGES", std::int64_t{6}}, {"WG_CONSUMERS", std::int64_t{1}},
+       {"WG_PERSISTENT", false}},
+      {{"WG_BM", std::int64_t{128}}, {"WG_BN", std::int64_t{256}}, {"WG_STAGES", std::int64_t{3}}, {"WG_CONSUMERS", std::int64_t{2}},
+       {"WG_CLUSTER", std::int64_t{2}}},
+      {{"WG_BM", std::int64_t{256}}, {"WG_BN", std::int64_t{128}}, {"WG_STAGES", std::int64_t{3}}, {"WG_CONSUMERS", std::int64_t{2}}},
+      // Split-K (M <= 256 only): each tile's K blocks shared by 4 or 8 work items (more than some shapes have).
+      {{"WG_BM", std::int64_t{64}}, {"WG_BN", std::int64_t{64}}, {"WG_STAGES", std::int64_t{6}}, {"WG_CONSUMERS", std::int64_t{1}},
+       {"WG_SPLIT_K", std::int64_t{4}}},
+      {{"WG_BM", std::int64_t{128}}, {"WG_BN", std::int64_t{128}}, {"WG_STAGES", std::int64_t{4}}, {"WG_CONSUMERS", std::int64_t{2}},
+       {"WG_SPLIT_K", std::int64_t{8}}},
+  };
+  int verified = 0;
+  for (const char* name : {"gemm_bf16", "gemm_f16", "gemm_tf32", "gemm_bf16_bias_residual"}) {
+    for (const Shape& shape : shapes) {
+      KernelSpec spec = load_kernel_spec(source_directory / "kernels" / (std::string(name) + ".yaml"));
+      // The fused spec's reference is computed on the host: the small shapes only.
+      if (!spec.verification.reference_is_baseline && shape.m * shape.n * shape.k > 200'000'000) continue;
+      for (auto& [symbol, value] : spec.problem) {
+        if (symbol == "M") value = shape.m;
+        if (symbol == "N") value = shape.n;
+        if (symbol == "K") value = shape.k;
+        if (symbol == "B_LAYOUT") value = shape.layout;
+      }
+      SpaceEnumerator space(spec.space, constants(spec));
+      for (const Assignment& assignment : configurations) {
+        ConfigurationValues values = configuration_values(spec.space, space.default_configuration());
+        values["PATH"] = std::string("wgmma");
+        values["BLOCKS_PER_SM"] = std::int64_t{1};
+        for (const auto& [parameter, value] : assignment) values[parameter] = value;
+        std::optional<Configuration> configuration = configuration_from_values(spec.space, values);
+        ASSERT_TRUE(configuration.has_value()) << name;
+        if (!space.is_valid(*configuration)) continue;
+        SCOPED_TRACE(fmt::format("{} M={} N={} K={} B_LAYOUT={} {}", name, shape.m, shape.n, shape.k, shape.layout,
+                                 to_string(spec.space, *configuration)));
+        auto got = run_through_runtime(spec, database_with(spec, space, *configuration, properties_.name, properties_.arch_name()));
+        expect_outputs_match(spec, got, spec.verification.reference_is_baseline ? got : with_bias_and_residual(spec, got));
+        ++verified;
+      }
+    }
+  }
+  std::printf("[ runtime  ] GEMM at ragged shapes, both layouts: %d kernels verified\n", verified);
+  // 3 specs x 8 shapes and the fused spec x 5 small shapes, 5 configurations each, less what the space refuses (tf32
+  // takes B stored K x N only, a cluster of two needs N's 128-byte boxes to split evenly).
+  EXPECT_GE(verified, 80);
 }
 
 TEST_F(RuntimeOnDevice, ArchMissingFromTheDatabaseFallsBackToTheDefaultAndVerifies) {

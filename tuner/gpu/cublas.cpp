@@ -125,9 +125,12 @@ void Cublas::gemm(const GemmProblem& problem) {
   const int m = static_cast<int>(problem.m), n = static_cast<int>(problem.n), k = static_cast<int>(problem.k);
   // cuBLAS is column-major. A row-major matrix read column-major is its transpose, so row-major C = A * B is
   // column-major C^T = B^T * A^T: swap the operands and the m/n sizes; leading dimensions are the row lengths.
+  // With transpose_b the buffer holds B^T row-major (n x k); read column-major it is a k x n matrix, B itself, and
+  // C^T = B^T * A^T takes its transpose: CUBLAS_OP_T, leading dimension k.
   cublasStatus_t status = library_->gemm_ex(
-      static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
-      reinterpret_cast<const void*>(problem.b), data_type(problem.input), n, reinterpret_cast<const void*>(problem.a),
+      static_cast<cublasHandle_t>(handle_), problem.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
+      &alpha, reinterpret_cast<const void*>(problem.b), data_type(problem.input), problem.transpose_b ? k : n,
+      reinterpret_cast<const void*>(problem.a),
       data_type(problem.input), k, &beta, reinterpret_cast<void*>(problem.c), data_type(problem.output), n, compute,
       CUBLAS_GEMM_DEFAULT);
   if (status != CUBLAS_STATUS_SUCCESS) {

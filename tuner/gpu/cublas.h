@@ -19,6 +19,7 @@ struct GemmProblem {
   std::int64_t m = 0, n = 0, k = 0;
   double alpha = 1, beta = 0;
   CUdeviceptr a = 0, b = 0, c = 0;  // row-major, dense
+  bool transpose_b = false;          // b holds B^T (n x k): C = alpha * A * B^T + beta * C
 };
 
 class Cublas {

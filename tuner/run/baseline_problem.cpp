@@ -29,6 +29,7 @@ gpu::GemmProblem baseline_gemm_problem(const WorkerSetup& setup, const std::vect
   problem.m = call.m;
   problem.n = call.n;
   problem.k = call.k;
+  problem.transpose_b = call.transpose_b;
   problem.alpha = call.alpha;
   problem.beta = call.beta;
   problem.a = buffers[static_cast<std::size_t>(call.a)].data.get();

@@ -211,7 +211,8 @@ json encode(const WorkerSetup& setup) {
     const BaselineCall& call = *setup.baseline;
     document["baseline"] = {{"library", call.library}, {"operation", call.operation}, {"compute", call.compute},
                             {"m", call.m}, {"n", call.n}, {"k", call.k}, {"a", call.a}, {"b", call.b},
-                            {"c", call.c}, {"alpha", call.alpha}, {"beta", call.beta}};
+                            {"c", call.c}, {"alpha", call.alpha}, {"beta", call.beta},
+                            {"transpose_b", call.transpose_b}};
   }
   return document;
 }
@@ -240,6 +241,7 @@ WorkerSetup decode_setup(const json& document) {
       call.m = baseline.at("m").get<std::int64_t>();
       call.n = baseline.at("n").get<std::int64_t>();
       call.k = baseline.at("k").get<std::int64_t>();
+      call.transpose_b = baseline.value("transpose_b", false);
       call.a = baseline.at("a").get<int>();
       call.b = baseline.at("b").get<int>();
       call.c = baseline.at("c").get<int>();

@@ -74,6 +74,7 @@ struct BaselineCall {
   std::string operation;  // "gemm"
   std::string compute;    // "f32", "tf32", "f16", "bf16"
   std::int64_t m = 0, n = 0, k = 0;
+  bool transpose_b = false;  // B is n x k: C = alpha * A * B^T + beta * C
   int a = -1, b = -1, c = -1;  // argument indices of the buffers
   double alpha = 1, beta = 0;
 };

@@ -330,6 +330,7 @@ class GpuMeasurer final : public Measurer {
     call.m = evaluate_integer_in(baseline.m, bindings, 0);
     call.n = evaluate_integer_in(baseline.n, bindings, 0);
     call.k = evaluate_integer_in(baseline.k, bindings, 0);
+    call.transpose_b = !baseline.transpose_b.empty() && evaluate_integer_in(baseline.transpose_b, bindings, 0) != 0;
     call.a = argument_index(baseline.a);
     call.b = argument_index(baseline.b);
     call.c = argument_index(baseline.c);

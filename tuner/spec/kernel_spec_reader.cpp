@@ -100,7 +100,7 @@ Verification read_verification(const Document& document, const YAML::Node& node,
 //            beta: beta}
 Baseline read_baseline(const Document& document, const YAML::Node& node, const std::vector<Argument>& arguments) {
   Fields fields(document, node, "baseline");
-  fields.allow_only({"library", "operation", "compute", "m", "n", "k", "a", "b", "c", "alpha", "beta"});
+  fields.allow_only({"library", "operation", "compute", "m", "n", "k", "transpose_b", "a", "b", "c", "alpha", "beta"});
   Baseline baseline;
   baseline.where = document.where(node);
   read_choice(document, fields.require("library"), "baseline.library", {"cublas"});
@@ -110,6 +110,9 @@ Baseline read_baseline(const Document& document, const YAML::Node& node, const s
   baseline.m = read_expression(document, fields.require("m"), "baseline.m");
   baseline.n = read_expression(document, fields.require("n"), "baseline.n");
   baseline.k = read_expression(document, fields.require("k"), "baseline.k");
+  if (std::optional<YAML::Node> transpose_b = fields.find("transpose_b")) {
+    baseline.transpose_b = read_expression(document, *transpose_b, "baseline.transpose_b");
+  }
   // Names another argument of the spec: a buffer for a, b, c; a scalar for alpha, beta.
   auto read_argument_name = [&](const char* key, bool buffer) {
     YAML::Node name_node = fields.require(key);

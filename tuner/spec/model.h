@@ -169,6 +169,9 @@ struct Baseline {
   std::string compute;    // "f32", "tf32" (fp32 storage, tf32 tensor cores), "f16", "bf16": input precision;
                           // accumulation is fp32
   Expression m, n, k;     // problem symbols only
+  // B stored n x k (row-major), C = alpha * A * B^T + beta * C: the nn.Linear layout of a weight matrix. An
+  // expression of problem symbols, so one spec serves both layouts; empty: B is k x n.
+  Expression transpose_b;
   std::string a, b, c;    // buffer argument names
   std::string alpha, beta;  // scalar argument names
   SourceLocation where;

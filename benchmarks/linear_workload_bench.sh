@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The GEMMs of one layer of a model (workloads/llama3-8b.yaml) in the nn.Linear layout: X[M, K] W[N, K]^T, the
+# weight stored N x K (gemm_bf16 with B_LAYOUT=1), at every token count of the workload (issue 30). In one run:
+#   1. each shape tuned on its own: `tune run --problem M=..,N=..,K=..,B_LAYOUT=1 --time SECONDS` over the wgmma
+#      configurations, cuBLAS timed in the same rounds as the candidates (tune's baseline_ms, the same cublasGemmEx
+#      call with the weight transposed). Floors: geometric mean of cuBLAS / ours >= 1.00, worst shape >= 0.90.
+#   2. the runtime with only the 4096-token shapes tuned: `tune export` of those entries alone, then the shipped
+#      example (examples/gemm.cpp) at every shape: the runtime's ladder picks a configuration for shapes nobody
+#      tuned, C is checked element by element against cuBLAS's, and both are timed back to back (a burst of 20
+#      launches after 5; README "GEMM against cuBLAS" says how that harness differs from tune's rounds). Floors: no
+#      shape with a wrong element or an error, none below 0.5 of cuBLAS.
+# Prints one table per part and exits 1 when a floor is missed or a step failed.
+# Usage (on a GPU host, from anywhere): benchmarks/linear_workload_bench.sh [BIN_DIR] [LOG_DIR] [SECONDS] [WORKLOAD]
+#   BIN_DIR holds tune and kernlathe_gemm_example (scripts/package-for-device.sh puts both in .device/bin);
+#   SECONDS of tuning per shape (default 20); WORKLOAD defaults to workloads/llama3-8b.yaml.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bin="$(cd "${1:-build}" && pwd)"
+logs="${2:-linear-workload-logs}"
+seconds="${3:-20}"
+workload="${4:-workloads/llama3-8b.yaml}"
+mkdir -p "$logs"
+logs="$(cd "$logs" && pwd)"
+export KERNLATHE_SOURCE_DIR="$PWD"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+example="$bin/kernlathe_gemm_example"
+[[ -x "$example" ]] || example="$bin/examples/kernlathe_gemm_example"
+
+# The candidates: the wgmma configurations of the GEMM space (the other paths take B stored K x N only).
+space="$logs/gemm_wgmma.yaml"
+cp spaces/gemm.yaml "$space"
+echo '  - PATH == "wgmma"   # benchmarks/linear_workload_bench.sh: the nn.Linear layout is a wgmma path' >>"$space"
+spec="$logs/gemm_bf16_linear.yaml"
+sed -e "s|^template: .*|template: $PWD/templates/gemm.cu|" -e "s|^space: .*|space: $space|" kernels/gemm_bf16.yaml >"$spec"
+
+# "M N K" lines: every token count of the workload times every GEMM of its layer; 4096 tokens first.
+mapfile -t shapes < <(python3 - "$workload" <<'PY'
+import sys, yaml
+workload = yaml.safe_load(open(sys.argv[1]))
+tokens = sorted(workload["tokens"], key=lambda m: (m != 4096, m))
+for m in tokens:
+    for gemm in workload["gemm"]:
+        print(m, gemm["N"], gemm["K"], gemm["name"])
+PY
+)
+((${#shapes[@]})) || { echo "no shapes read from $workload" >&2; exit 1; }
+echo "tune $("$bin/tune" --version 2>&1 | head -n 1); ${#shapes[@]} shapes from $workload; $seconds s of tuning each" >&2
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv >"$logs/gpu.csv" 2>&1
+
+for shape in "${shapes[@]}"; do
+  read -r m n k name <<<"$shape"
+  tag="M${m}_N${n}_K${k}"
+  # Entries of the 4096-token shapes go to their own best directory: part 2 exports those alone.
+  best="$logs/best-others"
+  [[ $m == 4096 ]] && best="$logs/best-4096"
+  echo "== tune $name $tag" >&2
+  rm -rf "${logs:?}/$tag"
+  "$bin/tune" run "$spec" --problem "M=$m,N=$n,K=$k,B_LAYOUT=1" --time "${seconds}s" --out "$logs/$tag" \
+    --best-dir "$best" --json >"$logs/$tag.json" 2>"$logs/$tag.err" ||
+    echo "$tag: tune run failed (exit $?), see $logs/$tag.err" >&2
+done
+
+rm -rf "$logs/export"
+"$bin/tune" export gemm_bf16 --dir "$logs/best-4096" -o "$logs/export" >"$logs/export.log" 2>&1 ||
+  echo "tune export failed (exit $?), see $logs/export.log" >&2
+for shape in "${shapes[@]}"; do
+  read -r m n k name <<<"$shape"
+  "$example" "$logs/export" "$m" "$n" "$k" nk >"$logs/runtime_M${m}_N${n}_K${k}.txt" 2>&1
+  echo "exit $?" >>"$logs/runtime_M${m}_N${n}_K${k}.txt"
+done
+
+python3 - "$logs" "${shapes[@]}" <<'PY'
+import json, math, os, re, sys
+
+logs, shapes = sys.argv[1], [line.split() for line in sys.argv[2:]]
+missed = []
+with open(os.path.join(logs, "gpu.csv")) as gpu:
+    print("GPU:", gpu.read().strip().splitlines()[-1])
+print()
+print("1. Each shape tuned (tune's rounds; cuBLAS in the same rounds, B transposed: CUBLAS_OP_T)")
+print()
+print("| GEMM | M | N | K | ours ms | cuBLAS ms | cuBLAS / ours | TFLOP/s | evaluated | configuration |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+ratios = []
+for m, n, k, name in shapes:
+    tag = f"M{m}_N{n}_K{k}"
+    try:
+        run = json.load(open(os.path.join(logs, tag + ".json")))
+        best = run["best"][0]
+        ratio = run["baseline_ms"] / best["median_ms"]
+    except (OSError, ValueError, KeyError, IndexError, ZeroDivisionError, TypeError):
+        print(f"| {name} | {m} | {n} | {k} | failed | | | | | see {tag}.err |")
+        missed.append(f"{tag}: no tuned result")
+        continue
+    ratios.append(ratio)
+    configuration = " ".join(f"{key}={value}" for key, value in best["configuration"].items() if key.startswith("WG_"))
+    print(f"| {name} | {m} | {n} | {k} | {best['median_ms']:.4f} | {run['baseline_ms']:.4f} | {ratio:.3f} | "
+          f"{best['gflops'] / 1000:.0f} | {run['evaluated']} | {configuration} |")
+if ratios:
+    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    print(f"\ngeometric mean {geomean:.3f} (floor 1.00), worst {min(ratios):.3f} (floor 0.90) over {len(ratios)} shapes")
+    if geomean < 1.0:
+        missed.append(f"tuned geometric mean {geomean:.3f} < 1.00")
+    if min(ratios) < 0.9:
+        missed.append(f"tuned worst {min(ratios):.3f} < 0.90")
+
+print()
+print("2. Through the runtime, only the 4096-token shapes tuned (examples/gemm.cpp: burst of 20 after 5)")
+print()
+print("| GEMM | M | N | K | rung | wrong elements | of cuBLAS | exit |")
+print("|---|---|---|---|---|---|---|---|")
+for m, n, k, name in shapes:
+    path = os.path.join(logs, f"runtime_M{m}_N{n}_K{k}.txt")
+    text = open(path).read() if os.path.exists(path) else ""
+    rung = re.search(r"^gemm_bf16 \S+ \w+: (.*)$", text, re.M)
+    wrong = re.search(r"(\d+) of (\d+) elements outside", text)
+    percent = re.search(r"([\d.]+)% of cuBLAS", text)
+    status = re.search(r"^exit (\d+)$", text, re.M)
+    error = re.search(r"^kernlathe: (.*)$", text, re.M)
+    print(f"| {name} | {m} | {n} | {k} | {rung.group(1) if rung else (error.group(1)[:80] if error else '?')} | "
+          f"{wrong.group(1) if wrong else '-'} | {percent.group(1) + '%' if percent else '-'} | "
+          f"{status.group(1) if status else '?'} |")
+    if not wrong or int(wrong.group(1)) != 0 or not status or status.group(1) != "0":
+        missed.append(f"runtime M={m} N={n} K={k}: wrong elements or an error")
+    elif not percent or float(percent.group(1)) < 50:
+        missed.append(f"runtime M={m} N={n} K={k}: below 0.5 of cuBLAS")
+print()
+if missed:
+    print("MISSED:", "; ".join(missed))
+    sys.exit(1)
+print("every floor held")
+PY
