@@ -6,6 +6,11 @@ specs draw it), so a benchmark can print our fused kernel's time beside PyTorch'
   torch_reference.py gemm M N K                      bf16: mm, addmm(bias), gelu(addmm(bias)), addmm(bias) + r
   torch_reference.py attention B H S D CAUSAL DTYPE  scaled_dot_product_attention on [B, H, S, D] tensors with
                                                      each backend (cuDNN, flash, memory-efficient) forced in turn
+  torch_reference.py rows CASES_FILE                 row kernels (issue 30) in eager mode and through torch.compile,
+                                                     all cases in this one process: each line of CASES_FILE is
+                                                     "OP DTYPE ROWS COLS MODE", OP rmsnorm or softmax, MODE warm or
+                                                     cold (as `tune run --warm/--cold` measures); one JSON object per
+                                                     line on stdout
 
 Prints one JSON object: for each sequence the median milliseconds per call (each sample times a batch of calls
 between two events, after a warm-up), the samples' spread, and for add_layernorm the minimal bytes of the fused
@@ -130,7 +135,92 @@ def attention(batch, heads, sequence, head_dim, causal, dtype_name):
     return report
 
 
+def time_cold(call):
+    """Median and spread of one call per sample with the L2 cache flushed before it, as `tune run --cold` measures
+    (tuner/measure/measurement.h: a write over twice the L2 size, outside the timed region). A GPU-side sleep is
+    queued before the flush, so the host has queued the flush, both events and the call (torch.compile's guards and
+    eager's dispatch take tens of microseconds) before the GPU reaches the first event: the events time the kernels,
+    not the host."""
+    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    for _ in range(WARMUP_CALLS):
+        call()
+    samples = []
+    for _ in range(3 * SAMPLES):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(2_000_000)  # ~1 ms at the H200's clocks
+        flush.fill_(1)
+        start.record()
+        call()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    median = statistics.median(samples)
+    return {"median_ms": median, "spread": (max(samples) - min(samples)) / median}
+
+
+def rows_case(op, dtype_name, rows, cols, mode):
+    """One row kernel in eager mode and compiled, inputs as the specs draw them (RMSNorm: x in [-2, 2], weight in
+    [0.5, 1.5], eps 1e-5 as kernels/rmsnorm*.yaml; softmax: x in [-8, 8]). Warm mode rotates calls over enough
+    copies of the input to exceed four L2 sizes, so no call finds its input in L2 where the matrix is smaller than
+    that (the large shapes are several times the L2 anyway); cold mode flushes the L2 before every call."""
+    dtype = DTYPES[dtype_name]
+    generator = torch.Generator(device="cuda").manual_seed(41)
+    low, high = (-2, 2) if op == "rmsnorm" else (-8, 8)
+    element_bytes = torch.tensor([], dtype=dtype).element_size()
+    copies = 1 if mode == "cold" else max(
+        1, -(-4 * torch.cuda.get_device_properties(0).L2_cache_size // (rows * cols * element_bytes)))
+    inputs = [uniform((rows, cols), low, high, dtype, generator) for _ in range(copies)]
+    weight = uniform((cols,), 0.5, 1.5, dtype, generator)
+    if op == "rmsnorm":
+        def function(x, w):
+            return F.rms_norm(x, (cols,), w, 1e-5)
+    elif op == "softmax":
+        def function(x, w):
+            return torch.softmax(x, dim=-1)
+    else:
+        raise SystemExit(f"unknown row op {op}")
+    report = {"op": op, "dtype": dtype_name, "rows": rows, "cols": cols, "mode": mode, "input_copies": copies}
+    # Dynamo keys its cache on the code object, which every case shares: without a reset, the shapes after the
+    # recompile limit (8) would silently run eager. dynamic=False: a kernel specialised to the shape, as ours is.
+    torch._dynamo.reset()
+    compiled = torch.compile(function, dynamic=False)
+    expected = function(inputs[0], weight)
+    for name, candidate in (("eager", function), ("compiled", compiled)):
+        try:
+            result = candidate(inputs[0], weight)
+            torch.cuda.synchronize()
+            # The compiled kernel computes the same operation: bf16 outputs within a few bf16 steps, fp32 closer.
+            tolerance = 2e-2 if dtype == torch.bfloat16 else 1e-4
+            if not torch.allclose(result.float(), expected.float(), rtol=tolerance, atol=tolerance):
+                raise RuntimeError("output differs from eager beyond the tolerance")
+            index = [0]
+
+            def call():
+                index[0] = (index[0] + 1) % copies
+                return candidate(inputs[index[0]], weight)
+            report[name] = time_cold(call) if mode == "cold" else time_call(call)
+        except Exception as error:  # noqa: BLE001 -- the table says what failed instead of a time
+            report[name] = {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"}
+    return report
+
+
+def rows(cases_path):
+    for line in open(cases_path):
+        if not line.strip():
+            continue
+        op, dtype_name, row_count, col_count, mode = line.split()
+        report = rows_case(op, dtype_name, int(row_count), int(col_count), mode)
+        report["torch"] = torch.__version__
+        report["device"] = torch.cuda.get_device_name()
+        print(json.dumps(report), flush=True)
+        del report
+        torch.cuda.empty_cache()
+
+
 def main(arguments):
+    if len(arguments) == 2 and arguments[0] == "rows":
+        rows(arguments[1])
+        return
     if len(arguments) == 4 and arguments[0] == "add_layernorm":
         report = add_layernorm(int(arguments[1]), int(arguments[2]), arguments[3])
     elif len(arguments) == 4 and arguments[0] == "gemm":

@@ -6,6 +6,13 @@
 //   sum[r][c] = in[r][c] + residual[r][c]      (written out, rounded to the element type)
 //   out[r][c] = layer normalisation of sum[r][c], as above
 // the pre-norm transformer's residual add: the kernel reads in and residual once and writes sum and out once.
+// With -DLAYERNORM_RMS the template computes RMSNorm (what Llama-family decoders use; issue 30) instead:
+//   out[r][c] = in[r][c] / sqrt(mean over c' of in[r][c']^2 + epsilon) * gamma[c]
+// no mean is subtracted and there is no beta (the kernel has no beta parameter). RMSNorm is layer normalisation
+// minus two terms, so it is a mode of this template rather than a template of its own: the paths that make
+// layernorm reach 93% of the copy ceiling (persistent blocks, staged prefetch, clusters, tickets) serve it
+// unchanged, and a fix to them serves both. Its statistic is the one reduction of the sum of squares, so the
+// space makes STATS irrelevant for it (spaces/layernorm.yaml, CENTRED = 0).
 //
 // Two paths, one file each, chosen by the PERSISTENT parameter:
 //   layernorm/row_groups.cuh   one launch block (cluster) per group of rows
@@ -37,7 +44,10 @@
 //                   row's slice with one TMA bulk copy completing on an mbarrier; sm_90)
 //   STREAM          PERSISTENT only: matrix loads and stores carry the evict-first hint (ld/st .cs), so the
 //                   input and output, each touched once, do not push gamma and beta out of the caches
-// cols must be a multiple of CLUSTER * VEC.
+// cols must be a multiple of CLUSTER * VEC. A cached slice need not be a multiple of ROW_THREADS * VEC: ROW_ITEMS
+// is rounded up and the last item of a thread may lie past the slice (cols 4000, 14336; issue 30); such vectors
+// are neither loaded nor stored and count as zero in the statistics. Only the last item can lie past it, so the
+// check costs one comparison per row and thread.
 #ifdef LAYERNORM_BF16
 #include "common/element_16bit.cuh"
 using Element = __nv_bfloat16;
@@ -56,6 +66,15 @@ using Element = float;
 #define LAYERNORM_HAS_RESIDUAL false
 #define LAYERNORM_RESIDUAL_PARAMETER
 #define LAYERNORM_SUM_PARAMETER
+#endif
+
+// RMSNorm has no shift (beta): the paths take a null pointer for it and never read it.
+#ifdef LAYERNORM_RMS
+#define LAYERNORM_CENTRED false
+#define LAYERNORM_BETA_PARAMETER
+#else
+#define LAYERNORM_CENTRED true
+#define LAYERNORM_BETA_PARAMETER const Element* __restrict__ beta,
 #endif
 
 // A template with clusters puts their size on the kernel; CLUSTER is a macro, like every parameter.
@@ -77,18 +96,24 @@ template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, bool kTw
           bool kBulkCopy>
 __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock) ROW_CLUSTER_DIMS
     layernorm(int rows, int cols, float epsilon, const Element* __restrict__ input, LAYERNORM_RESIDUAL_PARAMETER
-              const Element* __restrict__ gamma, const Element* __restrict__ beta, LAYERNORM_SUM_PARAMETER
+              const Element* __restrict__ gamma, LAYERNORM_BETA_PARAMETER LAYERNORM_SUM_PARAMETER
               Element* __restrict__ output, int* __restrict__ row_counters) {
 #ifndef LAYERNORM_RESIDUAL
   const Element* residual = nullptr;
   Element* sum = nullptr;
 #endif
+#ifdef LAYERNORM_RMS
+  const Element* beta = nullptr;
+#endif
+  // RMSNorm's one statistic is the sum of squares, whatever STATS says (the space holds STATS at its default).
+  constexpr bool kTwoPassStatistics = kTwoPass && LAYERNORM_CENTRED;
   if constexpr (kPersistent) {
-    layernorm_persistent<kRowThreads, kRowsPerBlock, kVec, kTwoPass, kRowItems, kCluster, kAffineInRegisters, kStream,
-                         kStages, kBulkCopy, LAYERNORM_HAS_RESIDUAL>(
+    layernorm_persistent<kRowThreads, kRowsPerBlock, kVec, kTwoPassStatistics, kRowItems, kCluster, kAffineInRegisters,
+                         kStream, kStages, kBulkCopy, LAYERNORM_HAS_RESIDUAL, LAYERNORM_CENTRED>(
         rows, cols, epsilon, input, residual, gamma, beta, sum, output, row_counters);
   } else {
-    layernorm_row_groups<kRowThreads, kRowsPerBlock, kVec, kCacheRow, kTwoPass, kRowItems, kUnroll, kSharedRow,
-                         kCluster, LAYERNORM_HAS_RESIDUAL>(rows, cols, epsilon, input, residual, gamma, beta, sum, output);
+    layernorm_row_groups<kRowThreads, kRowsPerBlock, kVec, kCacheRow, kTwoPassStatistics, kRowItems, kUnroll,
+                         kSharedRow, kCluster, LAYERNORM_HAS_RESIDUAL, LAYERNORM_CENTRED>(
+        rows, cols, epsilon, input, residual, gamma, beta, sum, output);
   }
 }

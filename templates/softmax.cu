@@ -5,12 +5,15 @@
 //   ROW_THREADS     threads that share one row: 32 is a warp per row, more spans warps (combined in shared memory)
 //   ROWS_PER_BLOCK  rows per thread block (block = ROW_THREADS * ROWS_PER_BLOCK threads)
 //   VEC             elements per vector access
-//   CACHE_ROW       true: the row is read once into registers (ROW_ITEMS vectors per thread; needs cols to be a
-//                   multiple of ROW_THREADS * VEC), the minimum traffic; false: one streaming pass keeps an online
-//                   max and sum, a second pass re-reads the row (usually from L2) and writes the result
+//   CACHE_ROW       true: the row is read once into registers (ROW_ITEMS vectors per thread), the minimum traffic;
+//                   false: one streaming pass keeps an online max and sum, a second pass re-reads the row (usually
+//                   from L2) and writes the result
 //   UNROLL          streaming passes only: vectors each thread loads before using any of them, so several loads
 //                   are in flight per thread; the online statistics are rescaled once per such chunk
-// cols must be a multiple of VEC.
+// cols must be a multiple of VEC. A cached row need not be a multiple of ROW_THREADS * VEC: ROW_ITEMS is rounded
+// up, and a thread's last item may lie past the row (cols 4000 or 14336; issue 30): it is neither loaded nor
+// stored and counts as minus infinity (nothing) in the statistics. Only the last item can lie past the row, so the
+// check costs one comparison per row and thread, and none where cols is a multiple.
 #ifdef SOFTMAX_BF16
 #include "common/element_16bit.cuh"
 using Element = __nv_bfloat16;
@@ -70,13 +73,15 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
   if constexpr (kCacheRow) {
     float values[kRowItems][kVec];
     float thread_max = NEGATIVE_INFINITY;
+    auto in_row = [&](int item) { return item + 1 < kRowItems || thread_in_row + item * kRowThreads < row_vectors; };
 #pragma unroll
     for (int item = 0; item < kRowItems; ++item) {
       Vector loaded;
-      if (row_exists) loaded = in[thread_in_row + item * kRowThreads];
+      if (row_exists && in_row(item)) loaded = in[thread_in_row + item * kRowThreads];
 #pragma unroll
       for (int lane = 0; lane < kVec; ++lane) {
-        values[item][lane] = row_exists ? to_float(loaded.lane[lane]) : 0.0f;
+        // Past the row: minus infinity, which the max ignores and whose exponential adds nothing to the sum.
+        values[item][lane] = !row_exists ? 0.0f : in_row(item) ? to_float(loaded.lane[lane]) : NEGATIVE_INFINITY;
         thread_max = fmaxf(thread_max, values[item][lane]);
       }
     }
@@ -93,6 +98,7 @@ __global__ void __launch_bounds__(kRowThreads * kRowsPerBlock)
     if (!row_exists) return;
 #pragma unroll
     for (int item = 0; item < kRowItems; ++item) {
+      if (!in_row(item)) continue;
       Vector result;
 #pragma unroll
       for (int lane = 0; lane < kVec; ++lane) result.lane[lane] = from_float<Element>(values[item][lane] * inverse_sum);

@@ -1,7 +1,10 @@
 // The layernorm template compiles with NVRTC in each of its code paths (issue #4): the persistent variant with
 // register prefetch, with cp.async stages, with TMA bulk copies, with single-warp rows (its own barrier for the
 // run-time row groups), two-pass statistics, and non-persistent rows split over clusters of up to 8 blocks; for
-// fp32 and bf16 on sm_90, and what sm_80 allows; with the residual add (add_layernorm, issue 19) on every path as well.
+// fp32 and bf16 on sm_90, and what sm_80 allows; with the residual add (add_layernorm, issue 19) on every path as well,
+// and in the RMSNorm mode (rmsnorm, rmsnorm_bf16, add_rmsnorm_bf16, issue 30). The row specs (these and softmax)
+// have a valid default configuration at every ROWS and COLS, and rows that are not a multiple of ROW_THREADS * VEC
+// (4000, 14336) keep the cached paths, whose last items lie past the row.
 // Each case is the first configuration of a deterministic sample of the shipped space that matches it, so the test
 // also fails if the space stops offering a path.
 #include <gtest/gtest.h>
@@ -9,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compile_test_support.h"
@@ -128,6 +132,85 @@ TEST(LayernormTemplate, EveryPathCompilesWithTheResidualAddForFp32OnSm90) {
 TEST(LayernormTemplate, EveryPathCompilesWithTheResidualAddForBf16OnSm90) {
   expect_every_path_compiles("add_layernorm_bf16", "sm_90");
 }
+// RMSNorm (-DLAYERNORM_RMS): no beta argument, the mean left out; STATS is irrelevant, held at two_pass, so the
+// two-pass cases pick RMSNorm configurations too (which compute the one statistic).
+TEST(LayernormTemplate, EveryPathCompilesForRmsnormBf16OnSm90) { expect_every_path_compiles("rmsnorm_bf16", "sm_90"); }
+TEST(LayernormTemplate, EveryPathSm80AllowsCompilesForRmsnorm) { expect_every_path_compiles("rmsnorm", "sm_80"); }
+TEST(LayernormTemplate, EveryPathCompilesForAddRmsnormBf16OnSm90) {
+  expect_every_path_compiles("add_rmsnorm_bf16", "sm_90");
+}
+
+// Application shapes (issue 30): a valid default at every ROWS and COLS, because the runtime falls back to the
+// default where nothing was tuned; COLS 3 and 17 allow only single-element vectors, 4000 and 14336 are no power
+// of two, and ROWS 1 and 1000 divide no row group.
+TEST(RowSpecs, DefaultConfigurationIsValidAtEveryShape) {
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+      {1, 1}, {1, 3}, {1000, 17}, {1000, 4000}, {7, 4096}, {16384, 14336}, {4096, 4000}};
+  for (const std::string name : {"softmax", "softmax_bf16", "layernorm", "layernorm_bf16", "add_layernorm",
+                                 "add_layernorm_bf16", "rmsnorm", "rmsnorm_bf16", "add_rmsnorm_bf16"}) {
+    for (const auto& [rows, cols] : shapes) {
+      for (const std::string arch : {"sm_80", "sm_90"}) {
+        SCOPED_TRACE(name + " " + std::to_string(rows) + " x " + std::to_string(cols) + " " + arch);
+        KernelSpec spec = load_spec(name, rows, cols);
+        SpaceEnumerator space(spec.space, constants_for(spec, arch));
+        EXPECT_TRUE(space.is_valid(space.default_configuration()));
+      }
+    }
+  }
+  for (const std::string name : {"reduce_sum", "reduce_sum_bf16"}) {
+    for (const std::int64_t n : {1, 3, 17, 4000, 1000 * 14336}) {
+      SCOPED_TRACE(name + " N=" + std::to_string(n));
+      KernelSpec spec = load_kernel_spec(std::filesystem::path(KERNLATHE_SOURCE_DIR) / "kernels" / (name + ".yaml"),
+                                         {{"N", n}});
+      SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
+      EXPECT_TRUE(space.is_valid(space.default_configuration()));
+    }
+  }
+}
+
+// Whether a cached configuration's slots run past its row (or slice): ROW_ITEMS rounded up.
+bool cached_and_ragged(const Lookup& c, std::int64_t width) {
+  return c.flag("CACHE_ROW") && c.integer("ROW_ITEMS") * c.integer("ROW_THREADS") * c.integer("VEC") > width;
+}
+
+// Rows of 4000 and 14336 elements (Llama-3's MLP width) are cached in registers, a thread's last item past the
+// row; before issue 30 the space required a multiple of ROW_THREADS * VEC, which left 4000 only the streamed paths.
+// The ragged persistent paths (register prefetch, cp.async stages, bulk copies) and the row groups compile.
+TEST(RowSpecs, RaggedCachedRowsAreOfferedAndCompile) {
+  TemporaryDirectory cache;
+  const std::vector<std::pair<std::string, std::function<bool(const Lookup&)>>> layernorm_paths = {
+      {"persistent_register_prefetch",
+       [](const Lookup& c) { return c.flag("PERSISTENT") && c.integer("STAGES") == 0; }},
+      {"persistent_cp_async_stages",
+       [](const Lookup& c) { return c.flag("PERSISTENT") && c.integer("STAGES") >= 2 && c.text("COPY") == "thread"; }},
+      {"persistent_bulk_copy", [](const Lookup& c) { return c.flag("PERSISTENT") && c.text("COPY") == "bulk"; }},
+      {"row_groups_in_registers", [](const Lookup& c) { return !c.flag("PERSISTENT"); }},
+  };
+  for (const std::int64_t cols : {4000, 14336}) {
+    for (const std::string name : {"rmsnorm_bf16", "add_rmsnorm_bf16", "layernorm", "softmax", "softmax_bf16"}) {
+      const bool softmax = name.rfind("softmax", 0) == 0;
+      ProblemSample problem(name, 1000, cols, "sm_90");
+      const std::vector<std::pair<std::string, std::function<bool(const Lookup&)>>> paths =
+          softmax ? decltype(layernorm_paths){{"cached_row", [](const Lookup&) { return true; }}} : layernorm_paths;
+      for (const auto& [path, matches] : paths) {
+        SCOPED_TRACE(name + " COLS=" + std::to_string(cols) + " " + path);
+        const Configuration* found = nullptr;
+        for (const Configuration& configuration : problem.sample) {
+          const Lookup values{problem.space.bindings(configuration)};
+          if (cached_and_ragged(values, softmax ? cols : values.integer("SLICE")) && matches(values)) {
+            found = &configuration;
+            break;
+          }
+        }
+        ASSERT_NE(found, nullptr) << "no ragged cached configuration of this path in a sample of the space";
+        SCOPED_TRACE(to_string(problem.spec.space, *found));
+        CompileResult result =
+            compile_cubin(instantiate(problem.spec, problem.space, *found, "sm_90"), cache.path(), /*use_cache=*/false);
+        ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+      }
+    }
+  }
+}
 
 // Staged slices and register prefetch hold a row of each matrix read: with the residual, the space sizes the stages
 // twice as large, and rejects register prefetch that no longer fits. Rows of 12288 floats: 256 threads hold 48
@@ -160,7 +243,8 @@ TEST(LayernormTemplate, ResidualSpecsStageAndPrefetchTwoMatrices) {
 // The persistent variant hands out row groups from this argument and leaves it zero after every launch; the spec
 // must create it zeroed and restore it like any input.
 TEST(LayernormTemplate, SpecsDeclareZeroedRowCounters) {
-  for (const std::string name : {"layernorm", "layernorm_bf16", "add_layernorm", "add_layernorm_bf16"}) {
+  for (const std::string name : {"layernorm", "layernorm_bf16", "add_layernorm", "add_layernorm_bf16", "rmsnorm",
+                                 "rmsnorm_bf16", "add_rmsnorm_bf16"}) {
     SCOPED_TRACE(name);
     KernelSpec spec = load_spec(name, 8192, 8192);
     ASSERT_FALSE(spec.arguments.empty());

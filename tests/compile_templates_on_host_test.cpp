@@ -5,6 +5,9 @@
 //   - add_layernorm's verification reference (the configuration every GPU candidate is compared with), the row in
 //     registers and the row in shared memory: the stored sum is x + r in fp32 exactly, the output the layer
 //     normalisation of that sum;
+//   - the same template in its RMSNorm mode with the residual add (-DLAYERNORM_RMS, add_rmsnorm_bf16 in fp32,
+//     issue 30) and templates/softmax.cu, each on its verification reference, a cached row whose last items lie
+//     past the row (cols 250: ROW_ITEMS rounded up) and a third path, at that ragged width and a whole one;
 //   - the GELU of the fused GEMM epilogue against x Phi(x) in double;
 //   - attention's verification reference (templates/attention.cu, PATH reference) with one warp per block, in
 //     bf16 and fp16, head dimensions 64 and 128, causal and not, against attention in double on the same inputs.
@@ -31,6 +34,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "host_library_support.h"
@@ -150,6 +154,126 @@ TEST_P(AddLayernormOnHost, StoresTheSumAndNormalisesIt) {
 // 0: the specs' verification reference (streamed, the later passes read the stored sum), 1: the row in registers
 // (VEC 4, sum of squares), 2: the row in shared memory (VEC 2, UNROLL 2).
 INSTANTIATE_TEST_SUITE_P(Paths, AddLayernormOnHost, ::testing::Values(0, 1, 2));
+
+using RunAddRmsnorm = int (*)(int, int, int, float, const float*, const float*, const float*, float*, float*);
+using RunSoftmax = int (*)(int, int, int, const float*, float*);
+
+// The host builds of RMSNorm (with the residual add) and of softmax, each a library of its own: both templates
+// define Element and Pack.
+class RowTemplates {
+ public:
+  RowTemplates()
+      : rmsnorm_library_("tuner_rmsnorm",
+                         "#include \"host_emulation.h\"\n"
+                         "#include \"host_device_stand_ins.h\"\n"
+                         "#define LAYERNORM_RESIDUAL\n"
+                         "#define LAYERNORM_RMS\n"
+                         "#include \"layernorm.cu\"\n"
+                         "#include \"rmsnorm_entry_points.h\"\n",
+                         include_directories()),
+        softmax_library_("tuner_softmax",
+                         "#include \"host_emulation.h\"\n"
+                         "#include \"host_device_stand_ins.h\"\n"
+                         "#include \"softmax.cu\"\n"
+                         "#include \"softmax_entry_points.h\"\n",
+                         include_directories()),
+        run_add_rmsnorm(rmsnorm_library_.symbol<RunAddRmsnorm>("run_add_rmsnorm")),
+        run_softmax(softmax_library_.symbol<RunSoftmax>("run_softmax")) {}
+  std::string error() const { return rmsnorm_library_.error() + softmax_library_.error(); }
+
+ private:
+  static std::vector<fs::path> include_directories() {
+    return {source_directory / "tests/data/verify", source_directory / "tests/data/templates",
+            source_directory / "templates"};
+  }
+  testing::HostLibrary rmsnorm_library_;
+  testing::HostLibrary softmax_library_;
+
+ public:
+  RunAddRmsnorm run_add_rmsnorm;
+  RunSoftmax run_softmax;
+};
+
+RowTemplates& row_templates() {
+  static RowTemplates templates;
+  return templates;
+}
+
+// (path, cols): cols 250 is 125 vectors of 2, so a warp's cached row of ROW_ITEMS 4 has three slots past it; 256
+// fills every slot.
+class RowKernelsOnHost : public ::testing::TestWithParam<std::tuple<int, int>> {
+ protected:
+  static constexpr int rows = 3;
+  void SetUp() override {
+    ASSERT_EQ(row_templates().error(), "");
+    ASSERT_NE(row_templates().run_add_rmsnorm, nullptr);
+    ASSERT_NE(row_templates().run_softmax, nullptr);
+  }
+  int path() const { return std::get<0>(GetParam()); }
+  int cols() const { return std::get<1>(GetParam()); }
+};
+
+TEST_P(RowKernelsOnHost, AddRmsnormStoresTheSumAndNormalisesIt) {
+  const int count = rows * cols();
+  const float epsilon = 1.0e-5f;
+  const std::vector<float> input = uniform(count, -2, 2, 41), residual = uniform(count, -2, 2, 44),
+                           weight = uniform(cols(), 0.5f, 1.5f, 42);
+  // Poisoned outputs: an element a path forgets stays NaN and fails the comparisons.
+  std::vector<float> sum(count, std::nanf("")), output(count, std::nanf(""));
+  ASSERT_EQ(row_templates().run_add_rmsnorm(path(), rows, cols(), epsilon, input.data(), residual.data(),
+                                            weight.data(), sum.data(), output.data()),
+            0);
+  double largest_error = 0, largest_centred_difference = 0;
+  for (int row = 0; row < rows; ++row) {
+    double squares = 0, total = 0;
+    for (int column = 0; column < cols(); ++column) {
+      const int index = row * cols() + column;
+      ASSERT_EQ(sum[index], input[index] + residual[index]) << "element " << index;  // one fp32 addition
+      squares += double(sum[index]) * sum[index];
+      total += sum[index];
+    }
+    const double inverse_rms = 1 / std::sqrt(squares / cols() + epsilon);
+    const double mean = total / cols();
+    const double inverse_deviation = 1 / std::sqrt(squares / cols() - mean * mean + epsilon);
+    for (int column = 0; column < cols(); ++column) {
+      const int index = row * cols() + column;
+      ASSERT_FALSE(std::isnan(output[index])) << "element " << index;
+      largest_error = std::max(largest_error, std::abs(output[index] - sum[index] * inverse_rms * weight[column]));
+      largest_centred_difference = std::max(
+          largest_centred_difference,
+          std::abs(output[index] - (sum[index] - mean) * inverse_deviation * weight[column]));
+    }
+  }
+  // fp32 sums of squares of 250 values of O(1): outputs (up to ~4) agree to a few 1e-7.
+  EXPECT_LT(largest_error, 2.0e-6);
+  // Not layer normalisation: with the mean of each row subtracted the outputs move by more than the tolerance.
+  EXPECT_GT(largest_centred_difference, 1.0e-3);
+}
+
+TEST_P(RowKernelsOnHost, SoftmaxMatchesTheDoubleReference) {
+  const int count = rows * cols();
+  const std::vector<float> input = uniform(count, -8, 8, 31);  // as kernels/softmax.yaml draws it
+  std::vector<float> output(count, std::nanf(""));
+  ASSERT_EQ(row_templates().run_softmax(path(), rows, cols(), input.data(), output.data()), 0);
+  double largest_relative_error = 0;
+  for (int row = 0; row < rows; ++row) {
+    double largest = -INFINITY, total = 0;
+    for (int column = 0; column < cols(); ++column) largest = std::max(largest, double(input[row * cols() + column]));
+    for (int column = 0; column < cols(); ++column) total += std::exp(input[row * cols() + column] - largest);
+    for (int column = 0; column < cols(); ++column) {
+      const int index = row * cols() + column;
+      ASSERT_FALSE(std::isnan(output[index])) << "element " << index;
+      const double expected = std::exp(input[index] - largest) / total;
+      largest_relative_error = std::max(largest_relative_error, std::abs(output[index] - expected) / expected);
+    }
+  }
+  // A slot past the row counted as 0 instead of minus infinity would add e^-max per slot to the sum (six slots: ~1e-4
+  // of it with inputs in [-8, 8]); exact arithmetic in float leaves a few 1e-7.
+  EXPECT_LT(largest_relative_error, 1.0e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(PathsAndWidths, RowKernelsOnHost,
+                         ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Values(250, 256)));
 
 // The fused GEMM's GELU (templates/common/activation.cuh) is the exact one, x Phi(x), to fp32 accuracy: within
 // a few ulp of the value plus the cancellation of 1 + erf for negative arguments (at most 2^-24 of |x| / 2).

@@ -19,12 +19,15 @@
 // of local iteration k + kLookahead + 1 during iteration k and writes it into every block's ring before the
 // iteration's reduction barrier, which publishes it; the last cluster to finish resets the counters to zero
 // (row_counters[1] counts finished clusters), so each launch starts from zero.
+// A thread's last item may lie past the slice (ROW_ITEMS rounded up, layernorm.cu): it is neither copied, loaded,
+// read from a stage (past the last stage's end that would be outside the shared memory) nor stored, and counts
+// as zero. kCentred false: RMSNorm (no mean subtracted, no beta).
 #pragma once
 
 #include "common/mbarrier.cuh"
 
 template <int kRowThreads, int kRowsPerBlock, int kVec, bool kTwoPass, int kRowItems, int kCluster,
-          bool kAffineInRegisters, bool kStream, int kStages, bool kBulkCopy, bool kResidual>
+          bool kAffineInRegisters, bool kStream, int kStages, bool kBulkCopy, bool kResidual, bool kCentred>
 __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float epsilon, const Element* __restrict__ input,
                                                      const Element* __restrict__ residual,
                                                      const Element* __restrict__ gamma, const Element* __restrict__ beta,
@@ -40,8 +43,11 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
   const int slice_cols = cols / kCluster;
   const long long slice_begin = (long long)cluster_rank<kCluster>() * slice_cols;
   const Vector* scale = reinterpret_cast<const Vector*>(gamma + slice_begin);
-  const Vector* shift = reinterpret_cast<const Vector*>(beta + slice_begin);
+  const Vector* shift = kCentred ? reinterpret_cast<const Vector*>(beta + slice_begin) : nullptr;
   const float inverse_cols = 1.0f / cols;
+  const int slice_vectors = slice_cols / kVec;
+  // Whether this thread's item lies inside the slice (rows.cuh: only the last item can lie past it).
+  auto present = [&](int item) { return in_slice<kRowItems>(item, thread_in_row + item * kRowThreads, slice_vectors); };
 
   cluster_arrive<kCluster>();  // this block runs: neighbours may write its reduction slots (common/row_reduce.cuh)
   float scale_values[kAffineInRegisters ? kRowItems : 1][kVec];
@@ -49,18 +55,20 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
   if constexpr (kAffineInRegisters) {
 #pragma unroll
     for (int item = 0; item < kRowItems; ++item) {
-      const Vector g = scale[thread_in_row + item * kRowThreads];
-      const Vector b = shift[thread_in_row + item * kRowThreads];
+      Vector g, b;
+      if (present(item)) {
+        g = scale[thread_in_row + item * kRowThreads];
+        if constexpr (kCentred) b = shift[thread_in_row + item * kRowThreads];
+      }
 #pragma unroll
       for (int lane = 0; lane < kVec; ++lane) {
-        scale_values[item][lane] = to_float(g.lane[lane]);
-        shift_values[item][lane] = to_float(b.lane[lane]);
+        scale_values[item][lane] = present(item) ? to_float(g.lane[lane]) : 0.0f;
+        shift_values[item][lane] = kCentred && present(item) ? to_float(b.lane[lane]) : 0.0f;
       }
     }
   }
   auto row_of = [&](long long group) { return group * kRowsPerBlock + row_in_block; };
   extern __shared__ float4 dynamic_shared[];  // kStages >= 2; float4: 16-byte alignment for every vector width
-  const int slice_vectors = slice_cols / kVec;
   // The stage of a row of this block: its input slice, or (matrix 1) its residual slice.
   auto staged_slice = [&](int stage, int block_row, int matrix) {
     return reinterpret_cast<Vector*>(dynamic_shared) +
@@ -101,14 +109,16 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
         Vector* staged = staged_slice(stage, row_in_block, 0);
 #pragma unroll
         for (int item = 0; item < kRowItems; ++item)
-          copy_async<sizeof(Vector)>(staged + thread_in_row + item * kRowThreads, in + thread_in_row + item * kRowThreads);
+          if (present(item))
+            copy_async<sizeof(Vector)>(staged + thread_in_row + item * kRowThreads, in + thread_in_row + item * kRowThreads);
         if constexpr (kResidual) {
           const Vector* added = reinterpret_cast<const Vector*>(residual + offset);
           Vector* staged_added = staged_slice(stage, row_in_block, 1);
 #pragma unroll
           for (int item = 0; item < kRowItems; ++item)
-            copy_async<sizeof(Vector)>(staged_added + thread_in_row + item * kRowThreads,
-                                       added + thread_in_row + item * kRowThreads);
+            if (present(item))
+              copy_async<sizeof(Vector)>(staged_added + thread_in_row + item * kRowThreads,
+                                         added + thread_in_row + item * kRowThreads);
         }
       }
       commit_copies();
@@ -120,6 +130,7 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
     const Vector* in = reinterpret_cast<const Vector*>(input + row * cols + slice_begin);
 #pragma unroll
     for (int item = 0; item < kRowItems; ++item) {
+      if (!present(item)) continue;
       if constexpr (kStream) loaded[item] = load_streaming(in + thread_in_row + item * kRowThreads);
       else loaded[item] = in[thread_in_row + item * kRowThreads];
     }
@@ -127,6 +138,7 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
       const Vector* added = reinterpret_cast<const Vector*>(residual + row * cols + slice_begin);
 #pragma unroll
       for (int item = 0; item < kRowItems; ++item) {
+        if (!present(item)) continue;
         if constexpr (kStream) loaded_residual[item] = load_streaming(added + thread_in_row + item * kRowThreads);
         else loaded_residual[item] = added[thread_in_row + item * kRowThreads];
       }
@@ -187,13 +199,17 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
       const Vector* staged = staged_slice(stage, row_in_block, 0);
 #pragma unroll
       for (int item = 0; item < kRowItems; ++item) {
-        Vector loaded = staged[thread_in_row + item * kRowThreads];
-        if constexpr (kResidual) {
-          loaded = add_vectors(loaded, staged_slice(stage, row_in_block, 1)[thread_in_row + item * kRowThreads]);
-          summed[item] = loaded;
+        Vector loaded;
+        if (present(item)) {
+          loaded = staged[thread_in_row + item * kRowThreads];
+          if constexpr (kResidual) {
+            loaded = add_vectors(loaded, staged_slice(stage, row_in_block, 1)[thread_in_row + item * kRowThreads]);
+            summed[item] = loaded;
+          }
         }
 #pragma unroll
-        for (int lane = 0; lane < kVec; ++lane) values[item][lane] = row_exists ? to_float(loaded.lane[lane]) : 0.0f;
+        for (int lane = 0; lane < kVec; ++lane)
+          values[item][lane] = row_exists && present(item) ? to_float(loaded.lane[lane]) : 0.0f;
       }
     } else {
 #pragma unroll
@@ -204,7 +220,8 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
           summed[item] = loaded;
         }
 #pragma unroll
-        for (int lane = 0; lane < kVec; ++lane) values[item][lane] = row_exists ? to_float(loaded.lane[lane]) : 0.0f;
+        for (int lane = 0; lane < kVec; ++lane)
+          values[item][lane] = row_exists && present(item) ? to_float(loaded.lane[lane]) : 0.0f;
       }
     }
     if constexpr (kResidual) {
@@ -213,6 +230,7 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
         Vector* sum_row = reinterpret_cast<Vector*>(sum + row * cols + slice_begin);
 #pragma unroll
         for (int item = 0; item < kRowItems; ++item) {
+          if (!present(item)) continue;
           if constexpr (kStream) store_streaming(sum_row + thread_in_row + item * kRowThreads, summed[item]);
           else sum_row[thread_in_row + item * kRowThreads] = summed[item];
         }
@@ -230,7 +248,7 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
     if constexpr (kStages < 2) load_slice(group_of(k + 1), pending, pending_residual);
     const FloatPair totals =
         row_reduce<kRowThreads, kCluster>(thread_totals, add_pairs, totals_scratch[parity][row_in_block]);
-    const float mean = totals.first * inverse_cols;
+    const float mean = kCentred ? totals.first * inverse_cols : 0.0f;
     float variance;
     if constexpr (kTwoPass) {
       float thread_deviations = 0.0f;
@@ -238,7 +256,7 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
       for (int item = 0; item < kRowItems; ++item)
 #pragma unroll
         for (int lane = 0; lane < kVec; ++lane) {
-          const float deviation = row_exists ? values[item][lane] - mean : 0.0f;
+          const float deviation = row_exists && present(item) ? values[item][lane] - mean : 0.0f;
           thread_deviations = fmaf(deviation, deviation, thread_deviations);
         }
       variance = row_reduce<kRowThreads, kCluster>(thread_deviations, add, deviations_scratch[parity][row_in_block]) *
@@ -252,6 +270,7 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
 #pragma unroll
       for (int item = 0; item < kRowItems; ++item) {
         const int index = thread_in_row + item * kRowThreads;
+        if (!present(item)) continue;
         float g[kVec], b[kVec];
         if constexpr (kAffineInRegisters) {
 #pragma unroll
@@ -261,11 +280,12 @@ __device__ __forceinline__ void layernorm_persistent(int rows, int cols, float e
           }
         } else {
           const Vector g_loaded = scale[index];
-          const Vector b_loaded = shift[index];
+          Vector b_loaded;
+          if constexpr (kCentred) b_loaded = shift[index];
 #pragma unroll
           for (int lane = 0; lane < kVec; ++lane) {
             g[lane] = to_float(g_loaded.lane[lane]);
-            b[lane] = to_float(b_loaded.lane[lane]);
+            b[lane] = kCentred ? to_float(b_loaded.lane[lane]) : 0.0f;
           }
         }
         Vector result;

@@ -1,10 +1,10 @@
 // The layernorm path without PERSISTENT: each block (each cluster with CLUSTER > 1) normalises one group of
 // ROWS_PER_BLOCK rows and exits. The slice of a row is kept in registers (CACHE_ROW), in shared memory
-// (SHARED_ROW), or read again for each pass.
+// (SHARED_ROW), or read again for each pass. kCentred false: RMSNorm (no mean subtracted, no beta; layernorm.cu).
 #pragma once
 
 template <int kRowThreads, int kRowsPerBlock, int kVec, bool kCacheRow, bool kTwoPass, int kRowItems, int kUnroll,
-          bool kSharedRow, int kCluster, bool kResidual>
+          bool kSharedRow, int kCluster, bool kResidual, bool kCentred>
 __device__ __forceinline__ void layernorm_row_groups(int rows, int cols, float epsilon,
                                                      const Element* __restrict__ input,
                                                      const Element* __restrict__ residual,
@@ -25,7 +25,7 @@ __device__ __forceinline__ void layernorm_row_groups(int rows, int cols, float e
   const long long slice_begin = (long long)cluster_rank<kCluster>() * slice_cols;
   const Vector* in = reinterpret_cast<const Vector*>(input + row * cols + slice_begin);
   const Vector* scale = reinterpret_cast<const Vector*>(gamma + slice_begin);
-  const Vector* shift = reinterpret_cast<const Vector*>(beta + slice_begin);
+  const Vector* shift = kCentred ? reinterpret_cast<const Vector*>(beta + slice_begin) : nullptr;
   Vector* out = reinterpret_cast<Vector*>(output + row * cols + slice_begin);
   // With a residual: its slice, and where the sum goes (the streaming passes after the first read it back).
   const Vector* added = nullptr;
@@ -51,8 +51,9 @@ __device__ __forceinline__ void layernorm_row_groups(int rows, int cols, float e
 #pragma unroll
     for (int item = 0; item < kRowItems; ++item) {
       const int index = thread_in_row + item * kRowThreads;
+      const bool present = row_exists && in_slice<kRowItems>(item, index, slice_vectors);
       Vector loaded;
-      if (row_exists) {
+      if (present) {
         loaded = in[index];
         if constexpr (kResidual) {
           loaded = add_vectors(loaded, added[index]);
@@ -61,7 +62,7 @@ __device__ __forceinline__ void layernorm_row_groups(int rows, int cols, float e
       }
 #pragma unroll
       for (int lane = 0; lane < kVec; ++lane) {
-        cached[item][lane] = row_exists ? to_float(loaded.lane[lane]) : 0.0f;
+        cached[item][lane] = present ? to_float(loaded.lane[lane]) : 0.0f;
         accumulate(cached[item][lane]);
       }
     }
@@ -76,7 +77,7 @@ __device__ __forceinline__ void layernorm_row_groups(int rows, int cols, float e
   }
   cluster_wait<kCluster>();  // every block of the cluster runs
   const FloatPair totals = row_reduce<kRowThreads, kCluster>(thread_totals, add_pairs, totals_scratch[row_in_block]);
-  const float mean = totals.first * inverse_cols;
+  const float mean = kCentred ? totals.first * inverse_cols : 0.0f;
   float variance;
   if constexpr (kTwoPass) {
     float thread_deviations = 0.0f;
@@ -99,12 +100,13 @@ __device__ __forceinline__ void layernorm_row_groups(int rows, int cols, float e
     for_each_owned<kRowThreads, kUnroll, kCacheRow>(cached, source, thread_in_row, slice_vectors,
                                                     [&](int index, const float (&lanes)[kVec]) {
       const Vector g = scale[index];
-      const Vector b = shift[index];
+      Vector b;
+      if constexpr (kCentred) b = shift[index];
       Vector result;
 #pragma unroll
       for (int lane = 0; lane < kVec; ++lane)
-        result.lane[lane] = from_float<Element>(
-            fmaf((lanes[lane] - mean) * inverse_deviation, to_float(g.lane[lane]), to_float(b.lane[lane])));
+        result.lane[lane] = from_float<Element>(fmaf((lanes[lane] - mean) * inverse_deviation, to_float(g.lane[lane]),
+                                                     kCentred ? to_float(b.lane[lane]) : 0.0f));
       out[index] = result;
     });
   }

@@ -10,6 +10,14 @@ template <int kWidth> using Pack = VectorOf<Element, kWidth>;
 
 __device__ __forceinline__ float add(float a, float b) { return a + b; }
 
+// Whether item `item` of a thread's cached slice (vector `index` of the slice) lies inside the slice. ROW_ITEMS is
+// rounded up when the slice is not a multiple of ROW_THREADS * VEC, so only the last item can lie past it: the
+// earlier items need no comparison, and when the slice is a multiple the one comparison is always true.
+template <int kRowItems>
+__device__ __forceinline__ bool in_slice(int item, int index, int slice_vectors) {
+  return item + 1 < kRowItems || index < slice_vectors;
+}
+
 // The residual add of one vector: the sum rounded to the element type, so the output normalises exactly what is
 // stored as the sum (PyTorch's x + r, then layer_norm, does the same).
 template <int kWidth>
@@ -54,7 +62,10 @@ __device__ __forceinline__ void for_each_owned(const float (&cached)[kRowItems][
                                                int thread_in_row, int slice_vectors, Visit visit) {
   if constexpr (kCacheRow) {
 #pragma unroll
-    for (int item = 0; item < kRowItems; ++item) visit(thread_in_row + item * kRowThreads, cached[item]);
+    for (int item = 0; item < kRowItems; ++item) {
+      const int index = thread_in_row + item * kRowThreads;
+      if (in_slice<kRowItems>(item, index, slice_vectors)) visit(index, cached[item]);
+    }
   } else {
     for_each_vector<kRowThreads, kUnroll, false>(source, static_cast<const Vector*>(nullptr), thread_in_row,
                                                  slice_vectors, [&](int index, const Vector& loaded) {

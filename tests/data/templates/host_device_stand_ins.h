@@ -49,6 +49,8 @@ struct uint4 {
 #endif
 
 inline float rsqrtf(float value) { return 1.0f / std::sqrt(value); }
+// The device's __expf is an approximation (ex2.approx); the host's exact exponential is within its error.
+inline float __expf(float value) { return std::exp(value); }
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 inline int atomicAdd(int* address, int value) { return std::atomic_ref(*address).fetch_add(value); }
 inline float __int_as_float(int value) { return std::bit_cast<float>(value); }
