@@ -311,6 +311,7 @@ TEST_F(RuntimeOnDevice, GemmVerifiesAtRaggedShapesInBothLayouts) {
   int verified = 0;
   for (const char* name : {"gemm_bf16", "gemm_f16", "gemm_tf32", "gemm_bf16_bias_residual"}) {
     for (const Shape& shape : shapes) {
+      if (std::string(name) == "gemm_tf32" && shape.layout == 1) continue;  // the space has nothing there (tf32 takes K x N)
       KernelSpec spec = load_kernel_spec(source_directory / "kernels" / (std::string(name) + ".yaml"));
       // The fused spec's reference is computed on the host: the small shapes only.
       if (!spec.verification.reference_is_baseline && shape.m * shape.n * shape.k > 200'000'000) continue;
