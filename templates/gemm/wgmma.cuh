@@ -277,7 +277,9 @@ __device__ __forceinline__ void split_range(int split, int k_blocks, int& first,
 }
 
 // Split-K: a slice's partial sums added into the fp32 workspace (elements inside C only). The additions resolve in
-// L2, so the last split's loads below (through L2, __ldcg) see them all.
+// L2, so the last split's loads below (through L2, __ldcg) see them all. Each thread's two adjacent columns go as one
+// 8-byte vector reduction (sm_90) where n is even: the per-element form halved the rate of the whole split-K tile
+// (H200, 128 x 4096 x 4096: 0.057 ms split 2 ways against 0.013 unsplit).
 __device__ __forceinline__ void add_partial_slice(const float (&accumulators)[accumulator_count], int row_base,
                                                   int column_base, int m, int n, float* partials) {
   const int thread = threadIdx.x % warpgroup_threads;
@@ -286,11 +288,18 @@ __device__ __forceinline__ void add_partial_slice(const float (&accumulators)[ac
 #pragma unroll
   for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
 #pragma unroll
-    for (int index = 0; index < 4; ++index) {
-      const int element_row = row + index / 2 * 8;
-      const int element_column = column + chunk * 8 + index % 2;
-      if (element_row < m && element_column < n)
-        atomicAdd(partials + static_cast<long long>(element_row) * n + element_column, accumulators[chunk * 4 + index]);
+    for (int half = 0; half < 2; ++half) {
+      const int element_row = row + half * 8;
+      const int element_column = column + chunk * 8;
+      if (element_row >= m || element_column >= n) continue;
+      float* destination = partials + static_cast<long long>(element_row) * n + element_column;
+      const float first = accumulators[chunk * 4 + half * 2], second = accumulators[chunk * 4 + half * 2 + 1];
+      if (n % 2 == 0) {  // element_column + 1 < n too, and the pair is 8-byte aligned
+        asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(destination), "f"(first), "f"(second) : "memory");
+      } else {
+        atomicAdd(destination, first);
+        if (element_column + 1 < n) atomicAdd(destination + 1, second);
+      }
     }
   }
 }
@@ -305,15 +314,25 @@ __device__ __forceinline__ void finish_split_slice(int row_base, int column_base
 #pragma unroll
   for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
 #pragma unroll
-    for (int index = 0; index < 4; ++index) {
-      const int element_row = row + index / 2 * 8;
-      const int element_column = column + chunk * 8 + index % 2;
+    for (int half = 0; half < 2; ++half) {
+      const int element_row = row + half * 8;
+      const int element_column = column + chunk * 8;
       if (element_row >= m || element_column >= n) continue;
       const long long offset = static_cast<long long>(element_row) * n + element_column;
-      const float total = __ldcg(partials + offset);
-      partials[offset] = 0.0f;
-      c[offset] = from_float<Output>(
-          apply_epilogue(epilogue, scaled(total, alpha, beta, c + offset), element_row, element_column, n));
+      if (n % 2 == 0) {
+        const float2 total = __ldcg(reinterpret_cast<const float2*>(partials + offset));
+        *reinterpret_cast<float2*>(partials + offset) = make_float2(0.0f, 0.0f);
+        float first = scaled(total.x, alpha, beta, c + offset), second = scaled(total.y, alpha, beta, c + offset + 1);
+        apply_epilogue_two(epilogue, first, second, element_row, element_column, n);
+        store_two(c + offset, first, second);
+        continue;
+      }
+      for (int index = 0; index < 2 && element_column + index < n; ++index) {
+        const float total = __ldcg(partials + offset + index);
+        partials[offset + index] = 0.0f;
+        c[offset + index] = from_float<Output>(apply_epilogue(epilogue, scaled(total, alpha, beta, c + offset + index),
+                                                              element_row, element_column + index, n));
+      }
     }
   }
 }
