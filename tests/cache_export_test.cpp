@@ -123,5 +123,81 @@ TEST_F(ExportTest, IncludeStaleKeepsEveryEntry) {
   EXPECT_EQ(read_database(exported.out / "database" / "saxpy.json").entries.size(), 2u);
 }
 
+// Planted specs (not the shipped ones, which change under other work): any_scale holds everywhere; hopper_scale's
+// space holds only where arch == 90, as attention_bf16's wgmma path does.
+void plant_spec(const std::filesystem::path& specs, const std::string& name, const std::string& constraints) {
+  std::filesystem::create_directories(specs);
+  std::ofstream(specs / "scale.cu") << "__global__ void scale(float* x, long long n) {\n"
+                                       "  long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;\n"
+                                       "  if (i < n) x[i] *= 2.0f;\n}\n";
+  std::ofstream(specs / (name + ".yaml")) << "name: " << name << "\n"
+                                          << "template: scale.cu\n"
+                                             "entry: scale\n"
+                                             "problem: {N: 4096}\n"
+                                             "space:\n"
+                                             "  parameters:\n"
+                                             "    - {name: BLOCK, values: [64, 128, 256], default: 128}\n"
+                                          << "  constraints: [" << constraints << "]\n"
+                                          << "arguments:\n"
+                                             "  - {name: x, type: f32, count: N, init: {constant: 1}, role: inout}\n"
+                                             "  - {name: n, type: i64, value: N}\n"
+                                             "launch: {grid: [\"ceil_div(N, BLOCK)\"], block: [BLOCK]}\n";
+}
+
+// Stores one entry of the planted spec, tuned on an H200 at its default problem.
+void store_planted(const std::filesystem::path& specs, const std::filesystem::path& best, const std::string& name) {
+  KernelSpec spec = load_kernel_spec(specs / (name + ".yaml"));
+  Constants constants = device_property_values(device_profile("sm_90"));
+  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
+  SpaceEnumerator space(spec.space, constants);
+  KernelDescription description = describe_kernel(spec, space);
+  DatabaseEntry entry;
+  entry.device_name = "NVIDIA H200";
+  entry.arch = "sm_90";
+  entry.problem = Problem(spec.problem.begin(), spec.problem.end());
+  entry.configuration = configuration_values(spec.space, space.at(0));
+  entry.time = {0.01, 0.01, 40};
+  entry.spec_hash = description.spec_hash;
+  BestCache(best).update(description, entry);
+}
+
+TEST_F(ExportTest, DefaultBreakingAConstraintOnAnExportedArchIsRefusedBeforeAnythingIsWritten) {
+  const std::filesystem::path specs = root_ / "specs";
+  plant_spec(specs, "any_scale", "BLOCK >= 64");
+  plant_spec(specs, "hopper_scale", "arch == 90");
+  store_planted(specs, root_ / "best", "any_scale");
+  store_planted(specs, root_ / "best", "hopper_scale");
+  ExportOptions exported = options();
+  exported.kernels = {"any_scale", "hopper_scale"};  // the first is fine: it must not be written either
+  exported.specs = specs;
+  exported.archs = {"sm_90", "sm_80"};
+  try {
+    export_kernels(exported);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "export: hopper_scale on sm_80: its default configuration (space defaults): it breaks the constraint "
+              "arch == 90 at its default problem N=4096 (profile sm_80 (A100)), so the runtime would have nothing to "
+              "fall back on there; nothing was written (leave sm_80 out of --arch, or give the space defaults that "
+              "hold there)");
+  }
+  EXPECT_FALSE(std::filesystem::exists(exported.out));
+
+  // On the arch where its space holds, the same kernel exports.
+  exported.archs = {"sm_90"};
+  std::vector<ExportedKernel> reports = export_kernels(exported);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[1].kernel, "hopper_scale");
+  EXPECT_GE(reports[1].cubins, 1);
+  EXPECT_TRUE(std::filesystem::is_regular_file(exported.out / "database" / "hopper_scale.json"));
+}
+
+TEST_F(ExportTest, UnknownArchIsRefusedBeforeAnythingIsWritten) {
+  ExportOptions exported = options();
+  exported.archs = {"sm_90", "sm_75"};
+  EXPECT_THROW(export_kernels(exported), InputError);
+  EXPECT_FALSE(std::filesystem::exists(exported.out));
+}
+
 }  // namespace
 }  // namespace kernlathe

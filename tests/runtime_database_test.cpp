@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "tuner/spec/model.h"
+
 namespace kernlathe {
 namespace {
 
@@ -129,11 +131,150 @@ TEST(DatabaseLadder, StaleEntriesAreUsedOnlyWhenAskedFor) {
 }
 
 TEST(DatabaseLadder, MissingDevicePropertyMakesTheCandidateUnusableNotAnException) {
+  // The default reads max_threads_per_block too, so nothing can be checked here: no configuration, and the reason.
   DeviceIdentity bare{"NVIDIA H200", 9, 0, {}};
   Selection selection = select(scale_database(), bare, {{"N", 1024}});
-  EXPECT_EQ(selection.rung, Rung::default_configuration);
+  EXPECT_EQ(selection.rung, Rung::none);
+  EXPECT_FALSE(selection.usable());
+  EXPECT_TRUE(selection.configuration.empty());
   EXPECT_NE(selection.reason.find("cannot be checked here"), std::string::npos) << selection.reason;
   EXPECT_NE(selection.reason.find("max_threads_per_block"), std::string::npos) << selection.reason;
+}
+
+// ---------------------------------------------------------------- the default is checked too (issue 30)
+
+// A GEMM as the runtime sees it: tiles that must divide the problem. The space defaults (BM=128, BN=128) hold at
+// the default problem (4096^3) and break M % BM == 0 at M=1000, where launching them left 10% of a bf16 GEMM's
+// output wrong on an H200.
+KernelDatabase tiled_database() {
+  KernelDatabase database;
+  database.kernel = "tiled";
+  KernelDescription& description = database.description;
+  description.kernel = "tiled";
+  description.template_name = "tiled.cu";
+  description.spec_hash = "current";
+  description.entry_point = "tiled";
+  description.problem = {{"M", 4096}, {"N", 4096}, {"K", 4096}};
+  description.parameters = {{"BM", "integer", {std::int64_t{8}, std::int64_t{64}, std::int64_t{128}}},
+                            {"BN", "integer", {std::int64_t{64}, std::int64_t{128}}}};
+  description.constraints = {"M % BM == 0", "N % BN == 0"};
+  description.grid = {"N // BN", "M // BM", "1"};
+  description.block = {"256", "1", "1"};
+  description.arguments = {{"c", "buffer", "f32", "out", "M * N", "", false, "", {}, {}, ""}};
+  description.default_configuration = {{"BM", std::int64_t{128}}, {"BN", std::int64_t{128}}};
+  description.default_origin = "space defaults";
+  return database;
+}
+
+DatabaseEntry tiled_entry(std::int64_t m, std::int64_t bm) {
+  DatabaseEntry entry;
+  entry.device_name = "NVIDIA H200";
+  entry.arch = "sm_90";
+  entry.problem = {{"M", m}, {"N", 4096}, {"K", 4096}};
+  entry.configuration = {{"BM", bm}, {"BN", std::int64_t{128}}};
+  entry.time = {1.0, 0.01, 20};
+  entry.spec_hash = "current";
+  return entry;
+}
+
+TEST(DatabaseLadderChecksTheDefault, DefaultBreakingADivisibilityConstraintIsNoConfiguration) {
+  KernelDatabase database = tiled_database();
+  database.entries = {tiled_entry(4096, 128)};  // valid at M=4096, not at M=1000
+  Selection selection = select(database, device("NVIDIA H200", 9, 0), {{"M", 1000}});
+  EXPECT_EQ(selection.rung, Rung::none);
+  EXPECT_STREQ(rung_name(selection.rung), "no usable configuration");
+  EXPECT_FALSE(selection.entry);
+  EXPECT_TRUE(selection.configuration.empty());
+  EXPECT_EQ(selection.reason,
+            "no usable configuration for NVIDIA H200 (sm_90) at M=1000,N=4096,K=4096: the default configuration "
+            "(space defaults): it breaks the constraint M % BM == 0; 1 entry unusable here, e.g. the entry of NVIDIA "
+            "H200 for M=4096,N=4096,K=4096: it breaks the constraint M % BM == 0");
+}
+
+TEST(DatabaseLadderChecksTheDefault, EntryValidAtItsProblemButNotAtTheRequestedOneIsPassedOver) {
+  KernelDatabase database = tiled_database();
+  // At M=1000 the M=4096 entry is nearer (log2 4.096 = 2.03) than the M=16384 one (4.03), but BM=128 does not
+  // divide 1000; BM=8 does.
+  database.entries = {tiled_entry(4096, 128), tiled_entry(16384, 8)};
+  Selection at_1000 = select(database, device("NVIDIA H200", 9, 0), {{"M", 1000}});
+  EXPECT_EQ(at_1000.rung, Rung::same_arch_any_problem);
+  EXPECT_EQ(std::get<std::int64_t>(at_1000.configuration.at("BM")), 8);
+  ASSERT_TRUE(at_1000.entry);
+  EXPECT_EQ(at_1000.entry->problem.at("M"), 16384);
+  EXPECT_NE(at_1000.reason.find("1 entry unusable here, e.g. the entry of NVIDIA H200 for M=4096,N=4096,K=4096: it "
+                                "breaks the constraint M % BM == 0"),
+            std::string::npos)
+      << at_1000.reason;
+  // At its own problem the BM=128 entry is the exact rung.
+  Selection at_4096 = select(database, device("NVIDIA H200", 9, 0), {{"M", 4096}});
+  EXPECT_EQ(at_4096.rung, Rung::exact);
+  EXPECT_EQ(std::get<std::int64_t>(at_4096.configuration.at("BM")), 128);
+}
+
+TEST(DatabaseLadderChecksTheDefault, DefaultValidAtTheProblemIsTheLastRung) {
+  Selection selection = select(tiled_database(), device("NVIDIA H200", 9, 0), {{"M", 1024}});
+  EXPECT_EQ(selection.rung, Rung::default_configuration);
+  EXPECT_TRUE(selection.usable());
+  EXPECT_EQ(std::get<std::int64_t>(selection.configuration.at("BM")), 128);
+}
+
+TEST(DatabaseLadderChecksTheDefault, UnusableReasonNamesTheFirstBrokenConstraint) {
+  const KernelDescription description = tiled_database().description;
+  const ConfigurationValues defaults = description.default_configuration;
+  const DeviceIdentity h200 = device("NVIDIA H200", 9, 0);
+  EXPECT_EQ(unusable_reason(description, h200, {}, defaults), "");  // the default problem, 4096^3
+  EXPECT_EQ(unusable_reason(description, h200, {{"M", 1000}}, defaults), "it breaks the constraint M % BM == 0");
+  EXPECT_EQ(unusable_reason(description, h200, {{"N", 4000}}, defaults), "it breaks the constraint N % BN == 0");
+  EXPECT_EQ(unusable_reason(description, h200, {}, {{"BM", std::int64_t{64}}}), "it has no value for parameter BN");
+}
+
+// A persistent kernel launching one CTA per SM: a configuration for 132 SMs cannot run on the 114 of an H100 PCIe.
+KernelDatabase persistent_database(std::int64_t default_ctas) {
+  KernelDatabase database = tiled_database();
+  database.kernel = database.description.kernel = "persistent";
+  database.description.parameters.push_back({"CTAS", "integer", {std::int64_t{114}, std::int64_t{132}}});
+  database.description.constraints.push_back("CTAS <= sm_count");
+  database.description.default_configuration["CTAS"] = default_ctas;
+  DatabaseEntry entry = tiled_entry(4096, 128);
+  entry.configuration["CTAS"] = std::int64_t{132};
+  database.entries = {entry};
+  return database;
+}
+
+TEST(DatabaseLadderChecksTheDefault, FewerSmsOnTheDeviceProfileChangeTheOutcome) {
+  const DeviceIdentity h200 = runtime_identity(named_device_profile("NVIDIA H200"));
+  const DeviceIdentity h100_pcie = runtime_identity(named_device_profile("NVIDIA H100 PCIe"));
+  ASSERT_EQ(h100_pcie.arch(), "sm_90");
+
+  Selection on_h200 = select(persistent_database(114), h200, {});
+  EXPECT_EQ(on_h200.rung, Rung::exact);
+  EXPECT_EQ(std::get<std::int64_t>(on_h200.configuration.at("CTAS")), 132);
+
+  Selection on_pcie = select(persistent_database(114), h100_pcie, {});
+  EXPECT_EQ(on_pcie.rung, Rung::default_configuration);
+  EXPECT_EQ(std::get<std::int64_t>(on_pcie.configuration.at("CTAS")), 114);
+  EXPECT_NE(on_pcie.reason.find("breaks the constraint CTAS <= sm_count"), std::string::npos) << on_pcie.reason;
+
+  Selection nothing = select(persistent_database(132), h100_pcie, {});
+  EXPECT_EQ(nothing.rung, Rung::none);
+  EXPECT_NE(nothing.reason.find("NVIDIA H100 PCIe (sm_90) at M=4096,N=4096,K=4096: the default configuration (space "
+                                "defaults): it breaks the constraint CTAS <= sm_count"),
+            std::string::npos)
+      << nothing.reason;
+}
+
+TEST(DatabaseLadderChecksTheDefault, AnArchConstraintRefusesTheDefaultOnAnotherArch) {
+  // attention_bf16's wgmma path: Hopper only. Without an sm_80 entry, an A100 has nothing to launch.
+  KernelDatabase database = tiled_database();
+  database.description.constraints.push_back("arch == 90");
+  Selection hopper = select(database, runtime_identity(device_profile("sm_90")), {});
+  EXPECT_EQ(hopper.rung, Rung::default_configuration);
+  Selection ampere = select(database, runtime_identity(device_profile("sm_80")), {});
+  EXPECT_EQ(ampere.rung, Rung::none);
+  EXPECT_NE(ampere.reason.find("(sm_80) at M=4096,N=4096,K=4096: the default configuration (space defaults): it "
+                               "breaks the constraint arch == 90"),
+            std::string::npos)
+      << ampere.reason;
 }
 
 TEST(DatabaseFile, RoundTripsEveryField) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace kernlathe {
 namespace {
 
@@ -57,6 +59,45 @@ TEST(DeviceProfiles, UnknownArchListsTheKnownOnes) {
         << error.what();
   }
   EXPECT_EQ(known_device_profiles(), (std::vector<std::string>{"sm_80", "sm_86", "sm_89", "sm_90"}));
+}
+
+TEST(NamedDeviceProfiles, BoardsDifferFromTheirArchsProfileInSmCountAndL2) {
+  DeviceProperties pcie = named_device_profile("NVIDIA H100 PCIe");
+  EXPECT_EQ(pcie.name, "NVIDIA H100 PCIe");
+  EXPECT_EQ(pcie.arch_name(), "sm_90");
+  EXPECT_EQ(pcie.sm_count, 114);
+  EXPECT_EQ(pcie.max_shared_memory_per_block, 232448);  // the rest is the sm_90 profile's
+  EXPECT_EQ(named_device_profile("NVIDIA H100 80GB HBM3").sm_count, 132);
+  DeviceProperties h200 = named_device_profile("NVIDIA H200");
+  EXPECT_EQ(h200.sm_count, 132);
+  EXPECT_EQ(h200.l2_cache_bytes, 60 * 1024 * 1024);
+  EXPECT_EQ(named_device_profile("NVIDIA A10").arch_name(), "sm_86");
+  EXPECT_EQ(named_device_profile("NVIDIA A10").sm_count, 72);
+  EXPECT_EQ(known_device_names().size(), 9u);
+}
+
+TEST(NamedDeviceProfiles, UnknownNameListsTheKnownOnes) {
+  try {
+    named_device_profile("NVIDIA H100 PCIE");
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    std::string message = error.what();
+    EXPECT_NE(message.find("unknown --device 'NVIDIA H100 PCIE': known devices are NVIDIA A100-SXM4-80GB, "), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("(did you mean NVIDIA H100 PCIe?)"), std::string::npos) << message;
+  }
+}
+
+TEST(NamedDeviceProfiles, RuntimeIdentityCarriesTheNameArchAndProperties) {
+  DeviceIdentity identity = runtime_identity(named_device_profile("NVIDIA H100 PCIe"));
+  EXPECT_EQ(identity.name, "NVIDIA H100 PCIe");
+  EXPECT_EQ(identity.arch(), "sm_90");
+  ASSERT_EQ(identity.properties.size(), 12u);
+  auto sm_count = std::find_if(identity.properties.begin(), identity.properties.end(),
+                               [](const auto& property) { return property.first == "sm_count"; });
+  ASSERT_NE(sm_count, identity.properties.end());
+  EXPECT_EQ(sm_count->second, Value(std::int64_t{114}));
+  EXPECT_EQ(identity.properties.back(), (std::pair<std::string, Value>{"arch", std::int64_t{90}}));
 }
 
 TEST(DeviceProperties, ValuesAreExposedUnderTheirExpressionNames) {

@@ -13,7 +13,11 @@
 // Looking a configuration up needs no GPU and no CUDA header: select() walks the fallback ladder
 //   exact device and problem -> same arch, nearest problem -> same arch, any problem -> same major arch
 //   -> the description's default configuration
-// and says which rung it took and why. It never throws for a missing entry.
+// and says which rung it took and why. Every candidate, the default included, must meet the description's
+// constraints at the requested problem on this device (its properties and arch); when none does, select() says so
+// (Rung::none) instead of handing back a configuration that computes a wrong answer (issue 30: the space defaults
+// of a bf16 GEMM at M=1000 broke M % BM == 0 and left 10% of the output wrong on an H200). It never throws for a
+// missing or unusable entry; the runtime (plan_kernel, Runtime::kernel, Runtime::select) throws on Rung::none.
 
 #include <array>
 #include <cstdint>
@@ -162,8 +166,9 @@ struct DeviceIdentity {
   std::string arch() const { return "sm_" + std::to_string(arch_major) + std::to_string(arch_minor); }
 };
 
-enum class Rung { exact, same_arch_nearest_problem, same_arch_any_problem, same_major_arch, default_configuration };
-const char* rung_name(Rung rung);  // "exact", "same arch, nearest problem", ...
+// none: no candidate is usable, not even the default configuration; the Selection holds no configuration.
+enum class Rung { exact, same_arch_nearest_problem, same_arch_any_problem, same_major_arch, default_configuration, none };
+const char* rung_name(Rung rung);  // "exact", "same arch, nearest problem", ..., "no usable configuration"
 
 struct SelectOptions {
   // How far a problem may be for the second rung: the sum over problem symbols of |log2(requested / tuned)|.
@@ -173,18 +178,33 @@ struct SelectOptions {
 };
 
 struct Selection {
-  ConfigurationValues configuration;
+  ConfigurationValues configuration;   // empty when nothing is usable
   Rung rung = Rung::default_configuration;
-  std::optional<DatabaseEntry> entry;  // the entry taken; empty on the last rung
+  std::optional<DatabaseEntry> entry;  // the entry taken; empty on the last two rungs
   double problem_distance = 0;         // of the entry taken
-  std::string reason;                  // one sentence a person can read: what was taken, and why
+  // One sentence a person can read: what was taken, and why. On Rung::none: the device, the problem
+  // (problem_text), the constraint the default configuration breaks, and how many entries were unusable with one
+  // example, e.g. "no usable configuration for NVIDIA H200 (sm_90) at M=1000,N=4096,K=4096: the default
+  // configuration (space defaults): it breaks the constraint M % BM == 0; 1 entry unusable here, e.g. ...".
+  std::string reason;
+
+  bool usable() const { return rung != Rung::none; }
 };
 
 // The requested problem completed with the description's defaults for symbols it does not name.
 Problem complete_problem(const KernelDescription& description, const Problem& requested);
 
-// Walks the ladder. Entries that are stale, or whose configuration breaks a constraint at the requested problem on
-// this device, are passed over (and counted in the reason). Never throws for a missing or unusable entry.
+// Why a configuration cannot run at a problem (completed with the description's defaults) on a device: "it breaks
+// the constraint M % BM == 0", "it has no value for parameter BM", "its constraints cannot be checked here (...)";
+// "" when every constraint holds. Names are bound in the order expressions read them: device properties, problem
+// symbols, parameters, derived values.
+std::string unusable_reason(const KernelDescription& description, const DeviceIdentity& device, const Problem& problem,
+                            const ConfigurationValues& configuration);
+
+// Walks the ladder. Entries that are stale, or whose configuration is unusable at the requested problem on this
+// device (unusable_reason), are passed over (and counted in the reason); the default configuration is checked the
+// same way, and when it fails too the result is Rung::none with no configuration. Never throws for a missing or
+// unusable entry.
 Selection select(const KernelDatabase& database, const DeviceIdentity& device, const Problem& requested,
                  const SelectOptions& options = {});
 

@@ -163,10 +163,13 @@ class Runtime {
 
   // The kernel for a problem (symbols not named take the kernel's defaults): selected, compiled and loaded on the
   // first call for (name, problem), returned from memory afterwards. Throws RuntimeError when no database knows
-  // the kernel, its sources are missing, it fails to compile, or there is no GPU.
+  // the kernel, its sources are missing, it fails to compile, or there is no GPU; and, before compiling anything,
+  // when no configuration is usable at the problem on this device (select() gives Rung::none): the message names
+  // the kernel, the problem, the constraint the default breaks and how many stored entries were unusable.
   const Kernel& kernel(const std::string& name, const Problem& problem = {});
 
   // What kernel() would take, without compiling or loading anything (needs the device's identity, so a GPU).
+  // Throws the same RuntimeError as kernel() when no configuration is usable, so it never returns Rung::none.
   Selection select(const std::string& name, const Problem& problem = {});
 
   DeviceIdentity device();                 // the device's name, arch and properties (a GPU is needed)

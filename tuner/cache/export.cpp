@@ -30,9 +30,8 @@ std::string read_binary(const std::filesystem::path& file) {
 }
 
 DeviceIdentity profile_identity(const std::string& arch, const std::string& name) {
-  DeviceProperties properties = device_profile(arch);
-  DeviceIdentity identity{name.empty() ? properties.name : name, properties.arch_major, properties.arch_minor, {}};
-  for (auto& [property, value] : device_property_values(properties)) identity.properties.emplace_back(property, value);
+  DeviceIdentity identity = runtime_identity(device_profile(arch));
+  if (!name.empty()) identity.name = name;
   return identity;
 }
 
@@ -78,81 +77,131 @@ std::string embedded_source(const std::vector<EmbeddedData>& kernels) {
   return text;
 }
 
+// A kernel read and checked before anything of the export is written.
+struct PreparedKernel {
+  KernelDatabase database;  // current entries (all of them with include_stale)
+  TemplateSource source;
+  ExportedKernel report;
+};
+
+// The default configuration is what the runtime falls back on where no entry fits; one that breaks a constraint at
+// the default problem on an exported arch cannot be built there (attention_bf16 on sm_80: 72 lines of ptxas errors
+// and a partial export before issue 30), so the kernel is refused with the constraint named.
+void check_fallback(const KernelDatabase& database, const std::vector<std::string>& archs) {
+  const KernelDescription& description = database.description;
+  const Problem problem = complete_problem(description, {});
+  for (const std::string& arch : archs) {
+    const DeviceIdentity device = profile_identity(arch, "");
+    std::string why = unusable_reason(description, device, problem, description.default_configuration);
+    if (why.empty()) continue;
+    throw InputError(fmt::format("export: {} on {}: its default configuration ({}): {} at its default problem {} ({}), "
+                                 "so the runtime would have nothing to fall back on there; nothing was written "
+                                 "(leave {} out of --arch, or give the space defaults that hold there)",
+                                 database.kernel, arch,
+                                 description.default_origin.empty() ? "of the spec" : description.default_origin, why,
+                                 problem_text(description, problem), device.name, arch));
+  }
+}
+
+PreparedKernel prepare_kernel(const ExportOptions& options, const std::string& kernel) {
+  PreparedKernel prepared;
+  prepared.report.kernel = kernel;
+  std::optional<KernelDatabase> stored = BestCache(options.best_directory).read(kernel);
+  if (!stored || stored->entries.empty())
+    throw InputError(fmt::format("nothing stored for kernel '{}' under {}", kernel, options.best_directory.string()));
+  KernelDatabase& database = prepared.database;
+  database = *stored;
+  if (database.description.entry_point.empty()) {
+    throw InputError(fmt::format("{} holds entries of format 1 and no kernel description; run `tune run "
+                                 "{}` to store a current entry", BestCache(options.best_directory).file_for(kernel).string(), kernel));
+  }
+  // The sources must be the ones the description names: the current template and its includes.
+  KernelSpec spec = load_kernel_spec(find_spec((options.specs / (kernel + ".yaml")).string()));
+  prepared.source = read_template_source(spec.template_file);
+  if (template_hash(prepared.source) != database.description.template_hash) {
+    throw InputError(fmt::format("the template of {} changed since its entries were stored (hash {} now, "
+                                 "{} stored); run `tune run {}` again", kernel, template_hash(prepared.source),
+                                 database.description.template_hash, kernel));
+  }
+  check_fallback(database, options.archs);
+  std::vector<DatabaseEntry> current;
+  for (const DatabaseEntry& entry : database.entries) {
+    std::string stale = stale_reason(database, entry);
+    if (stale.empty() || options.include_stale) {
+      current.push_back(entry);
+    } else {
+      ++prepared.report.stale_dropped;
+      prepared.report.notes.push_back(fmt::format("left out the stale entry of {} ({}) for {}: {}", entry.device_name,
+                                                  entry.arch, problem_text(database.description, entry.problem), stale));
+    }
+  }
+  database.entries = current;
+  prepared.report.entries = static_cast<int>(current.size());
+  return prepared;
+}
+
+// Compiles the cubins the runtime will ask for on each exported arch into data.cubins (nothing is written to the
+// export yet). A (device, problem) where the ladder finds nothing usable gets no cubin: the runtime refuses it.
+void build_cubins(const ExportOptions& options, PreparedKernel& prepared, EmbeddedData& data) {
+  const KernelDatabase& database = prepared.database;
+  std::set<std::string> built;
+  std::set<std::string> refused;
+  std::filesystem::path compile_directory = options.cubin_cache.empty() ? options.out / ".nvrtc" : options.cubin_cache;
+  auto build = [&](const DeviceIdentity& device, const Problem& problem) {
+    Selection selection = select(database, device, problem);
+    if (!selection.usable()) {
+      if (refused.insert(selection.reason).second) prepared.report.notes.push_back("no cubin: " + selection.reason);
+      return;
+    }
+    KernelPlan plan = plan_kernel(database, prepared.source, device, problem);
+    if (!built.insert(plan.embedded_key).second) return;
+    CompileResult compiled = compile_cubin(plan.request, compile_directory);
+    if (!compiled.ok) {
+      throw TunerError(fmt::format("{} for {} does not compile: {}\n{}", plan.request.name_expression,
+                                   plan.request.arch, compiled.error, compiled.log));
+    }
+    data.cubins.emplace_back(plan.embedded_key, compiled.lowered_name, read_binary(compiled.cubin_path));
+    ++prepared.report.cubins;
+  };
+  for (const std::string& arch : options.archs) {
+    std::set<Problem> problems{complete_problem(database.description, {})};
+    bool arch_has_entries = false;
+    for (const DatabaseEntry& entry : database.entries) {
+      problems.insert(entry.problem);
+      if (entry.arch != arch) continue;
+      arch_has_entries = true;
+      build(profile_identity(arch, entry.device_name), entry.problem);
+    }
+    if (!arch_has_entries) prepared.report.notes.push_back(fmt::format("no entry for {}: cubins of the ladder's choice there", arch));
+    for (const Problem& problem : problems) build(profile_identity(arch, ""), problem);
+  }
+  if (options.cubin_cache.empty()) std::filesystem::remove_all(compile_directory);
+}
+
 }  // namespace
 
 std::vector<ExportedKernel> export_kernels(const ExportOptions& options) {
   if (options.out.empty()) throw InputError("export: -o DIR names no directory");
-  std::vector<ExportedKernel> reports;
+  // Every kernel and arch is checked before the first file is written: a refused kernel leaves no partial export.
+  std::vector<PreparedKernel> prepared;
+  for (const std::string& kernel : options.kernels) prepared.push_back(prepare_kernel(options, kernel));
   std::vector<EmbeddedData> embedded;
-  for (const std::string& kernel : options.kernels) {
-    ExportedKernel report;
-    report.kernel = kernel;
-    std::optional<KernelDatabase> stored = BestCache(options.best_directory).read(kernel);
-    if (!stored || stored->entries.empty())
-      throw InputError(fmt::format("nothing stored for kernel '{}' under {}", kernel, options.best_directory.string()));
-    KernelDatabase database = *stored;
-    if (database.description.entry_point.empty()) {
-      throw InputError(fmt::format("{} holds entries of format 1 and no kernel description; run `tune run "
-                                   "{}` to store a current entry", BestCache(options.best_directory).file_for(kernel).string(), kernel));
-    }
-    // The sources must be the ones the description names: the current template and its includes.
-    KernelSpec spec = load_kernel_spec(find_spec((options.specs / (kernel + ".yaml")).string()));
-    TemplateSource source = read_template_source(spec.template_file);
-    if (template_hash(source) != database.description.template_hash) {
-      throw InputError(fmt::format("the template of {} changed since its entries were stored (hash {} now, "
-                                   "{} stored); run `tune run {}` again", kernel, template_hash(source),
-                                   database.description.template_hash, kernel));
-    }
-    std::vector<DatabaseEntry> current;
-    for (const DatabaseEntry& entry : database.entries) {
-      std::string stale = stale_reason(database, entry);
-      if (stale.empty() || options.include_stale) {
-        current.push_back(entry);
-      } else {
-        ++report.stale_dropped;
-        report.notes.push_back(fmt::format("left out the stale entry of {} ({}) for {}: {}", entry.device_name, entry.arch,
-                                           problem_text(database.description, entry.problem), stale));
-      }
-    }
-    database.entries = current;
-    report.entries = static_cast<int>(current.size());
-    std::string database_text = database_json(database);
-    std::string source_text = source_bundle_json(kernel, source);
-    write_file(options.out / "database" / (kernel + ".json"), database_text);
-    write_file(options.out / "sources" / (kernel + ".source.json"), source_text);
-
-    EmbeddedData data{kernel, database_text, source_text, {}};
-    std::set<std::string> built;
-    std::filesystem::path compile_directory = options.cubin_cache.empty() ? options.out / ".nvrtc" : options.cubin_cache;
-    auto build = [&](const DeviceIdentity& device, const Problem& problem) {
-      KernelPlan plan = plan_kernel(database, source, device, problem);
-      if (!built.insert(plan.embedded_key).second) return;
-      CompileResult compiled = compile_cubin(plan.request, compile_directory);
-      if (!compiled.ok) {
-        throw TunerError(fmt::format("{} for {} does not compile: {}\n{}", plan.request.name_expression,
-                                     plan.request.arch, compiled.error, compiled.log));
-      }
-      std::string cubin = read_binary(compiled.cubin_path);
-      write_file(options.out / "cubins" / (plan.embedded_key + ".cubin"), cubin);
-      write_file(options.out / "cubins" / (plan.embedded_key + ".name"), compiled.lowered_name);
-      data.cubins.emplace_back(plan.embedded_key, compiled.lowered_name, std::move(cubin));
-      ++report.cubins;
-    };
-    for (const std::string& arch : options.archs) {
-      std::set<Problem> problems{complete_problem(database.description, {})};
-      bool arch_has_entries = false;
-      for (const DatabaseEntry& entry : database.entries) {
-        problems.insert(entry.problem);
-        if (entry.arch != arch) continue;
-        arch_has_entries = true;
-        build(profile_identity(arch, entry.device_name), entry.problem);
-      }
-      if (!arch_has_entries) report.notes.push_back(fmt::format("no entry for {}: cubins of the ladder's choice there", arch));
-      for (const Problem& problem : problems) build(profile_identity(arch, ""), problem);
-    }
-    if (options.cubin_cache.empty()) std::filesystem::remove_all(compile_directory);
+  for (PreparedKernel& kernel : prepared) {
+    EmbeddedData data{kernel.report.kernel, database_json(kernel.database),
+                      source_bundle_json(kernel.report.kernel, kernel.source), {}};
+    build_cubins(options, kernel, data);
     embedded.push_back(std::move(data));
-    reports.push_back(std::move(report));
+  }
+  std::vector<ExportedKernel> reports;
+  for (std::size_t index = 0; index < prepared.size(); ++index) {
+    const EmbeddedData& data = embedded[index];
+    write_file(options.out / "database" / (data.kernel + ".json"), data.database_json);
+    write_file(options.out / "sources" / (data.kernel + ".source.json"), data.source_json);
+    for (const auto& [key, lowered_name, cubin] : data.cubins) {
+      write_file(options.out / "cubins" / (key + ".cubin"), cubin);
+      write_file(options.out / "cubins" / (key + ".name"), lowered_name);
+    }
+    reports.push_back(std::move(prepared[index].report));
   }
   if (options.embed) write_file(options.out / "kernlathe_embedded.cpp", embedded_source(embedded));
   return reports;

@@ -37,8 +37,12 @@ struct ExportedKernel {
   std::vector<std::string> notes;  // one line each: what was dropped or could not be built, and why
 };
 
-// Throws InputError for an unknown kernel, a kernel without stored entries or a database without a description,
-// and TunerError when an exported configuration does not compile.
+// Every kernel is read and checked before the first file is written, and files are written only after every cubin
+// compiled, so an error leaves no partial export. Throws InputError for an unknown kernel or arch, a kernel without
+// stored entries, a database without a description, a changed template, or a kernel whose default configuration
+// breaks a constraint at its default problem on an exported arch (the message names the kernel, the arch and the
+// constraint); TunerError when an exported configuration does not compile. Where the ladder finds no usable
+// configuration for a stored problem on an arch, no cubin is built and a note says so.
 std::vector<ExportedKernel> export_kernels(const ExportOptions& options);
 
 }  // namespace kernlathe

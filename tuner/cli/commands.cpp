@@ -25,6 +25,7 @@
 #include "tuner/record/build_commit.h"
 #include "tuner/cache/export.h"
 #include "tuner/cli/analyze_command.h"
+#include "tuner/cli/best_command.h"
 #include "tuner/cli/ceilings_command.h"
 #include "tuner/cli/configuration_listing.h"
 #include "tuner/cli/t4_command.h"
@@ -308,74 +309,6 @@ struct CompileCheckCommand {
   }
 };
 
-// ---------------------------------------------------------------- tune best
-
-struct BestCommand {
-  std::string kernel;
-  std::string arch;
-  std::string problem;
-  std::string directory = "results/best";
-  std::string specs = "kernels";
-  bool json = false;
-
-  int run() const {
-    std::optional<KernelDatabase> database = BestCache(directory).read(kernel);
-    std::vector<DatabaseEntry> entries = database ? database->entries : std::vector<DatabaseEntry>{};
-    std::erase_if(entries, [&](const DatabaseEntry& entry) {
-      return (!arch.empty() && entry.arch != arch) ||
-             (!problem.empty() && problem_text(database->description, entry.problem) != problem);
-    });
-    // The stored description only says what the entries were measured against; where the kernel's spec is found,
-    // its spec, space and template (with every include) as they are now decide too, as they do for `tune export`.
-    const std::filesystem::path spec_file = std::filesystem::path(specs) / (kernel + ".yaml");
-    std::string current_hash;
-    if (!entries.empty() && std::filesystem::exists(spec_file)) current_hash = kernel_hash(load_kernel_spec(spec_file));
-    const auto stale_reason_now = [&](const DatabaseEntry& entry) {
-      std::string stale = stale_reason(*database, entry);
-      if (stale.empty() && !current_hash.empty() && entry.spec_hash != current_hash) {
-        stale = fmt::format("measured against kernel hash {}; {} with its space and template hashes to {} now",
-                            entry.spec_hash, spec_file.string(), current_hash);
-      }
-      return stale;
-    };
-    if (json) {
-      Json output = Json::array();
-      for (const DatabaseEntry& entry : entries) {
-        Json values = Json::object();
-        for (const auto& [name, value] : entry.configuration) values[name] = value_to_json(value);
-        std::string stale = stale_reason_now(entry);
-        output.push_back({{"kernel", kernel}, {"arch", entry.arch}, {"device", entry.device_name},
-                          {"problem", problem_text(database->description, entry.problem)}, {"configuration", values},
-                          {"time_ms", entry.time.median_ms}, {"relative_spread", entry.time.spread},
-                          {"gbps", entry.gbps}, {"gflops", entry.gflops}, {"date", entry.date},
-                          {"spec_hash", entry.spec_hash}, {"stale", !stale.empty()}, {"stale_reason", stale}});
-      }
-      fmt::print("{}\n", output.dump(2));
-      return entries.empty() ? exit_failure : exit_ok;
-    }
-    if (entries.empty()) {
-      fmt::print(stderr, "tune best: nothing stored for kernel '{}'{}{} under {}\n", kernel,
-                 arch.empty() ? "" : " on " + arch, problem.empty() ? "" : " for " + problem, directory);
-      return exit_failure;
-    }
-    int stale_count = 0;
-    for (const DatabaseEntry& entry : entries) {
-      std::vector<std::string> values;
-      for (const auto& [name, value] : entry.configuration) values.push_back(name + "=" + expr::to_string(value));
-      std::string stale = stale_reason_now(entry);
-      stale_count += stale.empty() ? 0 : 1;
-      fmt::print("{} {} {}: {:.4f} ms{} on {} ({}), {}{}\n", kernel, entry.arch,
-                 problem_text(database->description, entry.problem), entry.time.median_ms,
-                 entry.gbps > 0 ? fmt::format(", {:.0f} GB/s", entry.gbps) : "", entry.device_name, entry.date,
-                 fmt::join(values, " "), stale.empty() ? "" : "\n  STALE: " + stale);
-    }
-    if (stale_count > 0)
-      fmt::print(stderr, "tune best: {} of {} entries are stale; `tune run` measures a stale entry's configuration "
-                         "again first\n", stale_count, entries.size());
-    return exit_ok;
-  }
-};
-
 // ---------------------------------------------------------------- tune export
 
 struct ExportCommand {
@@ -446,14 +379,9 @@ int run_cli(int argc, char** argv) {
   run_command.add_to(*run);
 
   BestCommand best_command;
-  CLI::App* best = app.add_subcommand("best", "print the stored best configurations of a kernel");
-  best->add_option("kernel", best_command.kernel, "kernel name")->required();
-  best->add_option("--arch", best_command.arch, "only this architecture, e.g. sm_90");
-  best->add_option("--problem", best_command.problem, "only this problem, e.g. N=1048576");
-  best->add_option("--dir", best_command.directory, "cache directory (default results/best)");
-  best->add_option("--specs", best_command.specs,
-                   "where <kernel>.yaml lives (default kernels): entries of an older spec, space or template are stale");
-  best->add_flag("--json", best_command.json, "machine-readable output");
+  CLI::App* best = app.add_subcommand(
+      "best", "print the stored best configurations of a kernel, or (--select) what the runtime would launch");
+  best_command.add_to(*best);
 
   ExportCommand export_command;
   CLI::App* export_app = app.add_subcommand("export", "write what an application ships: databases, sources, cubins");

@@ -219,47 +219,6 @@ DatabaseEntry entry_from_json(const json& object, int format) {
 
 // ---------------------------------------------------------------- expressions at selection time
 
-struct CandidateCheck {
-  bool usable = true;
-  std::string why;
-};
-
-// Binds names of device properties, problem symbols, parameters and derived values (in that order) and checks every
-// constraint of the description against one configuration.
-CandidateCheck check_constraints(const KernelDescription& description, const DeviceIdentity& device,
-                                 const Problem& problem, const ConfigurationValues& configuration) {
-  try {
-    expr::Scope scope;
-    std::vector<Value> slots;
-    auto add = [&](const std::string& name, const Value& value) {
-      int slot = scope.add(name);
-      if (static_cast<std::size_t>(slot) >= slots.size()) slots.resize(static_cast<std::size_t>(slot) + 1);
-      slots[static_cast<std::size_t>(slot)] = value;
-    };
-    for (const auto& [name, value] : device.properties) add(name, value);
-    for (const auto& [name, value] : problem) add(name, value);
-    for (const auto& parameter : description.parameters) {
-      auto found = configuration.find(parameter.name);
-      if (found == configuration.end()) return {false, fmt::format("it has no value for parameter {}", parameter.name)};
-      add(parameter.name, found->second);
-    }
-    for (const auto& derived : description.derived) {
-      expr::Expression expression = expr::Expression::parse(derived.expression);
-      expression.bind(scope);
-      Value value = expression.evaluate(slots);
-      add(derived.name, value);
-    }
-    for (const auto& text : description.constraints) {
-      expr::Expression constraint = expr::Expression::parse(text);
-      constraint.bind(scope);
-      if (!constraint.evaluate_bool(slots)) return {false, fmt::format("it breaks the constraint {}", text)};
-    }
-  } catch (const std::exception& error) {
-    return {false, fmt::format("its constraints cannot be checked here ({})", error.what())};
-  }
-  return {};
-}
-
 // Sum over symbols of |log2(requested / tuned)|; infinity when a symbol differs and either value is not positive.
 double problem_distance(const Problem& requested, const Problem& tuned) {
   double distance = 0;
@@ -283,6 +242,40 @@ std::string arch_major_of(const std::string& arch) {
 
 }  // namespace
 
+std::string unusable_reason(const KernelDescription& description, const DeviceIdentity& device, const Problem& problem,
+                            const ConfigurationValues& configuration) {
+  try {
+    expr::Scope scope;
+    std::vector<Value> slots;
+    auto add = [&](const std::string& name, const Value& value) {
+      int slot = scope.add(name);
+      if (static_cast<std::size_t>(slot) >= slots.size()) slots.resize(static_cast<std::size_t>(slot) + 1);
+      slots[static_cast<std::size_t>(slot)] = value;
+    };
+    for (const auto& [name, value] : device.properties) add(name, value);
+    for (const auto& [name, value] : complete_problem(description, problem)) add(name, value);
+    for (const auto& parameter : description.parameters) {
+      auto found = configuration.find(parameter.name);
+      if (found == configuration.end()) return fmt::format("it has no value for parameter {}", parameter.name);
+      add(parameter.name, found->second);
+    }
+    for (const auto& derived : description.derived) {
+      expr::Expression expression = expr::Expression::parse(derived.expression);
+      expression.bind(scope);
+      Value value = expression.evaluate(slots);
+      add(derived.name, value);
+    }
+    for (const auto& text : description.constraints) {
+      expr::Expression constraint = expr::Expression::parse(text);
+      constraint.bind(scope);
+      if (!constraint.evaluate_bool(slots)) return fmt::format("it breaks the constraint {}", text);
+    }
+  } catch (const std::exception& error) {
+    return fmt::format("its constraints cannot be checked here ({})", error.what());
+  }
+  return "";
+}
+
 const char* rung_name(Rung rung) {
   switch (rung) {
     case Rung::exact: return "exact";
@@ -290,6 +283,7 @@ const char* rung_name(Rung rung) {
     case Rung::same_arch_any_problem: return "same arch, any problem";
     case Rung::same_major_arch: return "same major arch";
     case Rung::default_configuration: return "default configuration";
+    case Rung::none: return "no usable configuration";
   }
   return "?";
 }
@@ -424,10 +418,10 @@ Selection select(const KernelDatabase& database, const DeviceIdentity& device, c
     }
     double distance = problem_distance(problem, complete_problem(description, entry.problem));
     if (std::isinf(distance)) continue;
-    CandidateCheck check = check_constraints(description, device, problem, entry.configuration);
-    if (!check.usable) {
+    std::string why = unusable_reason(description, device, problem, entry.configuration);
+    if (!why.empty()) {
       if (unusable++ == 0) first_unusable = fmt::format("the entry of {} for {}: {}", entry.device_name,
-                                                        problem_text(description, entry.problem), check.why);
+                                                        problem_text(description, entry.problem), why);
       continue;
     }
     candidates.push_back({&entry, distance, same_arch, entry.device_name == device.name});
@@ -468,11 +462,19 @@ Selection select(const KernelDatabase& database, const DeviceIdentity& device, c
     selection.reason += passed_over;
     return selection;
   }
+  // The last rung is checked like every other: launching defaults that break a constraint is a wrong answer, or
+  // an out-of-range grid (issue 30, measured on an H200 with a bf16 GEMM at M=1000 and M=16).
+  const std::string origin = description.default_origin.empty() ? "of the spec" : description.default_origin;
+  if (std::string why = unusable_reason(description, device, problem, description.default_configuration); !why.empty()) {
+    selection.rung = Rung::none;
+    selection.reason = fmt::format("no usable configuration for {} ({}) at {}: the default configuration ({}): {}{}",
+                                   device.name, arch, wanted, origin, why, passed_over);
+    return selection;
+  }
   selection.rung = Rung::default_configuration;
   selection.configuration = description.default_configuration;
   selection.reason = fmt::format("no usable entry for {} ({}) at {}; took the default configuration ({}){}", device.name,
-                                 arch, wanted, description.default_origin.empty() ? "of the spec" : description.default_origin,
-                                 passed_over);
+                                 arch, wanted, origin, passed_over);
   return selection;
 }
 

@@ -137,6 +137,13 @@ std::string embedded_key(const CompileRequest& request) {
   return fmt::format("{:016x}", state);
 }
 
+Selection select_usable(const KernelDatabase& database, const DeviceIdentity& device, const Problem& requested,
+                        const SelectOptions& options) {
+  Selection selection = select(database, device, requested, options);
+  if (!selection.usable()) throw RuntimeError(fmt::format("{}: {}", database.kernel, selection.reason));
+  return selection;
+}
+
 KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& source, const DeviceIdentity& device,
                        const Problem& requested, const SelectOptions& options) {
   const KernelDescription& description = database.description;
@@ -152,7 +159,8 @@ KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& sou
   }
 
   KernelPlan plan;
-  plan.selection = select(database, device, requested, options);
+  // Checked before anything is compiled or launched: a configuration that breaks a constraint here is never run.
+  plan.selection = select_usable(database, device, requested, options);
   plan.problem = complete_problem(description, requested);
 
   PlanScope scope;

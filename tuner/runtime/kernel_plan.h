@@ -50,9 +50,16 @@ struct KernelPlan {
   std::optional<StreamPlan> stream;     // streamed kernels only
 };
 
-// Selects a configuration and evaluates the kernel's expressions for it. Throws RuntimeError (kernlathe/runtime.h)
-// naming the kernel when an expression cannot be evaluated, an argument is malformed, or the sources do not match
-// the database (template hash).
+// select(), and a RuntimeError (kernlathe/runtime.h) when no candidate is usable (Rung::none): "KERNEL: no usable
+// configuration for DEVICE (ARCH) at PROBLEM: the default configuration (ORIGIN) breaks the constraint ...". The one
+// place the runtime, plan_kernel and `tune best --select` turn an unusable ladder into that error.
+Selection select_usable(const KernelDatabase& database, const DeviceIdentity& device, const Problem& requested,
+                        const SelectOptions& options = {});
+
+// Selects a configuration (select_usable) and evaluates the kernel's expressions for it. Throws RuntimeError
+// (kernlathe/runtime.h) naming the kernel when no configuration is usable, an expression cannot be evaluated, the
+// launch geometry is out of range, an argument is malformed, or the sources do not match the database (template
+// hash).
 KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& source, const DeviceIdentity& device,
                        const Problem& requested, const SelectOptions& options = {});
 

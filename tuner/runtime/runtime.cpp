@@ -485,7 +485,7 @@ const Kernel& Runtime::kernel(const std::string& name, const Problem& problem) {
 
 Selection Runtime::select(const std::string& name, const Problem& problem) {
   const KernelDatabase& database = state_->database_of(name);
-  return kernlathe::select(database, device(), problem, state_->options.select);
+  return select_usable(database, device(), problem, state_->options.select);
 }
 
 DeviceIdentity Runtime::device() {

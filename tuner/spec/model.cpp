@@ -54,7 +54,54 @@ const Profile profiles[] = {
     {"sm_90", [] { return make_profile(9, 0, "H100 SXM", 132, 228 * kibibyte, 227 * kibibyte, 2048, 32, 50 * mebibyte); }},
 };
 
+// Boards of the profiles' archs that differ from the arch's representative in what expressions or the ladder see:
+// the name (the exact rung), the SM count and the L2 size (data sheets; names as cuDeviceGetName reports them).
+struct NamedBoard {
+  const char* name;
+  const char* arch;
+  std::int64_t sm_count;
+  std::int64_t l2_bytes;
+};
+
+const NamedBoard boards[] = {
+    {"NVIDIA A100-SXM4-80GB", "sm_80", 108, 40 * mebibyte},
+    {"NVIDIA A100-PCIE-40GB", "sm_80", 108, 40 * mebibyte},
+    {"NVIDIA A10", "sm_86", 72, 6 * mebibyte},
+    {"NVIDIA RTX A6000", "sm_86", 84, 6 * mebibyte},
+    {"NVIDIA L4", "sm_89", 58, 48 * mebibyte},
+    {"NVIDIA L40S", "sm_89", 142, 96 * mebibyte},
+    {"NVIDIA H100 PCIe", "sm_90", 114, 50 * mebibyte},
+    {"NVIDIA H100 80GB HBM3", "sm_90", 132, 50 * mebibyte},
+    {"NVIDIA H200", "sm_90", 132, 60 * mebibyte},
+};
+
 }  // namespace
+
+DeviceProperties named_device_profile(const std::string& name) {
+  for (const NamedBoard& board : boards) {
+    if (name != board.name) continue;
+    DeviceProperties device = device_profile(board.arch);
+    device.name = board.name;
+    device.sm_count = board.sm_count;
+    device.l2_cache_bytes = board.l2_bytes;
+    return device;
+  }
+  std::string suggestion = expr::closest_match(name, known_device_names());
+  throw InputError(fmt::format("unknown --device '{}': known devices are {}{}", name, fmt::join(known_device_names(), ", "),
+                               suggestion.empty() ? "" : fmt::format(" (did you mean {}?)", suggestion)));
+}
+
+std::vector<std::string> known_device_names() {
+  std::vector<std::string> names;
+  for (const NamedBoard& board : boards) names.emplace_back(board.name);
+  return names;
+}
+
+DeviceIdentity runtime_identity(const DeviceProperties& device) {
+  DeviceIdentity identity{device.name, device.arch_major, device.arch_minor, {}};
+  for (auto& [property, value] : device_property_values(device)) identity.properties.emplace_back(property, value);
+  return identity;
+}
 
 DeviceProperties device_profile(const std::string& arch) {
   // sm_90a names the same hardware as sm_90; the suffix only changes which instructions may be compiled.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernlathe/database.h"
 #include "tuner/common/error.h"
 #include "tuner/expr/expression.h"
 
@@ -78,6 +79,17 @@ struct DeviceProperties {
 // Built-in profiles for --arch sm_80|sm_86|sm_89|sm_90 (data-sheet values). Throws InputError for others.
 DeviceProperties device_profile(const std::string& arch);
 std::vector<std::string> known_device_profiles();
+
+// Boards by the name the driver reports ("NVIDIA H100 PCIe"): their arch's profile with the board's SM count and L2
+// size, so that what depends on the board (a constraint reading sm_count: 114 SMs on an H100 PCIe, 132 on an H100
+// SXM or H200) and the exact rung (entries match by device name) come out as on that board. For `tune best --select
+// --device`. Throws InputError for an unknown name, listing the known ones.
+DeviceProperties named_device_profile(const std::string& name);
+std::vector<std::string> known_device_names();
+
+// The runtime's view of a device (kernlathe/database.h): its name, arch, and the properties expressions read
+// (device_property_values), as Runtime::device() gives them on a real GPU.
+DeviceIdentity runtime_identity(const DeviceProperties& device);
 
 // Name -> value pairs exposed to expressions: max_threads_per_block, max_shared_memory_per_block,
 // max_shared_memory_per_sm, max_registers_per_block, max_registers_per_sm, max_threads_per_sm,

@@ -1,0 +1,97 @@
+// plan_kernel without a GPU (tuner/runtime/kernel_plan.h): every configuration is checked against the kernel's
+// constraints at the problem on the device before anything is compiled, the default included (issue 30), and an
+// out-of-range launch geometry is an error, never a launch. The launch path itself is tests/gpu/runtime_device_test.
+#include "tuner/runtime/kernel_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <functional>
+#include <string>
+
+#include "kernlathe/runtime.h"
+
+namespace kernlathe {
+namespace {
+
+TemplateSource tiled_source() {
+  TemplateSource source;
+  source.source_name = "tiled.cu";
+  source.text = "template <int BM, int BN> __global__ void tiled(float* c) {}\n";
+  return source;
+}
+
+// Tiles that must divide the problem; the space defaults (BM=128, BN=128) hold at the default problem only.
+KernelDatabase tiled_database(bool with_divisibility_constraints = true) {
+  KernelDatabase database;
+  database.kernel = "tiled";
+  KernelDescription& description = database.description;
+  description.kernel = "tiled";
+  description.template_name = "tiled.cu";
+  description.template_hash = template_hash(tiled_source());
+  description.spec_hash = "current";
+  description.entry_point = "tiled";
+  description.template_arguments = {"BM", "BN"};
+  description.problem = {{"M", 4096}, {"N", 4096}, {"K", 4096}};
+  description.parameters = {{"BM", "integer", {std::int64_t{8}, std::int64_t{128}}},
+                            {"BN", "integer", {std::int64_t{64}, std::int64_t{128}}}};
+  if (with_divisibility_constraints) description.constraints = {"M % BM == 0", "N % BN == 0"};
+  description.grid = {"N // BN", "M // BM", "1"};
+  description.block = {"256", "1", "1"};
+  description.arguments = {{"c", "buffer", "f32", "out", "M * N", "", false, "", {}, {}, ""}};
+  description.default_configuration = {{"BM", std::int64_t{128}}, {"BN", std::int64_t{128}}};
+  description.default_origin = "space defaults";
+  return database;
+}
+
+const DeviceIdentity h200{"NVIDIA H200", 9, 0, {{"sm_count", std::int64_t{132}}}};
+
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const RuntimeError& error) {
+    return error.what();
+  }
+  return "(no RuntimeError)";
+}
+
+TEST(KernelPlan, DefaultValidAtTheProblemIsPlanned) {
+  KernelPlan plan = plan_kernel(tiled_database(), tiled_source(), h200, {{"M", 1024}});
+  EXPECT_EQ(plan.selection.rung, Rung::default_configuration);
+  EXPECT_EQ(plan.grid, (std::array<std::int64_t, 3>{32, 8, 1}));
+  EXPECT_EQ(plan.request.name_expression, "tiled<128, 128>");
+}
+
+TEST(KernelPlan, DefaultBreakingAConstraintAtTheProblemIsARuntimeErrorNotALaunch) {
+  const std::string expected =
+      "tiled: no usable configuration for NVIDIA H200 (sm_90) at M=1000,N=4096,K=4096: the default configuration "
+      "(space defaults): it breaks the constraint M % BM == 0";
+  EXPECT_EQ(error_of([] { plan_kernel(tiled_database(), tiled_source(), h200, {{"M", 1000}}); }), expected);
+  EXPECT_EQ(error_of([] { select_usable(tiled_database(), h200, {{"M", 1000}}); }), expected);
+}
+
+TEST(KernelPlan, UnusableEntriesAreCountedInTheError) {
+  KernelDatabase database = tiled_database();
+  DatabaseEntry entry;
+  entry.device_name = "NVIDIA H200";
+  entry.arch = "sm_90";
+  entry.problem = {{"M", 4096}, {"N", 4096}, {"K", 4096}};
+  entry.configuration = {{"BM", std::int64_t{128}}, {"BN", std::int64_t{64}}};
+  entry.spec_hash = "current";
+  database.entries = {entry, entry};
+  database.entries[1].device_name = "NVIDIA H100 80GB HBM3";
+  std::string error = error_of([&] { plan_kernel(database, tiled_source(), h200, {{"M", 1000}}); });
+  EXPECT_NE(error.find("breaks the constraint M % BM == 0; 2 entries unusable here, e.g. the entry of NVIDIA H200 for "
+                       "M=4096,N=4096,K=4096: it breaks the constraint M % BM == 0"),
+            std::string::npos)
+      << error;
+}
+
+TEST(KernelPlan, OutOfRangeLaunchGeometryIsAnErrorEvenWithoutAConstraint) {
+  // Without the divisibility constraints M=16 passes the ladder and gives M // BM = 0 blocks: never launched.
+  std::string error = error_of([] { plan_kernel(tiled_database(false), tiled_source(), h200, {{"M", 16}}); });
+  EXPECT_EQ(error, "tiled: launch geometry grid 32x0x1, block 256x1x1 is out of range");
+}
+
+}  // namespace
+}  // namespace kernlathe
