@@ -68,8 +68,13 @@
 #error "the wgmma path takes tf32, fp16 or bf16 inputs"
 #endif
 
-#if WG_CLUSTER > 1
-#define GEMM_CLUSTER_DIMS __cluster_dims__(WG_CLUSTER, 1, 1)
+// The space's WG_CLUSTER_BLOCKS and WG_SPLITS are WG_CLUSTER and WG_SPLIT_K as they apply at the problem (no
+// clusters where C has fewer tile rows than a cluster's blocks; split-K's automatic count): spaces/gemm.yaml.
+#ifndef WG_CLUSTER_BLOCKS
+#define WG_CLUSTER_BLOCKS WG_CLUSTER
+#endif
+#if WG_CLUSTER_BLOCKS > 1
+#define GEMM_CLUSTER_DIMS __cluster_dims__(WG_CLUSTER_BLOCKS, 1, 1)
 #endif
 
 #include "common/async_copy.cuh"
@@ -81,8 +86,8 @@
 #ifndef B_K_MAJOR
 #define B_K_MAJOR 0
 #endif
-#ifndef WG_SPLIT_K
-#define WG_SPLIT_K 1
+#ifndef WG_SPLITS
+#define WG_SPLITS 1
 #endif
 #if B_K_MAJOR && WGMMA_SWAP_OPERANDS
 #error "a K-major B (N x K) is taken by the 16-bit inputs only"
@@ -95,10 +100,10 @@ constexpr int block_n = WG_BN;
 constexpr int block_k = WG_BK;
 constexpr int stages = WG_STAGES;
 constexpr int consumers = WG_CONSUMERS;
-constexpr int cluster = WG_CLUSTER;                     // blocks of a cluster, stacked along M, sharing B tiles
+constexpr int cluster = WG_CLUSTER_BLOCKS;              // blocks of a cluster, stacked along M, sharing B tiles
 constexpr bool swapped = WGMMA_SWAP_OPERANDS;
 constexpr bool b_k_major = B_K_MAJOR;                   // B stored N x K: C = A B^T
-constexpr int split_k = WG_SPLIT_K;                     // work items sharing each tile's K blocks
+constexpr int split_k = WG_SPLITS;                      // work items sharing each tile's K blocks
 constexpr int warpgroup_threads = 128;
 constexpr int element_bytes = sizeof(Input);
 constexpr int instruction_m = 64;                       // wgmma rows per instruction
@@ -149,8 +154,7 @@ static_assert(consumer_share % instruction_m == 0, "each consumer owns whole 64-
 static_assert(block_n % b_box_columns == 0, "B arrives in 128-byte-wide boxes");
 static_assert(b_boxes % cluster == 0, "the blocks of a cluster split B's boxes evenly");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and WG_CONSUMERS consumer warpgroups");
-static_assert(split_k == 1 || (!swapped && !pingpong && cluster == 1),
-              "split-K is built for the cooperative 16-bit path without clusters");
+static_assert(split_k == 1 || !swapped, "split-K is built for the 16-bit path (tf32 takes K blocks in pairs)");
 
 // ------------------------------------------------------------------------------------------------ schedule
 // Tile numbers walk C in strips WG_GROUP_M tile rows tall, column by column, so the blocks running at the same time
@@ -530,9 +534,23 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
     // belongs to the other consumer.
     const int first_unit = cluster_index + (pingpong ? consumer * cluster_count : 0);
     const int unit_step = pingpong ? consumers * cluster_count : cluster_count;
-    const int skipped_stages = pingpong ? (consumers - 1) * k_blocks : 0;
-    int stage = pingpong ? consumer * k_blocks % stages : 0;
-    unsigned phase = pingpong ? consumer * k_blocks / stages % 2 : 0;
+    int stage = 0;
+    unsigned phase = 0;
+    // Moves this consumer's place in the ring past `blocks` stages (the parity flips once per turn of the ring).
+    const auto skip_stages = [&](int blocks) {
+      const int position = stage + blocks;
+      phase ^= position / stages % 2;
+      stage = position % stages;
+    };
+    // The stages one work item fills (none past the end): k_blocks, or its split's share.
+    const auto unit_stages = [&](int unit) {
+      int first, last;
+      unit_k_blocks(unit, first, last);
+      return unit < unit_count ? last - first : 0;
+    };
+    if (pingpong) {
+      for (int other = 0; other < consumer; ++other) skip_stages(unit_stages(cluster_index + other * cluster_count));
+    }
     unsigned turn = 0;  // tiles this consumer has started
     int previous_stage = -1;
     const auto release_stage = [&](int released) {
@@ -644,11 +662,10 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       wgmma_wait<0>();
       if (previous_stage >= 0) release_stage(previous_stage);
       if (pingpong) {
-        const int position = stage + skipped_stages;
-        phase ^= position / stages % 2;
-        stage = position % stages;
+        for (int other = 1; other < consumers; ++other) skip_stages(unit_stages(unit + other * cluster_count));
       }
       if constexpr (split_k > 1) {
+        if (tile_row * block_m >= m) continue;  // a cluster's tile wholly below C: nothing to add, nobody waits
 #pragma unroll
         for (int slice = 0; slice < consumer_slices; ++slice) {
           accumulators_ready(accumulators[slice]);
@@ -660,7 +677,9 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         __threadfence();
         consumer_barrier(consumer);
         if (threadIdx.x % warpgroup_threads == 0) {
-          unsigned* counter = split.counters + (tile_row * tiles_n + tile_column) * consumers + consumer;
+          // One count per tile and consumer where consumers split tiles by rows, per tile where they take turns.
+          const int tile = tile_row * tiles_n + tile_column;
+          unsigned* counter = split.counters + (pingpong ? tile : tile * consumers + consumer);
           const bool last = atomicAdd(counter, 1u) == split_k - 1;
           if (last) *counter = 0;  // every split has arrived: the count starts again at the next launch
           asm volatile("st.shared.u32 [%0], %1;" ::"r"(last_split_flag(consumer)), "r"(last ? 1u : 0u) : "memory");

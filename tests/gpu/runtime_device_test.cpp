@@ -291,7 +291,8 @@ TEST_F(RuntimeOnDevice, GemmVerifiesAtRaggedShapesInBothLayouts) {
   };
   // K a multiple of 8 (TMA's 16-byte row pitch for 16-bit inputs); N too where B is stored K x N (layout 0).
   const std::vector<Shape> shapes = {{1, 8, 8, 0},         {1, 3, 8, 1},          {16, 200, 72, 1},   {100, 136, 4104, 0},
-                                     {1000, 4000, 4096, 1}, {1000, 4000, 4096, 0}, {300, 1001, 520, 1}, {16384, 1024, 256, 1}};
+                                     {1000, 4000, 4096, 1}, {1000, 4000, 4096, 0}, {300, 1001, 520, 1}, {16384, 1024, 256, 1},
+                                     {256, 520, 4096, 1}};  // two tile rows: split-K with a cluster of two
   using Assignment = std::vector<std::pair<std::string, Value>>;
   const std::vector<Assignment> configurations = {
       {{"WG_BM", std::int64_t{128}}, {"WG_BN", std::int64_t{256}}, {"WG_STAGES", std::int64_t{4}}, {"WG_CONSUMERS", std::int64_t{2}}},
