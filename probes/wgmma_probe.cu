@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   const int grid = WG_PERSISTENT ? std::min(properties.multiProcessorCount, tiles) / WG_CLUSTER * WG_CLUSTER : tiles;
   CUDA_CHECK(cudaFuncSetAttribute(gemm, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED_BYTES));
   auto run_kernel = [&] {
-    gemm<<<grid, THREADS, SHARED_BYTES>>>(m, n, k, alpha, beta, a, b, c, a_map, b_map);
+    gemm<<<grid, THREADS, SHARED_BYTES>>>(m, n, k, alpha, beta, a, b, c, a_map, b_map, nullptr, nullptr);
   };
 
   cublasHandle_t handle;
