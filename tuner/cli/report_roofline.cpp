@@ -13,6 +13,28 @@
 namespace kernlathe {
 namespace {
 
+// `recorded` (values of the recorded parameters, in their order) as a configuration of `space`: each of the spec's
+// parameters by name, its default where the record has no such parameter. Nothing when the record holds a parameter
+// the spec lacks or a value the spec does not offer.
+std::optional<Configuration> configuration_by_name(const Space& space, const std::vector<Parameter>& recorded_parameters,
+                                                   const Configuration& recorded) {
+  for (const Parameter& parameter : recorded_parameters) {
+    if (std::none_of(space.parameters.begin(), space.parameters.end(),
+                     [&](const Parameter& declared) { return declared.name == parameter.name; }))
+      return std::nullopt;
+  }
+  Configuration configuration;
+  for (const Parameter& parameter : space.parameters) {
+    Value value = parameter.default_value;
+    for (std::size_t index = 0; index < recorded_parameters.size() && index < recorded.size(); ++index)
+      if (recorded_parameters[index].name == parameter.name) value = recorded[index];
+    if (std::find(parameter.values.begin(), parameter.values.end(), value) == parameter.values.end()) return std::nullopt;
+    configuration.push_back(value);
+  }
+  return configuration;
+}
+
+
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
@@ -105,15 +127,20 @@ Json roofline_json(const Recording& recording, const LandscapeSummary& landscape
     if (kernel.metrics.flops.empty() || kernel.metrics.bytes.empty())
       return Json{{"unavailable", fmt::format("{} states no metrics.flops or no metrics.bytes: no arithmetic intensity",
                                               spec_file.string())}};
-    std::vector<std::string> spec_names, recorded_names;
-    for (const Parameter& parameter : kernel.space.parameters) spec_names.push_back(parameter.name);
-    for (const Parameter& parameter : recording.parameters) recorded_names.push_back(parameter.name);
-    if (spec_names != recorded_names)
+    // The best configuration in the spec's parameters: a parameter the spec gained since the record was written
+    // (GEMM's WG_SPLIT_K) takes its default, which is what the recorded kernels ran with.
+    std::optional<Configuration> best = configuration_by_name(kernel.space, recording.parameters,
+                                                              landscape.best_configuration);
+    if (!best) {
+      std::vector<std::string> spec_names, recorded_names;
+      for (const Parameter& parameter : kernel.space.parameters) spec_names.push_back(parameter.name);
+      for (const Parameter& parameter : recording.parameters) recorded_names.push_back(parameter.name);
       return Json{{"unavailable", fmt::format("{} declares the parameters {}, the record holds {}", spec_file.string(),
                                               fmt::join(spec_names, ", "), fmt::join(recorded_names, ", "))}};
+    }
     const SpaceEnumerator space(kernel.space, run_constants(kernel, device_profile(recording.arch)));
-    const double flops = evaluate_metric(kernel.metrics.flops, space, landscape.best_configuration);
-    const double bytes = evaluate_metric(kernel.metrics.bytes, space, landscape.best_configuration);
+    const double flops = evaluate_metric(kernel.metrics.flops, space, *best);
+    const double bytes = evaluate_metric(kernel.metrics.bytes, space, *best);
     std::string why;
     ComputeRoof roof = compute_roof_of(kernel, &why);
     if (roof != ComputeRoof::none && compute_roof_gflops(*ceilings, roof) <= 0) {
