@@ -657,10 +657,10 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       }
       if constexpr (split_k > 1) {
         if (tile_row * block_m >= m) continue;  // a cluster's tile wholly below C: nothing to add, nobody waits
-        // A split left without K blocks (more splits than blocks) adds nothing but still arrives. Nothing here may
-        // write the accumulators on one path only (zeroing them for an empty split, or accumulators_ready's "+f"
-        // inside the branch): ptxas then serialises every wgmma of the kernel (warning C7513; H200, 16 x 6144 x
-        // 4096: 0.0415 ms split 2 ways against 0.0246 unsplit while it did).
+        // A split left without K blocks (more splits than blocks) adds nothing but still arrives. Its accumulators
+        // are not zeroed instead: with that write on one path, ptxas serialised every wgmma of the kernel (its
+        // C7514 "wgmma.mma_async instructions are serialized", seen with nvcc on 64 x 128 tiles split 2 ways; H200,
+        // 16 x 6144 x 4096: 0.0415 ms split 2 ways against 0.0246 unsplit while it did).
 #pragma unroll
         for (int slice = 0; slice < consumer_slices; ++slice) accumulators_ready(accumulators[slice]);
         if (first_k_block < last_k_block) {
