@@ -151,5 +151,24 @@ TEST(CompileBuiltinSource, ACacheThatCannotBeUsedStillGivesTheCubin) {
   std::filesystem::remove(blocker);
 }
 
+// A successful compile's log as NVRTC 13.0 gave it for the GEMM template with split-K and its accumulators zeroed on
+// one path (sm_90a): a front-end warning, then ptxas's serialisation report. Only the latter is a performance
+// warning, once, without ptxas's prefix.
+TEST(NvrtcCompiler, PerformanceWarningsAreThePtxasSerialisationLines) {
+  const std::string serialised =
+      "(C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma instructions "
+      "reading accumulator registers of  a wgmma between start and end of the pipeline stage in the function 'gemm'";
+  const std::string log = "gemm/wgmma.cuh(682): warning #128-D: loop is not reachable\n"
+                          "        for (int slice = 0; slice < consumer_slices; ++slice) {\n"
+                          "\n"
+                          "Remark: The warnings can be suppressed with \"-diag-suppress <warning-number>\"\n"
+                          "\n"
+                          "ptxas info    : " + serialised + "\r\n"
+                          "ptxas info    : " + serialised + "\n";
+  EXPECT_EQ(performance_warnings(log), std::vector<std::string>{serialised});
+  EXPECT_TRUE(performance_warnings("gemm/wgmma.cuh(682): warning #128-D: loop is not reachable\n").empty());
+  EXPECT_TRUE(performance_warnings("").empty());
+}
+
 }  // namespace
 }  // namespace kernlathe

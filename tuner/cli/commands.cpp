@@ -281,13 +281,24 @@ struct CompileCheckCommand {
     std::vector<std::future<CompileResult>> futures;
     for (const Configuration& configuration : configurations)
       futures.push_back(pool.submit(instantiate(spec, space, configuration, arch_for(device, spec.needs_arch_specific))));
-    int failures = 0;
+    int failures = 0, cached = 0;
     Json failed = Json::array();
+    Json slow = Json::array();  // compiled, with ptxas's "Potential Performance Loss" lines
     double compile_ms = 0;
     for (std::size_t i = 0; i < futures.size(); ++i) {
       CompileResult result = futures[i].get();
       compile_ms += result.compile_ms;
-      if (result.ok) continue;
+      cached += result.cached ? 1 : 0;
+      if (result.ok) {
+        std::vector<std::string> warnings = performance_warnings(result.log);
+        if (warnings.empty()) continue;
+        const std::string configuration = to_string(spec.space, configurations[i]);
+        slow.push_back({{"configuration", configuration}, {"warnings", warnings}});
+        if (!common.json)
+          for (const std::string& warning : warnings)
+            fmt::print(stderr, "performance warning: {} {}: {}\n", spec.name, configuration, warning);
+        continue;
+      }
       ++failures;
       const std::string configuration = to_string(spec.space, configurations[i]);
       if (common.json) {
@@ -298,12 +309,17 @@ struct CompileCheckCommand {
     }
     const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
     if (common.json) {
-      Json output{{"kernel", spec.name}, {"arch", arch}, {"compiled", configurations.size()},
-                  {"failed", failures}, {"seconds", seconds}, {"failures", failed}};
+      Json output{{"kernel", spec.name}, {"arch", arch},          {"compiled", configurations.size()},
+                  {"failed", failures},   {"seconds", seconds},    {"failures", failed},
+                  {"cached", cached},     {"performance_warnings", slow}};
       fmt::print("{}\n", output.dump(2));
     } else {
       fmt::print("{}: {} of {} configurations compiled for {} in {:.2f} s ({} compile processes)\n", spec.name,
                  configurations.size() - failures, configurations.size(), arch, seconds, pool.jobs());
+      // Cubins from the cache come without their compile log, so their warnings cannot be shown here.
+      if (!slow.empty() || cached > 0)
+        fmt::print("{}: {} with ptxas performance warnings (not failures); {} from the cubin cache, whose logs are "
+                   "not kept\n", spec.name, slow.size(), cached);
     }
     return failures == 0 ? exit_ok : exit_failure;
   }

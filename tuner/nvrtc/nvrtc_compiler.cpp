@@ -1,5 +1,6 @@
 #include "tuner/nvrtc/nvrtc_compiler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -107,6 +108,19 @@ std::string first_error_lines(const std::string& log, int max_lines) {
   std::string joined;
   for (const std::string& error_line : error_lines) joined += (joined.empty() ? "" : "\n") + error_line;
   return joined;
+}
+
+std::vector<std::string> performance_warnings(const std::string& log) {
+  std::istringstream lines(log);
+  std::string line;
+  std::vector<std::string> warnings;
+  while (std::getline(lines, line)) {
+    if (line.find("Potential Performance Loss") == std::string::npos) continue;
+    if (const auto code = line.find("(C75"); code != std::string::npos) line = line.substr(code);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (std::find(warnings.begin(), warnings.end(), line) == warnings.end()) warnings.push_back(line);
+  }
+  return warnings;
 }
 
 CompileResult compile_cubin(const CompileRequest& request, const std::filesystem::path& cache_dir, bool use_cache) {

@@ -52,4 +52,10 @@ BuiltinCubin compile_builtin_source_cached(const std::string& source, const std:
 // non-empty line when none says "error".
 std::string first_error_lines(const std::string& log, int max_lines = 3);
 
+// The lines of a successful compile's log where ptxas reports a "Potential Performance Loss" (C7509-C7515: wgmma
+// instructions serialised, setmaxnreg ignored), each once, without the "ptxas info    : " prefix. Such a kernel is
+// correct and can run several times slower: a split-K GEMM whose empty splits zeroed their accumulators took 0.0415
+// ms against 0.0246 unsplit on the H200 (results/linear_workload/README.md), which only this line explained.
+std::vector<std::string> performance_warnings(const std::string& log);
+
 }  // namespace kernlathe
