@@ -2,66 +2,34 @@
 // a named board, from a planted database (a tiled kernel whose space defaults break M % BM == 0 at M=1000), the
 // runtime's own error with exit 1 when nothing is usable, and exit 2 for bad options.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_test_support.h"
 #include "kernlathe/database.h"
+#include "runtime_test_support.h"
 
 namespace kernlathe {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-CommandResult run_tune(const std::string& arguments) {
-  const fs::path err_file = fs::temp_directory_path() / ("tune_best_test_err_" + std::to_string(::getpid()));
-  const std::string command = std::string("'") + TUNE_BINARY + "' " + arguments + " 2>'" + err_file.string() + "'";
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  result.err.assign(std::istreambuf_iterator<char>(err), {});
-  fs::remove(err_file);
-  return result;
-}
+using cli_test::CommandResult;
+using cli_test::run_tune;
 
 // Tiles that must divide the problem, and a persistent CTA count that must fit the SMs. One entry, tuned on an H200
 // at the default problem.
 KernelDatabase tiled_database() {
-  KernelDatabase database;
-  database.kernel = "tiled";
-  KernelDescription& description = database.description;
-  description.kernel = "tiled";
-  description.template_name = "tiled.cu";
-  description.template_hash = "0123456789abcdef";
-  description.spec_hash = "current";
-  description.entry_point = "tiled";
-  description.problem = {{"M", 4096}, {"N", 4096}, {"K", 4096}};
-  description.parameters = {{"BM", "integer", {std::int64_t{8}, std::int64_t{128}}},
-                            {"BN", "integer", {std::int64_t{64}, std::int64_t{128}}},
-                            {"CTAS", "integer", {std::int64_t{114}, std::int64_t{132}}}};
-  description.constraints = {"M % BM == 0", "N % BN == 0", "CTAS <= sm_count"};
-  description.grid = {"CTAS", "1", "1"};
-  description.block = {"256", "1", "1"};
-  description.arguments = {{"c", "buffer", "f32", "out", "M * N", "", false, "", {}, {}, ""}};
-  description.default_configuration = {{"BM", std::int64_t{128}}, {"BN", std::int64_t{128}}, {"CTAS", std::int64_t{114}}};
-  description.default_origin = "space defaults";
+  KernelDatabase database = runtime_test::tiled_database_with(
+      {{"BM", "integer", {std::int64_t{8}, std::int64_t{128}}},
+       {"BN", "integer", {std::int64_t{64}, std::int64_t{128}}},
+       {"CTAS", "integer", {std::int64_t{114}, std::int64_t{132}}}},
+      {"M % BM == 0", "N % BN == 0", "CTAS <= sm_count"}, {"CTAS", "1", "1"},
+      {{"BM", std::int64_t{128}}, {"BN", std::int64_t{128}}, {"CTAS", std::int64_t{114}}}, "0123456789abcdef");
   DatabaseEntry entry;
   entry.device_name = "NVIDIA H200";
   entry.arch = "sm_90";

@@ -12,35 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_support.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs `tune` with arguments in the repository root, after shell_prefix; captures stdout and stderr separately.
-CommandResult run_tune_in_shell(const std::string& shell_prefix, const std::string& arguments) {
-  const fs::path err_file = fs::temp_directory_path() / ("tune_cli_test_err_" + std::to_string(::getpid()));
-  const std::string command = std::string("cd '") + KERNLATHE_SOURCE_DIR + "' && " + shell_prefix + "'" + TUNE_BINARY +
-                              "' " + arguments + " 2>'" + err_file.string() + "'";
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  result.err.assign(std::istreambuf_iterator<char>(err), {});
-  fs::remove(err_file);
-  return result;
-}
-
-CommandResult run_tune(const std::string& arguments) { return run_tune_in_shell("", arguments); }
+using kernlathe::cli_test::CommandResult;
+using kernlathe::cli_test::run_tune;
+using kernlathe::cli_test::run_tune_in_shell;
 
 // The same under a limit on the process's data segment (heap and anonymous mappings), in KiB.
 CommandResult run_tune_with_data_limit(const std::string& arguments, long kibibytes) {

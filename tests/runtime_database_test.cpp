@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "runtime_test_support.h"
 #include "tuner/spec/model.h"
 
 namespace kernlathe {
@@ -147,23 +148,10 @@ TEST(DatabaseLadder, MissingDevicePropertyMakesTheCandidateUnusableNotAnExceptio
 // the default problem (4096^3) and break M % BM == 0 at M=1000, where launching them left 10% of a bf16 GEMM's
 // output wrong on an H200.
 KernelDatabase tiled_database() {
-  KernelDatabase database;
-  database.kernel = "tiled";
-  KernelDescription& description = database.description;
-  description.kernel = "tiled";
-  description.template_name = "tiled.cu";
-  description.spec_hash = "current";
-  description.entry_point = "tiled";
-  description.problem = {{"M", 4096}, {"N", 4096}, {"K", 4096}};
-  description.parameters = {{"BM", "integer", {std::int64_t{8}, std::int64_t{64}, std::int64_t{128}}},
-                            {"BN", "integer", {std::int64_t{64}, std::int64_t{128}}}};
-  description.constraints = {"M % BM == 0", "N % BN == 0"};
-  description.grid = {"N // BN", "M // BM", "1"};
-  description.block = {"256", "1", "1"};
-  description.arguments = {{"c", "buffer", "f32", "out", "M * N", "", false, "", {}, {}, ""}};
-  description.default_configuration = {{"BM", std::int64_t{128}}, {"BN", std::int64_t{128}}};
-  description.default_origin = "space defaults";
-  return database;
+  return runtime_test::tiled_database_with({{"BM", "integer", {std::int64_t{8}, std::int64_t{64}, std::int64_t{128}}},
+                                            {"BN", "integer", {std::int64_t{64}, std::int64_t{128}}}},
+                                           {"M % BM == 0", "N % BN == 0"}, {"N // BN", "M // BM", "1"},
+                                           {{"BM", std::int64_t{128}}, {"BN", std::int64_t{128}}}, "");
 }
 
 DatabaseEntry tiled_entry(std::int64_t m, std::int64_t bm) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernlathe/runtime.h"
+#include "runtime_test_support.h"
 
 namespace kernlathe {
 namespace {
@@ -23,24 +24,12 @@ TemplateSource tiled_source() {
 
 // Tiles that must divide the problem; the space defaults (BM=128, BN=128) hold at the default problem only.
 KernelDatabase tiled_database(bool with_divisibility_constraints = true) {
-  KernelDatabase database;
-  database.kernel = "tiled";
-  KernelDescription& description = database.description;
-  description.kernel = "tiled";
-  description.template_name = "tiled.cu";
-  description.template_hash = template_hash(tiled_source());
-  description.spec_hash = "current";
-  description.entry_point = "tiled";
-  description.template_arguments = {"BM", "BN"};
-  description.problem = {{"M", 4096}, {"N", 4096}, {"K", 4096}};
-  description.parameters = {{"BM", "integer", {std::int64_t{8}, std::int64_t{128}}},
-                            {"BN", "integer", {std::int64_t{64}, std::int64_t{128}}}};
-  if (with_divisibility_constraints) description.constraints = {"M % BM == 0", "N % BN == 0"};
-  description.grid = {"N // BN", "M // BM", "1"};
-  description.block = {"256", "1", "1"};
-  description.arguments = {{"c", "buffer", "f32", "out", "M * N", "", false, "", {}, {}, ""}};
-  description.default_configuration = {{"BM", std::int64_t{128}}, {"BN", std::int64_t{128}}};
-  description.default_origin = "space defaults";
+  KernelDatabase database = runtime_test::tiled_database_with(
+      {{"BM", "integer", {std::int64_t{8}, std::int64_t{128}}}, {"BN", "integer", {std::int64_t{64}, std::int64_t{128}}}},
+      with_divisibility_constraints ? std::vector<std::string>{"M % BM == 0", "N % BN == 0"} : std::vector<std::string>{},
+      {"N // BN", "M // BM", "1"}, {{"BM", std::int64_t{128}}, {"BN", std::int64_t{128}}},
+      template_hash(tiled_source()));
+  database.description.template_arguments = {"BM", "BN"};
   return database;
 }
 
