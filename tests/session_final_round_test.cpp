@@ -125,5 +125,122 @@ TEST(FinalRound, OnlyTheLastEnergyRoundsAskForEnergyAndTheirFiguresAreSummarised
   EXPECT_EQ(run_final_round(1, 2, measure, {}, 0)[0].energy_mj, 0);  // no energy round: no energy
 }
 
+// A scripted candidate for the sized final round: its k-th measurement is mean * (1 + noise * wobble(k)), where
+// wobble cycles through -1, +1, 0, so its rounds have a known spread.
+Evaluation scripted(double mean, double noise, int k) {
+  static const double wobble[] = {-1.0, 1.0, 0.0};
+  Evaluation evaluation;
+  evaluation.time.median_ms = mean * (1 + noise * wobble[k % 3]);
+  return evaluation;
+}
+
+TEST(FinalRoundSized, AClearWinnerStopsAtTheMinimumRounds) {
+  std::vector<int> count(3, 0);
+  const std::vector<double> means{1.00, 1.10, 1.20};
+  auto measure = [&](std::size_t index, bool) { return scripted(means[index], 0.002, count[index]++); };
+  FinalRoundPlan plan;
+  FinalRoundOutcome outcome = run_final_round_sized(3, plan, measure);
+  EXPECT_EQ(outcome.rounds, 3);
+  EXPECT_EQ(outcome.stopped_because, "separated");
+  EXPECT_EQ(outcome.leader, 0);
+  EXPECT_EQ(outcome.runner_up, 1);
+  EXPECT_GT(outcome.confidence, 0.999);
+  EXPECT_DOUBLE_EQ(outcome.worst_regret, 0);
+}
+
+TEST(FinalRoundSized, ANoisyCloseRaceRunsMoreRoundsUntilDecided) {
+  // The winner is 1% faster but each measurement wobbles by 2%: three rounds leave the runner-up possibly faster
+  // by more than the tolerance (0.5%); the intervals narrow with the rounds until picking the leader costs at most
+  // the tolerance.
+  std::vector<int> count(2, 0);
+  const std::vector<double> means{1.00, 1.01};
+  auto measure = [&](std::size_t index, bool) { return scripted(means[index], 0.02, count[index]++); };
+  FinalRoundPlan plan;
+  plan.max_rounds = 40;
+  FinalRoundOutcome outcome = run_final_round_sized(2, plan, measure);
+  EXPECT_GT(outcome.rounds, 3);
+  EXPECT_LT(outcome.rounds, 40);
+  EXPECT_NE(outcome.stopped_because, "cap");
+  EXPECT_EQ(outcome.leader, 0);
+  EXPECT_LE(outcome.worst_regret, plan.tolerance);
+  ASSERT_EQ(outcome.figures[0].round_ms.size(), static_cast<std::size_t>(outcome.rounds));
+  // Three rounds alone were undecided.
+  FinalRoundOutcome after_three;
+  std::vector<FinalFigures> first_three;
+  for (const FinalFigures& figures : outcome.figures)
+    first_three.push_back(summarise_rounds({figures.round_ms.begin(), figures.round_ms.begin() + 3}));
+  decide_final_round(first_three, plan, after_three);
+  EXPECT_EQ(after_three.stopped_because, "");
+  EXPECT_GT(after_three.worst_regret, plan.tolerance);
+}
+
+TEST(FinalRoundSized, TwoEqualCandidatesStopWhenKnownWithinTheTolerance) {
+  std::vector<int> count(2, 0);
+  auto measure = [&](std::size_t index, bool) { return scripted(1.0, 0.001, count[index]++); };
+  FinalRoundOutcome outcome = run_final_round_sized(2, FinalRoundPlan{}, measure);
+  EXPECT_EQ(outcome.stopped_because, "within tolerance");
+  EXPECT_LE(outcome.worst_regret, 0.005);
+  EXPECT_NEAR(outcome.confidence, 0.5, 1e-9);  // equal means: a coin toss, and it does not matter
+}
+
+TEST(FinalRoundSized, AnUndecidableRaceStopsAtTheCap) {
+  std::vector<int> count(2, 0);
+  auto measure = [&](std::size_t index, bool) { return scripted(1.0 + 0.001 * static_cast<double>(index), 0.05, count[index]++); };
+  FinalRoundPlan plan;
+  plan.max_rounds = 6;
+  FinalRoundOutcome outcome = run_final_round_sized(2, plan, measure);
+  EXPECT_EQ(outcome.rounds, 6);
+  EXPECT_EQ(outcome.stopped_because, "cap");
+  EXPECT_GT(outcome.worst_regret, 0.005);
+  EXPECT_GT(outcome.confidence, 0.5);
+  EXPECT_LT(outcome.confidence, 0.9);
+}
+
+TEST(FinalRoundSized, TheBaselineIsTimedInEveryRoundButNeverWins) {
+  // Candidate 2 is the baseline, faster than both; it does not contend, so the race is 0 against 1.
+  std::vector<int> count(3, 0);
+  const std::vector<double> means{1.00, 1.20, 0.5};
+  auto measure = [&](std::size_t index, bool) { return scripted(means[index], 0.001, count[index]++); };
+  FinalRoundPlan plan;
+  plan.contends = {true, true, false};
+  FinalRoundOutcome outcome = run_final_round_sized(3, plan, measure);
+  EXPECT_EQ(outcome.leader, 0);
+  EXPECT_EQ(outcome.runner_up, 1);
+  EXPECT_EQ(count[2], outcome.rounds);
+  EXPECT_TRUE(outcome.figures[2].complete);
+}
+
+TEST(FinalRoundSized, AFailedLeaderLeavesTheRaceToTheOthers) {
+  std::vector<int> count(3, 0);
+  const std::vector<double> means{0.9, 1.0, 1.2};
+  auto measure = [&](std::size_t index, bool) {
+    Evaluation evaluation = scripted(means[index], 0.001, count[index]++);
+    if (index == 0 && count[0] == 2) evaluation.status = Status::wrong_result;
+    return evaluation;
+  };
+  FinalRoundOutcome outcome = run_final_round_sized(3, FinalRoundPlan{}, measure);
+  EXPECT_FALSE(outcome.figures[0].complete);
+  EXPECT_EQ(outcome.leader, 1);
+  EXPECT_EQ(outcome.runner_up, 2);
+  EXPECT_EQ(outcome.stopped_because, "separated");
+}
+
+TEST(FinalRoundSized, EnergyIsAskedInEveryRoundWhenThePlanSaysSo) {
+  int asked = 0;
+  auto measure = [&](std::size_t index, bool with_energy) {
+    Evaluation evaluation = scripted(1.0 + static_cast<double>(index), 0.0, 0);
+    if (with_energy) {
+      ++asked;
+      evaluation.energy_mj = 2.0;
+    }
+    return evaluation;
+  };
+  FinalRoundPlan plan;
+  plan.energy_every_round = true;
+  FinalRoundOutcome outcome = run_final_round_sized(2, plan, measure);
+  EXPECT_EQ(asked, 2 * outcome.rounds);
+  EXPECT_EQ(outcome.figures[0].energy_mj, 2.0);
+}
+
 }  // namespace
 }  // namespace kernlathe
