@@ -28,7 +28,8 @@ namespace kernlathe::gpu {
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuStreamCreate) X(cuStreamDestroy)                   \
   X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)      \
   X(cuEventElapsedTime) X(cuEventQuery) X(cuTensorMapEncodeTiled) X(cuLaunchKernelEx)                                \
-  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) /* tuner/loader */
+  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) /* tuner/loader */         \
+  X(cuMemHostGetDevicePointer) X(cuStreamWaitValue32) /* tuner/measure/launch_gate */
 
 struct CudaDriver {
 #define KERNLATHE_DECLARE_DRIVER_POINTER(name) decltype(&::name) name = nullptr;

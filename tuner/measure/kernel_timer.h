@@ -7,10 +7,12 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "tuner/gpu/driver_handles.h"
+#include "tuner/measure/launch_gate.h"
 #include "tuner/measure/measurement.h"
 
 namespace kernlathe {
@@ -28,7 +30,9 @@ class KernelTimer {
   KernelTimer(CUstream stream, const MeasurementSettings& settings, std::size_t l2_bytes);
 
   // Warm-up (as long as warmup_duration_ms() says, from the time since this timer's previous timed work), then
-  // samples of batches of launch_once() until the rule says stop. `phase` names what is running, for the error
+  // samples of batches of launch_once() until the rule says stop. Each sample of up to
+  // LaunchGate::max_gated_launches launches is queued behind a closed gate (launch_gate.h), so the host's cost of
+  // launch_once() is not timed. `phase` names what is running, for the error
   // message of a failing launch.
   TimeStatistics time(const std::function<void()>& launch_once, std::string& phase);
   // Wall time of the last time() call's warm-up and sampling.
@@ -42,6 +46,8 @@ class KernelTimer {
                                       const std::string& pci_bus_id, std::string& phase);
 
   const MeasurementSettings& settings() const { return settings_; }
+  // Whether samples are queued behind the gate (false where the driver refuses stream memory operations).
+  bool gated() const { return gate_ && gate_->usable(); }
 
  private:
   double elapsed_ms();  // between the two events, after the stop event completes
@@ -51,6 +57,7 @@ class KernelTimer {
   gpu::Event start_;
   gpu::Event stop_;
   gpu::DeviceBuffer flush_buffer_;
+  std::unique_ptr<LaunchGate> gate_ = std::make_unique<LaunchGate>();  // open until constructed with a stream; a pointer: the gate's watchdog thread holds its address
   std::optional<std::chrono::steady_clock::time_point> busy_until_;  // end of the previous timed work
   double last_warmup_ms_ = 0;
   double last_sampling_ms_ = 0;
