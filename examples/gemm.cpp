@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include <kernlathe/runtime.h>
+#include <kernlathe/timing.h>
 
 #include "check_cuda.h"
 
@@ -99,22 +101,19 @@ int main(int argc, char** argv) {
     }
     std::printf("  %zu of %zu elements outside the tolerance of cuBLAS's result\n", wrong, c.size());
 
-    auto time_ms = [&](auto&& run) {
-      cudaEvent_t start, stop;
-      CHECK_CUDA(cudaEventCreate(&start));
-      CHECK_CUDA(cudaEventCreate(&stop));
-      for (int warm = 0; warm < 5; ++warm) run();
-      constexpr int repetitions = 20;
-      CHECK_CUDA(cudaEventRecord(start, stream));
-      for (int repetition = 0; repetition < repetitions; ++repetition) run();
-      CHECK_CUDA(cudaEventRecord(stop, stream));
-      CHECK_CUDA(cudaEventSynchronize(stop));
-      float elapsed = 0;
-      CHECK_CUDA(cudaEventElapsedTime(&elapsed, start, stop));
-      return elapsed / repetitions;
+    // Timed as `tune` times (kernlathe/timing.h): samples queued behind a launch gate, so cuBLAS's host-side
+    // algorithm choice is not timed; three interleaved rounds, the median of each kernel's round figures.
+    std::vector<double> ours_rounds, theirs_rounds;
+    for (int round = 0; round < 3; ++round) {
+      ours_rounds.push_back(kernlathe::time_launches(stream, [&] { launch.launch(stream); }).median_ms);
+      theirs_rounds.push_back(kernlathe::time_launches(stream, cublas_gemm).median_ms);
+    }
+    const auto median_of = [](std::vector<double> values) {
+      std::sort(values.begin(), values.end());
+      return values[values.size() / 2];
     };
-    double ours = time_ms([&] { launch.launch(stream); });
-    double theirs = time_ms(cublas_gemm);
+    const double ours = median_of(ours_rounds);
+    const double theirs = median_of(theirs_rounds);
     double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     std::printf("  kernlathe %.3f ms (%.0f TFLOP/s), cuBLAS %.3f ms (%.0f TFLOP/s): %.1f%% of cuBLAS\n", ours,
                 flops / ours / 1e9, theirs, flops / theirs / 1e9, 100 * theirs / ours);
