@@ -32,6 +32,7 @@
 #include "tuner/cli/replay_command.h"
 #include "tuner/cli/report_command.h"
 #include "tuner/cli/run_command.h"
+#include "tuner/cli/sweep_command.h"
 #include "tuner/cli/spec_options.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
@@ -394,6 +395,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "tune a kernel spec on the GPU (or replay a recorded run)");
   run_command.add_to(*run);
 
+  SweepCommand sweep_command;
+  CLI::App* sweep = app.add_subcommand("sweep", "tune every problem of a workload file, one after the other, resumably");
+  sweep_command.add_to(*sweep);
+
   BestCommand best_command;
   CLI::App* best = app.add_subcommand(
       "best", "print the stored best configurations of a kernel, or (--select) what the runtime would launch");
@@ -446,6 +451,7 @@ int run_cli(int argc, char** argv) {
   if (validate->parsed()) return validate_command.run();
   if (compile->parsed()) return compile_command.run();
   if (run->parsed()) return run_command.run();
+  if (sweep->parsed()) return sweep_command.run_sweep();
   if (best->parsed()) return best_command.run();
   if (replay->parsed()) return replay_command.run();
   if (analyze->parsed()) return analyze_command.run();
