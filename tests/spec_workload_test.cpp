@@ -44,7 +44,7 @@ class WorkloadFile : public ::testing::Test {
 };
 
 TEST_F(WorkloadFile, ASweepIsTheProductOfItsAxesFirstAxisSlowest) {
-  const Workload workload = read_workload(write(R"(workload: layer
+  const Workload workload = read_workload(write(R"(workload: llama3-8b.layer
 tasks:
   - spec: gemm.yaml
     problem: {B_LAYOUT: 1}
@@ -52,7 +52,7 @@ tasks:
       M: [16, 4096]
       N,K: [[6144, 4096], [4096, 14336], [4096, 4096]]
 )"));
-  EXPECT_EQ(workload.name, "layer");
+  EXPECT_EQ(workload.name, "llama3-8b.layer");
   ASSERT_EQ(workload.problems.size(), 6u);
   EXPECT_EQ(workload.problems[0].problem_text(), "B_LAYOUT=1,M=16,N=6144,K=4096");
   EXPECT_EQ(workload.problems[1].problem_text(), "B_LAYOUT=1,M=16,N=4096,K=14336");
@@ -89,6 +89,7 @@ TEST_F(WorkloadFile, MistakesNameTheLineAndWhat) {
   EXPECT_NE(error_of("workload: w\ntasks:\n  - spec: gemm.yaml\n    sweep: {M: []}\n").find("no values"), std::string::npos);
   EXPECT_NE(error_of("workload: w\ntasks:\n  - spec: gemm.yaml\n    sweep: {M: [x]}\n").find("workload.yaml:4"), std::string::npos);
   EXPECT_NE(error_of("tasks: []\n").find("workload"), std::string::npos);
+  EXPECT_NE(error_of("workload: ../up\ntasks:\n  - spec: gemm.yaml\n").find("workload.yaml:1"), std::string::npos);
 }
 
 TEST_F(WorkloadFile, AWorkloadIsToldFromAKernelSpec) {

@@ -90,7 +90,15 @@ Workload read_workload(const std::filesystem::path& file) {
   Fields top(document, root, "workload file");
   top.allow_only({"workload", "tasks"});
   Workload workload;
-  workload.name = read_name(document, top.require("workload"), "workload name");
+  const YAML::Node name_node = top.require("workload");
+  workload.name = read_text(document, name_node, "workload name");
+  // It names the sweep's state folder: letters, digits, '-', '_' and '.', not starting with '.'.
+  const bool safe = !workload.name.empty() && workload.name.front() != '.' &&
+                    workload.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+                        std::string::npos;
+  if (!safe)
+    document.fail(name_node, fmt::format("workload name '{}': use letters, digits, '-', '_' and '.', not starting with '.'",
+                                         workload.name));
   const YAML::Node tasks_node = top.require("tasks");
   const std::vector<YAML::Node> tasks = read_list(document, tasks_node, "tasks");
   if (tasks.empty()) document.fail(tasks_node, "the workload lists no tasks");
