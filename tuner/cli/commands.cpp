@@ -33,6 +33,7 @@
 #include "tuner/cli/report_command.h"
 #include "tuner/cli/run_command.h"
 #include "tuner/cli/sweep_command.h"
+#include "tuner/cli/cover_command.h"
 #include "tuner/cli/spec_options.h"
 #include "tuner/compile/compile_pool.h"
 #include "tuner/compile/instantiate.h"
@@ -399,6 +400,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* sweep = app.add_subcommand("sweep", "tune every problem of a workload file, one after the other, resumably");
   sweep_command.add_to(*sweep);
 
+  CoverCommand cover_command;
+  CLI::App* cover = app.add_subcommand("cover", "the few configurations that serve every tuned problem of a kernel (no GPU)");
+  cover_command.add_to(*cover);
+
   BestCommand best_command;
   CLI::App* best = app.add_subcommand(
       "best", "print the stored best configurations of a kernel, or (--select) what the runtime would launch");
@@ -452,6 +457,7 @@ int run_cli(int argc, char** argv) {
   if (compile->parsed()) return compile_command.run();
   if (run->parsed()) return run_command.run();
   if (sweep->parsed()) return sweep_command.run_sweep();
+  if (cover->parsed()) return cover_command.run();
   if (best->parsed()) return best_command.run();
   if (replay->parsed()) return replay_command.run();
   if (analyze->parsed()) return analyze_command.run();
