@@ -150,5 +150,17 @@ TEST(KernelDescription, ConfigurationFromValuesRejectsUndeclaredValues) {
   EXPECT_EQ(configuration_from_values(spec.space, values), std::nullopt);
 }
 
+TEST(KernelDescription, TheProblemDefaultsAreTheSpecFilesNotTheTunedProblems) {
+  // Tuned with --problem B_LAYOUT=1, the description still says B_LAYOUT defaults to 0: an application that leaves
+  // B_LAYOUT out passes B stored K x N, and must not be served as if it were N x K.
+  const KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "gemm_bf16.yaml", {{"M", 16}, {"B_LAYOUT", 1}});
+  SpaceEnumerator space(spec.space, constants_of(spec, device_profile("sm_90")));
+  const KernelDescription description = describe_kernel(spec, space);
+  std::map<std::string, std::int64_t> defaults;
+  for (const auto& symbol : description.problem) defaults[symbol.first] = symbol.second;
+  EXPECT_EQ(defaults.at("B_LAYOUT"), 0);
+  EXPECT_EQ(defaults.at("M"), 4096);
+}
+
 }  // namespace
 }  // namespace kernlathe

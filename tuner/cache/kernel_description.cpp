@@ -74,7 +74,7 @@ KernelDescription describe_kernel(const KernelSpec& spec, const SpaceEnumerator&
   for (const Expression& argument : spec.template_arguments) description.template_arguments.push_back(argument.to_string());
   description.compile_options = spec.compile_options;
   description.arch_specific = spec.needs_arch_specific;
-  description.problem = spec.problem;
+  description.problem = spec.declared_problem.empty() ? spec.problem : spec.declared_problem;
   for (const Parameter& parameter : spec.space.parameters)
     description.parameters.push_back({parameter.name, type_name(parameter.type), parameter.values});
   for (const DerivedValue& derived : spec.space.derived) description.derived.push_back({derived.name, derived.expression.to_string()});

@@ -248,6 +248,7 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
       spec.problem.emplace_back(symbol, value);
     }
   }
+  spec.declared_problem = spec.problem;
   apply_overrides(spec, overrides);
 
   YAML::Node space_node = fields.require("space");

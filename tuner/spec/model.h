@@ -239,6 +239,9 @@ struct KernelSpec {
   std::vector<Expression> template_arguments;
   bool needs_arch_specific = false;     // sm_90a and friends (wgmma, setmaxnreg)
   std::vector<std::pair<std::string, std::int64_t>> problem;  // symbols with defaults, in declared order
+  // The defaults as the spec file declares them, before --problem overrides: what a database's description
+  // stores, so an application that leaves a symbol out gets the spec's value, not the last tuned problem's.
+  std::vector<std::pair<std::string, std::int64_t>> declared_problem;
   std::vector<Argument> arguments;
   LaunchGeometry launch;
   std::vector<std::string> compile_options;

@@ -558,6 +558,7 @@ KernelSpec load_t1_kernel_spec(const std::filesystem::path& t1_file, const Probl
       spec.problem.emplace_back(fmt::format("ProblemSize_{}", axis), size);
     }
   }
+  spec.declared_problem = spec.problem;
   for (const auto& override_entry : overrides) {
     const std::string& symbol = override_entry.first;
     const std::int64_t value = override_entry.second;
