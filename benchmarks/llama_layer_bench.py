@@ -185,13 +185,20 @@ def overhead_section(results, calls=5000):
         for _ in range(calls):
             F.rms_norm(x, (HIDDEN,), weight, EPS)
 
+    def dispatched_loop():
+        for _ in range(calls):
+            torch.ops.kernlathe.rms_norm(x, weight, EPS)
+
     op_us = per_call_us(op_loop)
+    dispatched_us = per_call_us(dispatched_loop)
     torch_us = per_call_us(torch_loop)
     results["overhead"] = {"cpp_launch_us": cpp_us, "op_call_us": op_us, "overhead_us": op_us - cpp_us,
+                           "dispatched_op_call_us": dispatched_us, "dispatched_overhead_us": dispatched_us - cpp_us,
                            "torch_rms_norm_us": torch_us, "calls": calls, "kernel": "rmsnorm_bf16 ROWS=1,COLS=4096"}
     print(f"per call (rmsnorm_bf16 at 1 x {HIDDEN}, {calls} calls): C++ Kernel::launch {cpp_us:.2f} us, "
           f"kernlathe.torch.rms_norm {op_us:.2f} us: overhead {op_us - cpp_us:.2f} us (floor {FLOORS['overhead_us']}); "
-          f"torch's own F.rms_norm {torch_us:.2f} us")
+          f"through the dispatcher (torch.ops.kernlathe.rms_norm, as under torch.compile) {dispatched_us:.2f} us: "
+          f"{dispatched_us - cpp_us:.2f} us; torch's own F.rms_norm {torch_us:.2f} us")
 
 
 def first_call_section(results):

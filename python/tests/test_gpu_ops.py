@@ -127,3 +127,11 @@ def test_torch_compile_fullgraph_of_a_block():
     eager = block(x)
     compiled = torch.compile(block, fullgraph=True)
     torch.testing.assert_close(compiled(x), eager, rtol=3e-2, atol=3e-2)
+
+
+def test_eager_fast_path_and_dispatched_op_agree():
+    x = make(1000, 4096, seed=16)
+    weight = make(4096, seed=17)
+    fast = kt.rms_norm(x, weight)
+    dispatched = torch.ops.kernlathe.rms_norm(x, weight, 1e-5)
+    torch.testing.assert_close(fast, dispatched, rtol=0, atol=0)

@@ -7,7 +7,9 @@ torch.compile(fullgraph=True) traces a model that uses them without a graph brea
     kernlathe.torch.layer_norm(x, weight, bias=None, eps=1e-5)
     kernlathe.torch.softmax(x)                                                        # over the last dimension
 
-(also as torch.ops.kernlathe.<name>). On CUDA tensors each op plans a kernel and a problem from the shapes
+The ops are registered as torch.ops.kernlathe.<name>; the functions above call them, except in eager mode on plain
+CUDA tensors, where they run the same implementation without the dispatcher (KERNLATHE_TORCH_EAGER_FAST_PATH=0
+turns that off). On CUDA tensors each op plans a kernel and a problem from the shapes
 (ops.py), the runtime selects a tuned configuration by its ladder and launches it on the current stream. A case no
 shipped kernel covers (another dtype, no usable configuration at the shape) is computed by PyTorch and said so by
 kernlathe.explain(); set_fallback(False) makes it an error instead. On CPU tensors the ops compute the PyTorch

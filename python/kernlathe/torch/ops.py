@@ -256,6 +256,27 @@ def _zeros_of(length, dtype, device):
     return found
 
 
+# ---------------------------------------------------------------- the eager fast path
+
+_fast_path = os.environ.get("KERNLATHE_TORCH_EAGER_FAST_PATH", "1") != "0"
+
+
+def _eager_fast_path(*tensors):
+    """Whether a call may skip the dispatcher and run the op's CUDA implementation directly: eager mode (not traced
+    by torch.compile), no torch function or dispatch mode active (FakeTensorMode, profilers' modes, subclasses), and
+    plain CUDA tensors that need no gradient. The op's own implementation is the same function, so results are
+    identical; what it saves is the custom op's dispatch, a cost of the order of the 3 us floor of issue 34 on a small
+    problem. KERNLATHE_TORCH_EAGER_FAST_PATH=0 sends every call through torch.ops.kernlathe."""
+    if torch.compiler.is_compiling() or not _fast_path:
+        return False
+    if torch._C._len_torch_dispatch_stack() or torch._C._is_torch_function_mode_enabled():
+        return False
+    for tensor in tensors:
+        if tensor is not None and (type(tensor) is not torch.Tensor or not tensor.is_cuda or tensor.requires_grad):
+            return False
+    return True
+
+
 # ---------------------------------------------------------------- linear
 
 
@@ -275,10 +296,7 @@ def _check_linear(x, weight, bias, residual, activation):
         torch._check(residual.dtype == x.dtype, lambda: f"linear: residual is {residual.dtype}, x is {x.dtype}")
 
 
-@torch.library.custom_op("kernlathe::linear", mutates_args=(), device_types="cuda")
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
-           residual: Optional[torch.Tensor] = None, activation: str = "none") -> torch.Tensor:
-    """y = activation(x W^T + bias) + residual, W stored N x K as nn.Linear keeps it."""
+def _linear_cuda(x, weight, bias=None, residual=None, activation="none"):
     _check_linear(x, weight, bias, residual, activation)
     plan = plan_linear(x, weight, bias, residual, activation)
     out = torch.empty((*x.shape[:-1], weight.shape[0]), dtype=x.dtype, device=x.device)
@@ -301,7 +319,20 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     return out
 
 
-@linear.register_fake
+@torch.library.custom_op("kernlathe::linear", mutates_args=(), device_types="cuda")
+def linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+              residual: Optional[torch.Tensor] = None, activation: str = "none") -> torch.Tensor:
+    return _linear_cuda(x, weight, bias, residual, activation)
+
+
+def linear(x, weight, bias=None, residual=None, activation="none"):
+    """y = activation(x W^T + bias) + residual, W stored N x K as nn.Linear keeps it."""
+    if _eager_fast_path(x, weight, bias, residual):
+        return _linear_cuda(x, weight, bias, residual, activation)
+    return linear_op(x, weight, bias, residual, activation)
+
+
+@linear_op.register_fake
 def _linear_fake(x, weight, bias=None, residual=None, activation="none"):
     _check_linear(x, weight, bias, residual, activation)
     if _explain.planning() is not None:
@@ -309,7 +340,7 @@ def _linear_fake(x, weight, bias=None, residual=None, activation="none"):
     return x.new_empty((*x.shape[:-1], weight.shape[0]))
 
 
-@linear.register_kernel("cpu")
+@linear_op.register_kernel("cpu")
 def _linear_cpu(x, weight, bias=None, residual=None, activation="none"):
     _check_linear(x, weight, bias, residual, activation)
     _explain.record(_choice_for(plan_linear(x, weight, bias, residual, activation), "torch",
@@ -332,11 +363,7 @@ def _check_attention(q, k, v, layout):
     torch._check(q.dtype == k.dtype == v.dtype, lambda: "attention: q, k and v must have one dtype")
 
 
-@torch.library.custom_op("kernlathe::attention", mutates_args=(), device_types="cuda")
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, scale: Optional[float] = None,
-              layout: str = "bhsd") -> torch.Tensor:
-    """softmax(q k^T * scale) v per head, causal optionally; k and v may have fewer heads (GQA). layout "bhsd":
-    (batch, heads, sequence, head_dim); "bshd": (batch, sequence, heads, head_dim). The output has q's shape."""
+def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd"):
     _check_attention(q, k, v, layout)
     device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
     plan = plan_attention(q, k, v, causal, layout, device_index)
@@ -369,7 +396,21 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     return out.transpose(1, 2).contiguous() if transposed else out
 
 
-@attention.register_fake
+@torch.library.custom_op("kernlathe::attention", mutates_args=(), device_types="cuda")
+def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                 scale: Optional[float] = None, layout: str = "bhsd") -> torch.Tensor:
+    return _attention_cuda(q, k, v, causal, scale, layout)
+
+
+def attention(q, k, v, causal=False, scale=None, layout="bhsd"):
+    """softmax(q k^T * scale) v per head, causal optionally; k and v may have fewer heads (GQA). layout "bhsd":
+    (batch, heads, sequence, head_dim); "bshd": (batch, sequence, heads, head_dim). The output has q's shape."""
+    if _eager_fast_path(q, k, v):
+        return _attention_cuda(q, k, v, causal, scale, layout)
+    return attention_op(q, k, v, causal, scale, layout)
+
+
+@attention_op.register_fake
 def _attention_fake(q, k, v, causal=False, scale=None, layout="bhsd"):
     _check_attention(q, k, v, layout)
     if _explain.planning() is not None:
@@ -377,7 +418,7 @@ def _attention_fake(q, k, v, causal=False, scale=None, layout="bhsd"):
     return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 
-@attention.register_kernel("cpu")
+@attention_op.register_kernel("cpu")
 def _attention_cpu(q, k, v, causal=False, scale=None, layout="bhsd"):
     _check_attention(q, k, v, layout)
     _explain.record(_choice_for(Plan("attention", None, {}), "torch", "PyTorch computes it: CPU tensors"))
@@ -404,9 +445,7 @@ def _row_op(plan, x, buffers, scalars, in_torch, out):
     return out
 
 
-@torch.library.custom_op("kernlathe::rms_norm", mutates_args=(), device_types="cuda")
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """x / sqrt(mean(x^2) + eps) * weight over the last dimension."""
+def _rms_norm_cuda(x, weight, eps=1e-5):
     _check_norm("rms_norm", x, weight)
     source = x.contiguous()
     out = torch.empty_like(source)
@@ -414,7 +453,19 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-5) -> torch.
                    [("epsilon", float(eps))], lambda: out.copy_(reference.rms_norm(x, weight, eps)), out)
 
 
-@rms_norm.register_fake
+@torch.library.custom_op("kernlathe::rms_norm", mutates_args=(), device_types="cuda")
+def rms_norm_op(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    return _rms_norm_cuda(x, weight, eps)
+
+
+def rms_norm(x, weight, eps=1e-5):
+    """x / sqrt(mean(x^2) + eps) * weight over the last dimension."""
+    if _eager_fast_path(x, weight):
+        return _rms_norm_cuda(x, weight, eps)
+    return rms_norm_op(x, weight, eps)
+
+
+@rms_norm_op.register_fake
 def _rms_norm_fake(x, weight, eps=1e-5):
     _check_norm("rms_norm", x, weight)
     if _explain.planning() is not None:
@@ -422,17 +473,14 @@ def _rms_norm_fake(x, weight, eps=1e-5):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@rms_norm.register_kernel("cpu")
+@rms_norm_op.register_kernel("cpu")
 def _rms_norm_cpu(x, weight, eps=1e-5):
     _check_norm("rms_norm", x, weight)
     _explain.record(_choice_for(plan_rms_norm(x), "torch", "PyTorch computes it: CPU tensors"))
     return reference.rms_norm(x, weight, eps)
 
 
-@torch.library.custom_op("kernlathe::layer_norm", mutates_args=(), device_types="cuda")
-def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
-               eps: float = 1e-5) -> torch.Tensor:
-    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension."""
+def _layer_norm_cuda(x, weight, bias=None, eps=1e-5):
     _check_norm("layer_norm", x, weight, bias)
     source = x.contiguous()
     out = torch.empty_like(source)
@@ -442,7 +490,20 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
                    [("epsilon", float(eps))], lambda: out.copy_(reference.layer_norm(x, weight, bias, eps)), out)
 
 
-@layer_norm.register_fake
+@torch.library.custom_op("kernlathe::layer_norm", mutates_args=(), device_types="cuda")
+def layer_norm_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                  eps: float = 1e-5) -> torch.Tensor:
+    return _layer_norm_cuda(x, weight, bias, eps)
+
+
+def layer_norm(x, weight, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension."""
+    if _eager_fast_path(x, weight, bias):
+        return _layer_norm_cuda(x, weight, bias, eps)
+    return layer_norm_op(x, weight, bias, eps)
+
+
+@layer_norm_op.register_fake
 def _layer_norm_fake(x, weight, bias=None, eps=1e-5):
     _check_norm("layer_norm", x, weight, bias)
     if _explain.planning() is not None:
@@ -450,16 +511,14 @@ def _layer_norm_fake(x, weight, bias=None, eps=1e-5):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@layer_norm.register_kernel("cpu")
+@layer_norm_op.register_kernel("cpu")
 def _layer_norm_cpu(x, weight, bias=None, eps=1e-5):
     _check_norm("layer_norm", x, weight, bias)
     _explain.record(_choice_for(plan_layer_norm(x), "torch", "PyTorch computes it: CPU tensors"))
     return reference.layer_norm(x, weight, bias, eps)
 
 
-@torch.library.custom_op("kernlathe::softmax", mutates_args=(), device_types="cuda")
-def softmax(x: torch.Tensor) -> torch.Tensor:
-    """softmax over the last dimension."""
+def _softmax_cuda(x):
     torch._check(x.dim() >= 1, lambda: "softmax: x must have at least one dimension")
     source = x.contiguous()
     out = torch.empty_like(source)
@@ -467,7 +526,19 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
                    lambda: out.copy_(reference.softmax(x)), out)
 
 
-@softmax.register_fake
+@torch.library.custom_op("kernlathe::softmax", mutates_args=(), device_types="cuda")
+def softmax_op(x: torch.Tensor) -> torch.Tensor:
+    return _softmax_cuda(x)
+
+
+def softmax(x):
+    """softmax over the last dimension."""
+    if _eager_fast_path(x):
+        return _softmax_cuda(x)
+    return softmax_op(x)
+
+
+@softmax_op.register_fake
 def _softmax_fake(x):
     torch._check(x.dim() >= 1, lambda: "softmax: x must have at least one dimension")
     if _explain.planning() is not None:
@@ -475,7 +546,7 @@ def _softmax_fake(x):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@softmax.register_kernel("cpu")
+@softmax_op.register_kernel("cpu")
 def _softmax_cpu(x):
     _explain.record(_choice_for(plan_softmax(x), "torch", "PyTorch computes it: CPU tensors"))
     return reference.softmax(x)
