@@ -199,7 +199,14 @@ def _prepare(plan, device_index, pointer_names, scalar_names):
     return _Prepared(launcher, _choice_for(plan, "kernel", kernel.selection.reason, kernel, kernel.selection))
 
 
+# The current stream's address without building a torch.cuda.Stream object per call (PyTorch's own kernels' launch
+# path); the public torch.cuda.current_stream where this build lacks it.
+_raw_current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def _current_stream(device_index):
+    if _raw_current_stream is not None:
+        return _raw_current_stream(device_index)
     return torch.cuda.current_stream(device_index).cuda_stream
 
 
@@ -421,7 +428,10 @@ def _attention_fake(q, k, v, causal=False, scale=None, layout="bhsd"):
 @attention_op.register_kernel("cpu")
 def _attention_cpu(q, k, v, causal=False, scale=None, layout="bhsd"):
     _check_attention(q, k, v, layout)
-    _explain.record(_choice_for(Plan("attention", None, {}), "torch", "PyTorch computes it: CPU tensors"))
+    batch, first, second, head_dim = q.shape
+    heads, sequence = (second, first) if layout == "bshd" else (first, second)
+    problem = {"BATCH": batch, "HEADS": heads, "SEQ": sequence, "HEAD_DIM": head_dim, "CAUSAL": int(bool(causal))}
+    _explain.record(_choice_for(Plan("attention", None, problem), "torch", "PyTorch computes it: CPU tensors"))
     return reference.attention(q, k, v, causal, scale, layout)
 
 
