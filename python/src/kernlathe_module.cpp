@@ -233,6 +233,9 @@ using namespace kernlathe::python;
 
 NB_MODULE(_kernlathe, module) {
   module.doc() = "kernlathe's runtime library: tuned GPU kernels, selected by a fallback ladder and launched";
+  // A Runtime held by a module-level variable of the application is still alive when the interpreter tears the
+  // extension down; nanobind would report it as a leak at every exit.
+  nb::set_leak_warnings(false);
   module.def("version", [] { return std::string(kernlathe::version()); });
 
   nb::exception<RuntimeError> kernlathe_error(module, "KernlatheError", PyExc_RuntimeError);
