@@ -3,7 +3,8 @@
 # scikit-build-core already there, no network: --no-build-isolation --no-deps), exports the layer's kernels with
 # cubins for the GPU's arch when a `tune` binary is at hand (.device/bin/tune from scripts/package-for-device.sh, or
 # build/tune), runs the GPU tests (pytest -m gpu) and the Llama-3-8B layer benchmark. Logs and the benchmark's JSON go
-# to LOG_DIR; a summary is printed last. Exit 0 only when every step passed.
+# to LOG_DIR (seven files; the export to KERNLATHE_EXPORT_DIR or a temporary folder); a summary is printed last.
+# Exit 0 only when every step passed.
 # fmt and nlohmann-json headers: from the system, else from .device/include (scripts/package-for-device.sh copies them).
 # Usage (GPU host, repository root): scripts/python-gpu-check.sh LOG_DIR
 set -uo pipefail
@@ -43,12 +44,14 @@ for candidate in .device/bin/tune build/tune; do
   [[ -x "$candidate" ]] && { tune="$candidate"; break; }
 done
 arch="sm_$("$python" -c 'import torch; major, minor = torch.cuda.get_device_capability(); print(f"{major}{minor}")')"
+# The export goes outside LOG_DIR, which then holds seven files (summary, four logs, the benchmark's log and JSON).
+export_dir="${KERNLATHE_EXPORT_DIR:-$(mktemp -d)/export}"
 if [[ -n "$tune" ]]; then
-  rm -rf "$logs/export"
+  rm -rf "$export_dir"
   if step "tune export ($arch cubins)" "$logs/export.log" "$tune" export gemm_bf16 gemm_bf16_bias_gelu \
        gemm_bf16_bias_residual attention_bf16 rmsnorm_bf16 layernorm_bf16 softmax_bf16 rmsnorm layernorm softmax saxpy \
-       --arch "$arch" -o "$logs/export"; then
-    export KERNLATHE_EXPORT="$logs/export"
+       --arch "$arch" -o "$export_dir"; then
+    export KERNLATHE_EXPORT="$export_dir"
   fi
 else
   note "tune export: skipped, no tune binary (.device/bin/tune or build/tune): kernels from the package's databases"
