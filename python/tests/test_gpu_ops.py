@@ -135,3 +135,11 @@ def test_eager_fast_path_and_dispatched_op_agree():
     fast = kt.rms_norm(x, weight)
     dispatched = torch.ops.kernlathe.rms_norm(x, weight, 1e-5)
     torch.testing.assert_close(fast, dispatched, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_opcheck_on_cuda(case):
+    from test_torch_ops import op_cases
+
+    op, args, kwargs, _shape = op_cases(torch.bfloat16, device="cuda")[case]
+    torch.library.opcheck(op, args, kwargs, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
