@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies the binaries a GPU check needs into .device/bin (ignored by git), stripped, so they travel to a GPU
 # host without rebuilding there: tune, the GPU tests, the benchmarks (benchmarks/), the examples and, when the build
-# has them (-DKERNLATHE_BUILD_PROBES=ON), the diagnostic probes into .device/bin/probes.
+# has them (-DKERNLATHE_BUILD_PROBES=ON), the diagnostic probes into .device/bin/probes. The fmt and nlohmann-json
+# headers go to .device/include, for building the Python package there (scripts/python-gpu-check.sh).
 # The Open MPI plugin (libkernlathe_mpi.so) goes beside tune when the build has it. With --with-openmpi, Debian's
 # Open MPI run time (mpirun, orted, the libraries and components, about 14 MB) is copied into .device/openmpi for a
 # GPU host that lacks it; use it there with
@@ -28,6 +29,12 @@ for probe in "$build"/probes/*_probe*; do
     mkdir -p .device/bin/probes
     strip -o ".device/bin/probes/$(basename "$probe")" "$probe"
   fi
+done
+# fmt and nlohmann-json headers for building the Python package there (scripts/python-gpu-check.sh), where the
+# Debian packages are missing.
+rm -rf .device/include && mkdir -p .device/include
+for header_dir in /usr/include/fmt /usr/include/nlohmann; do
+  [[ -d "$header_dir" ]] && cp -r "$header_dir" .device/include/
 done
 [[ -f "$build/libkernlathe_mpi.so" ]] && strip -o .device/bin/libkernlathe_mpi.so "$build/libkernlathe_mpi.so"
 if $with_openmpi; then

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev libyaml-cpp-dev libcsv-dev libcli11-dev libfmt-dev
           nlohmann-json3-dev libgtest-dev libeigen3-dev zlib1g-dev libopenmpi-dev openmpi-bin
-          python3-venv chromium)  # tune report: matplotlib in a venv; its test opens pages in Chromium
+          python3-venv python3-dev chromium)  # tune report: matplotlib in a venv; its test opens pages in Chromium;
+                                                   # python3-dev: the Python package's extension (python/)
 
 if [[ "${1:-}" != "--no-install" ]]; then
   missing=()
@@ -24,7 +25,7 @@ if [[ "${1:-}" != "--no-install" ]]; then
   fi
 fi
 
-# matplotlib and numpy for `tune report`, pinned, from PyPI into .venv.
+# matplotlib and numpy for `tune report`, pinned, from PyPI into .venv, then the Python package with PyTorch.
 [[ "${1:-}" != "--no-install" ]] && scripts/setup-python.sh
 
 cuda_home="${CUDA_HOME:-/usr/local/cuda}"

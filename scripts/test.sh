@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs dependencies, builds, builds the diagnostic probes with nvcc, runs every CPU test,
-# compile-checks every shipped kernel spec with NVRTC (no GPU needed) and gives each fuzz target a short bounded run.
+# The test command: installs dependencies, builds, builds the diagnostic probes with nvcc, runs every CPU test (ctest,
+# then the Python package's pytest), compile-checks every shipped kernel spec with NVRTC (no GPU needed) and gives
+# each fuzz target a short bounded run.
 # GPU tests carry the ctest label `gpu`; on a machine with a GPU run them with: ctest --test-dir build -L gpu
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,17 @@ ctest_log="$(mktemp)"
 ctest --test-dir build -L cpu --output-on-failure -j "$(nproc)" | tee "$ctest_log"
 total="$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$ctest_log" | tail -n 1)"
 rm -f "$ctest_log"
+
+# The Python package (python/tests, pytest): built and installed into .venv by scripts/setup-python.sh. GPU tests
+# carry the marker `gpu` and skip where torch sees no GPU; on a GPU host run scripts/python-gpu-check.sh.
+if .venv/bin/python -c 'import kernlathe.torch' 2>/dev/null; then
+  .venv/bin/python -m pytest python/tests -q -p no:cacheprovider
+elif [[ "${1:-}" == "--no-install" ]]; then
+  echo "python: NOT tested: .venv has no kernlathe package (run scripts/setup-python.sh)" >&2
+else
+  echo "python: .venv does not import kernlathe.torch although set-up ran" >&2
+  exit 1
+fi
 
 for spec in kernels/*.yaml; do
   build/tune compile-check "$spec" --arch sm_90 --sample 8

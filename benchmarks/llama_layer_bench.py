@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""A Llama-3-8B decoder layer (workloads/llama3-8b.yaml: hidden 4096, 32 query and 8 key/value heads of 128, MLP
+14336, RMSNorm eps 1e-5; bf16) written once with PyTorch ops and once with kernlathe.torch ops, timed in one process
+at each token count (issue 34). Prints, per token count: forward time of PyTorch eager, torch.compile (default mode)
+and kernlathe, the ratios, and each layer's error against the fp32 PyTorch layer; then the per-call overhead of a
+kernlathe.torch op over the same kernel launched from C++ (a tiny problem, many calls) and the first call of a kernel
+from a fresh Runtime. Exits 1 when a floor is missed, 3 without a GPU.
+
+Floors (issue 34): kernlathe >= 1.15x eager and >= 1.0x torch.compile; relative error vs fp32 within bf16 tolerance
+(<= 1e-2, L2 over the output); op overhead <= 3 us per call over C++; first call from stored cubins <= 5 ms.
+
+    python3 benchmarks/llama_layer_bench.py [--tokens 4096,16384] [--sequence 4096] [--json out.json]
+
+The SiLU-gated product (silu(gate) * up) has no shipped kernel: both layers compute it with PyTorch, and the output
+says so. KERNLATHE_EXPORT names an export directory (`tune export ... --arch sm_90 -o DIR`, cubins included) for the
+kernels; without it the package's databases and templates are used, compiled by NVRTC or taken from the cubin cache.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+HIDDEN, HEADS, KV_HEADS, HEAD_DIM, INTERMEDIATE, EPS = 4096, 32, 8, 128, 14336, 1e-5
+FLOORS = {"speedup_over_eager": 1.15, "speedup_over_compile": 1.0, "relative_error": 1e-2, "overhead_us": 3.0,
+          "first_call_ms": 5.0}
+
+
+def read_workload():
+    """The layer's shapes from workloads/llama3-8b.yaml where PyYAML is there, checked against the constants."""
+    path = Path(__file__).resolve().parents[1] / "workloads" / "llama3-8b.yaml"
+    try:
+        import yaml
+    except ImportError:
+        return f"{path.name} (not read: no PyYAML; built-in shapes)"
+    workload = yaml.safe_load(path.read_text())
+    attention = workload["attention"]
+    assert (attention["heads"], attention["kv_heads"], attention["head_dim"]) == (HEADS, KV_HEADS, HEAD_DIM)
+    shapes = {gemm["name"]: (gemm["N"], gemm["K"]) for gemm in workload["gemm"]}
+    assert shapes["qkv_proj"] == ((HEADS + 2 * KV_HEADS) * HEAD_DIM, HIDDEN)
+    assert shapes["gate_up_proj"] == (2 * INTERMEDIATE, HIDDEN) and shapes["down_proj"] == (HIDDEN, INTERMEDIATE)
+    assert workload["rmsnorm"]["cols"] == HIDDEN and workload["rmsnorm"]["eps"] == EPS
+    return str(path.name)
+
+
+def make_weights(dtype, device, seed=0):
+    generator = torch.Generator(device=device).manual_seed(seed)
+
+    def weight(rows, columns):
+        return (torch.randn(rows, columns, generator=generator, device=device) / math.sqrt(columns)).to(dtype)
+
+    def norm(columns):
+        return (1 + 0.1 * torch.randn(columns, generator=generator, device=device)).to(dtype)
+
+    return {"norm1": norm(HIDDEN), "qkv": weight((HEADS + 2 * KV_HEADS) * HEAD_DIM, HIDDEN), "o": weight(HIDDEN, HIDDEN),
+            "norm2": norm(HIDDEN), "gate_up": weight(2 * INTERMEDIATE, HIDDEN), "down": weight(HIDDEN, INTERMEDIATE)}
+
+
+def silu_gated(gate_up):
+    gate, up = gate_up.chunk(2, dim=-1)
+    return F.silu(gate) * up
+
+
+def torch_layer(x, w, sequence):
+    tokens = x.shape[0]
+    batch = tokens // sequence
+    h = F.rms_norm(x, (HIDDEN,), w["norm1"], EPS)
+    q, k, v = F.linear(h, w["qkv"]).split([HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM], dim=-1)
+    q = q.reshape(batch, sequence, HEADS, HEAD_DIM).transpose(1, 2)
+    k = k.reshape(batch, sequence, KV_HEADS, HEAD_DIM).transpose(1, 2)
+    v = v.reshape(batch, sequence, KV_HEADS, HEAD_DIM).transpose(1, 2)
+    attended = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    x = x + F.linear(attended.transpose(1, 2).reshape(tokens, HIDDEN), w["o"])
+    h = F.rms_norm(x, (HIDDEN,), w["norm2"], EPS)
+    return x + F.linear(silu_gated(F.linear(h, w["gate_up"])), w["down"])
+
+
+def kernlathe_layer(x, w, sequence):
+    import kernlathe.torch as kt
+
+    tokens = x.shape[0]
+    batch = tokens // sequence
+    h = kt.rms_norm(x, w["norm1"], EPS)
+    qkv = kt.linear(h, w["qkv"]).view(batch, sequence, HEADS + 2 * KV_HEADS, HEAD_DIM)
+    q, k, v = qkv.split([HEADS, KV_HEADS, KV_HEADS], dim=2)
+    attended = kt.attention(q, k, v, causal=True, layout="bshd")
+    x = kt.linear(attended.reshape(tokens, HIDDEN), w["o"], None, x)          # O projection + residual, fused
+    h = kt.rms_norm(x, w["norm2"], EPS)
+    gated = silu_gated(kt.linear(h, w["gate_up"]))                            # SiLU-gated product: PyTorch
+    return kt.linear(gated, w["down"], None, x)                                # down projection + residual, fused
+
+
+def time_ms(function, repeats, warmup=3):
+    for _ in range(warmup):
+        function()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        function()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times), (max(times) - min(times)) / statistics.median(times)
+
+
+def relative_error(output, expected):
+    difference = output.float() - expected
+    return (difference.norm() / expected.norm()).item()
+
+
+def layer_section(tokens, sequence, repeats, results):
+    weights = make_weights(torch.bfloat16, "cuda")
+    weights32 = {name: tensor.float() for name, tensor in weights.items()}
+    x = torch.randn(tokens, HIDDEN, device="cuda", generator=torch.Generator(device="cuda").manual_seed(1))
+    x16 = x.to(torch.bfloat16)
+    with torch.no_grad():
+        expected = torch_layer(x16.float(), weights32, sequence)
+        eager_out = torch_layer(x16, weights, sequence)
+        kernlathe_out = kernlathe_layer(x16, weights, sequence)
+        compiled = torch.compile(torch_layer)
+        compiled_out = compiled(x16, weights, sequence)
+        eager_ms, eager_spread = time_ms(lambda: torch_layer(x16, weights, sequence), repeats)
+        compile_ms, compile_spread = time_ms(lambda: compiled(x16, weights, sequence), repeats)
+        kernlathe_ms, kernlathe_spread = time_ms(lambda: kernlathe_layer(x16, weights, sequence), repeats)
+    row = {"tokens": tokens, "sequence": sequence, "batch": tokens // sequence,
+           "eager_ms": eager_ms, "compile_ms": compile_ms, "kernlathe_ms": kernlathe_ms,
+           "spreads": {"eager": eager_spread, "compile": compile_spread, "kernlathe": kernlathe_spread},
+           "speedup_over_eager": eager_ms / kernlathe_ms, "speedup_over_compile": compile_ms / kernlathe_ms,
+           "relative_error": {"kernlathe": relative_error(kernlathe_out, expected),
+                              "eager": relative_error(eager_out, expected),
+                              "compile": relative_error(compiled_out, expected)}}
+    results["layers"].append(row)
+    print(f"tokens {tokens} (batch {row['batch']} x sequence {sequence}): eager {eager_ms:.3f} ms, "
+          f"torch.compile {compile_ms:.3f} ms, kernlathe {kernlathe_ms:.3f} ms (spreads {eager_spread:.3f} "
+          f"{compile_spread:.3f} {kernlathe_spread:.3f})")
+    print(f"  kernlathe: {row['speedup_over_eager']:.3f}x eager (floor {FLOORS['speedup_over_eager']}), "
+          f"{row['speedup_over_compile']:.3f}x torch.compile (floor {FLOORS['speedup_over_compile']})")
+    errors = row["relative_error"]
+    print(f"  relative L2 error vs the fp32 layer: kernlathe {errors['kernlathe']:.2e}, eager bf16 "
+          f"{errors['eager']:.2e}, torch.compile bf16 {errors['compile']:.2e} (floor {FLOORS['relative_error']:.0e})")
+    del weights, weights32, x, x16, expected, eager_out, kernlathe_out, compiled_out
+    torch.cuda.empty_cache()
+
+
+def overhead_section(results, calls=5000):
+    """A kernlathe.torch op on a tiny problem against Kernel.time_launches (the same kernel and arguments launched
+    from a C++ loop): host time per call, the GPU kept from being the limit by a tiny kernel."""
+    import kernlathe.torch as kt
+
+    x = torch.randn(1, HIDDEN, device="cuda").to(torch.bfloat16)
+    weight = torch.ones(HIDDEN, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    kt.rms_norm(x, weight, EPS)
+    kernel = kt.runtime(torch.cuda.current_device()).kernel("rmsnorm_bf16", ROWS=1, COLS=HIDDEN)
+    arguments = dict(input=x, weight=weight, output=out, epsilon=EPS)
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def per_call_us(function):
+        function()
+        torch.cuda.synchronize()
+        best = math.inf
+        for _ in range(3):
+            start = time.perf_counter()
+            function()
+            torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - start) / calls * 1e6)
+        return best
+
+    cpp_us = per_call_us(lambda: kernel.time_launches(calls, stream, **arguments))
+
+    def op_loop():
+        for _ in range(calls):
+            kt.rms_norm(x, weight, EPS)
+
+    def torch_loop():
+        for _ in range(calls):
+            F.rms_norm(x, (HIDDEN,), weight, EPS)
+
+    def dispatched_loop():
+        for _ in range(calls):
+            torch.ops.kernlathe.rms_norm(x, weight, EPS)
+
+    op_us = per_call_us(op_loop)
+    dispatched_us = per_call_us(dispatched_loop)
+    torch_us = per_call_us(torch_loop)
+    results["overhead"] = {"cpp_launch_us": cpp_us, "op_call_us": op_us, "overhead_us": op_us - cpp_us,
+                           "dispatched_op_call_us": dispatched_us, "dispatched_overhead_us": dispatched_us - cpp_us,
+                           "torch_rms_norm_us": torch_us, "calls": calls, "kernel": "rmsnorm_bf16 ROWS=1,COLS=4096"}
+    print(f"per call (rmsnorm_bf16 at 1 x {HIDDEN}, {calls} calls): C++ Kernel::launch {cpp_us:.2f} us, "
+          f"kernlathe.torch.rms_norm {op_us:.2f} us: overhead {op_us - cpp_us:.2f} us (floor {FLOORS['overhead_us']}); "
+          f"through the dispatcher (torch.ops.kernlathe.rms_norm, as under torch.compile) {dispatched_us:.2f} us: "
+          f"{dispatched_us - cpp_us:.2f} us; torch's own F.rms_norm {torch_us:.2f} us")
+
+
+def first_call_section(results):
+    """Each kernel of the layer from a fresh Runtime (this process's CUDA context already up, as in a PyTorch
+    program): the runtime's first-use time and where the binary came from."""
+    import kernlathe
+
+    runtime = kernlathe.Runtime(os.environ.get("KERNLATHE_EXPORT") or None)
+    problems = [("rmsnorm_bf16", dict(ROWS=4096, COLS=HIDDEN)),
+                ("gemm_bf16", dict(M=4096, N=6144, K=HIDDEN, B_LAYOUT=1)),
+                ("gemm_bf16_bias_residual", dict(M=4096, N=HIDDEN, K=INTERMEDIATE, B_LAYOUT=1))]
+    rows = []
+    for name, problem in problems:
+        start = time.perf_counter()
+        kernel = runtime.kernel(name, **problem)
+        wall_ms = (time.perf_counter() - start) * 1e3
+        rows.append({"kernel": name, "binary_source": kernel.binary_source, "first_use_ms": kernel.first_use["total_ms"],
+                     "wall_ms": wall_ms, "first_use": kernel.first_use})
+        print(f"first call {name}: {kernel.first_use['total_ms']:.2f} ms (binary: {kernel.binary_source}; "
+              f"plan {kernel.first_use['plan_ms']:.2f}, binary {kernel.first_use['binary_ms']:.2f}, module load "
+              f"{kernel.first_use['module_load_ms']:.2f} ms), {wall_ms:.2f} ms from Python")
+    results["first_call"] = rows
+
+
+def check_floors(results):
+    failures = []
+    for row in results["layers"]:
+        for key in ("speedup_over_eager", "speedup_over_compile"):
+            if row[key] < FLOORS[key]:
+                failures.append(f"tokens {row['tokens']}: {key} {row[key]:.3f} < {FLOORS[key]}")
+        if row["relative_error"]["kernlathe"] > FLOORS["relative_error"]:
+            failures.append(f"tokens {row['tokens']}: relative error {row['relative_error']['kernlathe']:.2e} > "
+                            f"{FLOORS['relative_error']:.0e}")
+    overhead = results.get("overhead")
+    if overhead and overhead["overhead_us"] > FLOORS["overhead_us"]:
+        failures.append(f"op overhead {overhead['overhead_us']:.2f} us > {FLOORS['overhead_us']} us")
+    stored = [row for row in results.get("first_call", []) if row["binary_source"] != "NVRTC"]
+    if results.get("first_call") and not stored:
+        failures.append("first call: every binary came from NVRTC; set KERNLATHE_EXPORT to an export with cubins")
+    for row in stored:
+        if row["first_use_ms"] > FLOORS["first_call_ms"]:
+            failures.append(f"first call {row['kernel']} ({row['binary_source']}): {row['first_use_ms']:.2f} ms > "
+                            f"{FLOORS['first_call_ms']} ms")
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens", default="4096,16384")
+    parser.add_argument("--sequence", type=int, default=4096, help="sequence length; batch = tokens / sequence")
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--json", help="also write the results here")
+    options = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("llama_layer_bench: no CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
+        return 3
+    import kernlathe
+    import kernlathe.torch as kt
+
+    workload = read_workload()
+    properties = torch.cuda.get_device_properties(0)
+    results = {"device": properties.name, "torch": torch.__version__, "kernlathe": kernlathe.__version__,
+               "workload": workload, "export": os.environ.get("KERNLATHE_EXPORT") or "package databases",
+               "layers": [], "floors": FLOORS,
+               "notes": ["SiLU-gated product silu(gate) * up: no shipped kernel; PyTorch computes it in both layers"]}
+    print(f"device {properties.name}, torch {torch.__version__}, kernlathe {kernlathe.__version__}, "
+          f"workload {workload}, kernels from {results['export']}")
+    print("note: " + results["notes"][0])
+    for tokens in (int(text) for text in options.tokens.split(",")):
+        if tokens % options.sequence:
+            print(f"tokens {tokens} is not a multiple of the sequence {options.sequence}", file=sys.stderr)
+            return 2
+        layer_section(tokens, options.sequence, options.repeats, results)
+    print("how kernlathe's ops were chosen:")
+    explanation = kernlathe.explain()
+    print("\n".join("  " + choice.line() for choice in explanation))
+    results["explain"] = [choice.line() for choice in explanation]
+    overhead_section(results)
+    first_call_section(results)
+    failures = check_floors(results)
+    results["failures"] = failures
+    if options.json:
+        Path(options.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+    for failure in failures:
+        print(f"FLOOR MISSED: {failure}")
+    print("all floors met" if not failures else f"{len(failures)} floor(s) missed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,562 @@
+"""The ops: for each, a plan (which kernel and problem a call's shapes and dtypes map to, or why PyTorch computes
+it), the CUDA implementation that launches the planned kernel, the CPU implementation (the PyTorch reference), and
+the fake implementation that torch.compile and meta tensors use (shapes and dtypes, checked)."""
+
+import atexit
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from kernlathe import _choices as _explain
+from kernlathe._kernlathe import KernlatheError
+from kernlathe.runtime import Runtime
+from kernlathe.torch import reference
+
+# ---------------------------------------------------------------- the runtime behind the ops
+
+_runtimes: Dict[int, Runtime] = {}
+_runtime_lock = threading.Lock()
+_fallback = os.environ.get("KERNLATHE_TORCH_FALLBACK", "1") != "0"
+
+
+def runtime(device_index: int = 0) -> Runtime:
+    """The Runtime the ops launch from on a CUDA device: KERNLATHE_EXPORT's export directory when set, else the
+    databases and templates installed with the package."""
+    with _runtime_lock:
+        found = _runtimes.get(device_index)
+        if found is None:
+            found = Runtime(os.environ.get("KERNLATHE_EXPORT") or None, device=device_index)
+            _runtimes[device_index] = found
+        return found
+
+
+def use_runtime(new_runtime: Optional[Runtime], device_index: int = 0):
+    """Makes the ops use new_runtime on a device (None: back to the default). Clears what was prepared."""
+    with _runtime_lock:
+        if new_runtime is None:
+            _runtimes.pop(device_index, None)
+        else:
+            _runtimes[device_index] = new_runtime
+        _prepared.clear()
+        _symbols.clear()
+
+
+@atexit.register
+def _release():
+    """Drops the runtimes and their kernels before the interpreter tears the extension down."""
+    _prepared.clear()
+    _runtimes.clear()
+
+
+def set_fallback(enabled: bool):
+    """True (the default): a call no shipped kernel covers is computed by PyTorch, and explain() says why. False: it
+    raises the runtime's error instead."""
+    global _fallback
+    _fallback = bool(enabled)
+    _prepared.clear()
+
+
+_symbols: Dict[Tuple[int, str], Optional[List[str]]] = {}
+
+
+def _problem_symbols(device_index, kernel):
+    """The problem symbols of a kernel's description, or None when no database knows the kernel."""
+    key = (device_index, kernel)
+    if key not in _symbols:
+        try:
+            _symbols[key] = runtime(device_index).problem_symbols(kernel)
+        except KernlatheError:
+            _symbols[key] = None
+    return _symbols[key]
+
+
+# ---------------------------------------------------------------- plans
+
+
+@dataclass
+class Plan:
+    op: str
+    kernel: Optional[str]          # None: PyTorch computes the call
+    problem: Dict[str, int] = field(default_factory=dict)
+    note: str = ""                 # what the op does around the kernel, or why PyTorch computes it
+
+    def key(self):
+        return (self.op, self.kernel, tuple(sorted(self.problem.items())))
+
+
+_DTYPE_SUFFIX = {torch.bfloat16: "_bf16", torch.float16: "_f16", torch.float32: ""}
+
+
+def _rows_and_columns(x):
+    columns = x.shape[-1]
+    return (x.numel() // columns if columns else 0), columns
+
+
+def plan_linear(x, weight, bias, residual, activation) -> Plan:
+    rows, k = _rows_and_columns(x)
+    n = weight.shape[0]
+    problem = {"M": rows, "N": n, "K": k, "B_LAYOUT": 1}
+    if x.dtype != torch.bfloat16 and not (x.dtype == torch.float16 and bias is None and residual is None
+                                          and activation == "none"):
+        return Plan("linear", None, problem, f"no shipped GEMM for {x.dtype} with this epilogue")
+    if x.dtype == torch.float16:
+        return Plan("linear", "gemm_f16", problem)
+    if activation == "gelu":
+        note = "then + residual (PyTorch)" if residual is not None else ""
+        return Plan("linear", "gemm_bf16_bias_gelu", problem, note)
+    if residual is not None:
+        return Plan("linear", "gemm_bf16_bias_residual", problem)
+    return Plan("linear", "gemm_bf16", problem, "then + bias (PyTorch)" if bias is not None else "")
+
+
+def plan_attention(q, k, v, causal, layout, device_index) -> Plan:
+    if layout == "bshd":
+        batch, sequence, heads, head_dim = q.shape
+        kv_heads = k.shape[2]
+    else:
+        batch, heads, sequence, head_dim = q.shape
+        kv_heads = k.shape[1]
+    problem = {"BATCH": batch, "HEADS": heads, "SEQ": sequence, "HEAD_DIM": head_dim, "CAUSAL": int(bool(causal))}
+    suffix = _DTYPE_SUFFIX.get(q.dtype)
+    if suffix not in ("_bf16", "_f16"):
+        return Plan("attention", None, problem, f"no shipped attention kernel for {q.dtype}")
+    kernel = "attention" + suffix
+    symbols = _problem_symbols(device_index, kernel)
+    if symbols is None:
+        return Plan("attention", None, problem, f"no database knows {kernel}")
+    notes = []
+    # The problem is passed through as far as the spec knows it: a spec with KV_HEADS reads grouped K/V heads itself,
+    # one with LAYOUT reads BSHD itself; otherwise the op expands or transposes in PyTorch first.
+    if kv_heads != heads:
+        if "KV_HEADS" in symbols:
+            problem["KV_HEADS"] = kv_heads
+        else:
+            notes.append(f"K/V heads repeated {heads // kv_heads}x (PyTorch) for a spec without KV_HEADS")
+    if layout == "bshd":
+        if "LAYOUT" in symbols:
+            problem["LAYOUT"] = 1
+        else:
+            notes.append("BSHD transposed to BHSD (PyTorch) for a spec without LAYOUT")
+    return Plan("attention", kernel, problem, "; ".join(notes))
+
+
+def _plan_rows(op, family, x, supported=(torch.bfloat16, torch.float32)) -> Plan:
+    rows, columns = _rows_and_columns(x)
+    problem = {"ROWS": rows, "COLS": columns}
+    if x.dtype not in supported:
+        return Plan(op, None, problem, f"no shipped {family} kernel for {x.dtype}")
+    return Plan(op, family + _DTYPE_SUFFIX[x.dtype], problem)
+
+
+def plan_rms_norm(x):
+    return _plan_rows("rms_norm", "rmsnorm", x)
+
+
+def plan_layer_norm(x):
+    return _plan_rows("layer_norm", "layernorm", x)
+
+
+def plan_softmax(x):
+    return _plan_rows("softmax", "softmax", x)
+
+
+# ---------------------------------------------------------------- launching a plan
+
+
+@dataclass
+class _Prepared:
+    launcher: object          # None: PyTorch computes it
+    choice: _explain.Choice
+
+
+_prepared: Dict[tuple, _Prepared] = {}
+
+
+def _choice_for(plan, route, reason, kernel=None, selection=None):
+    problem = selection.problem if selection else (kernel.problem if kernel else plan.problem)
+    return _explain.Choice(op=f"kernlathe::{plan.op}", route=route, kernel=plan.kernel, problem=dict(problem),
+                           reason=reason + (f"; {plan.note}" if plan.note else ""),
+                           rung=selection.rung_text if selection else None,
+                           configuration=selection.configuration if selection else None,
+                           binary_source=kernel.binary_source if kernel else None,
+                           device=selection.device if selection else None)
+
+
+def _prepare(plan, device_index, pointer_names, scalar_names):
+    the_runtime = runtime(device_index)
+    try:
+        selection = the_runtime.select(plan.kernel, plan.problem)
+    except KernlatheError as error:
+        # The ladder found nothing usable (or no database knows the kernel): PyTorch computes this shape.
+        if not _fallback:
+            raise
+        return _Prepared(None, _choice_for(plan, "torch", f"PyTorch computes it: {error}"))
+    kernel = the_runtime.kernel(plan.kernel, plan.problem)
+    launcher = kernel.launcher(pointer_names, scalar_names)
+    return _Prepared(launcher, _choice_for(plan, "kernel", kernel.selection.reason, kernel, kernel.selection))
+
+
+# The current stream's address without building a torch.cuda.Stream object per call (PyTorch's own kernels' launch
+# path); the public torch.cuda.current_stream where this build lacks it.
+_raw_current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _current_stream(device_index):
+    if _raw_current_stream is not None:
+        return _raw_current_stream(device_index)
+    return torch.cuda.current_stream(device_index).cuda_stream
+
+
+def _run(plan, device, buffers, scalars, compute_in_torch):
+    """Launches plan's kernel on buffers (name, tensor) and scalars (name, number), or calls compute_in_torch() where
+    PyTorch computes the call; returns True when the kernel ran."""
+    device_index = device.index if device.index is not None else torch.cuda.current_device()
+    if plan.kernel is None:
+        if not _fallback:
+            raise KernlatheError(f"kernlathe::{plan.op}: {plan.note}")
+        _explain.record(_choice_for(plan, "torch", "PyTorch computes it"))
+        compute_in_torch()
+        return False
+    key = (device_index, plan.key(), tuple(name for name, _ in buffers), tuple(name for name, _ in scalars))
+    prepared = _prepared.get(key)
+    if prepared is None:
+        prepared = _prepare(plan, device_index, [name for name, _ in buffers], [name for name, _ in scalars])
+        _prepared[key] = prepared
+        _explain.record(prepared.choice)
+    elif _explain.collecting():
+        _explain.record(prepared.choice)
+    if prepared.launcher is None:
+        compute_in_torch()
+        return False
+    prepared.launcher.launch([tensor.data_ptr() for _, tensor in buffers], tuple(value for _, value in scalars),
+                             _current_stream(device_index))
+    return True
+
+
+def _record_planned(plan):
+    """Under explain(..., arch=/device=): what the runtime would select on that profile, nothing launched."""
+    arch, device_name = _explain.planning()
+    if plan.kernel is None:
+        _explain.record(_choice_for(plan, "torch", "PyTorch computes it"))
+        return
+    try:
+        selection = runtime(0).select(plan.kernel, plan.problem, arch=arch or None, device=device_name or None)
+    except KernlatheError as error:
+        _explain.record(_choice_for(plan, "torch", f"PyTorch computes it: {error}"))
+        return
+    _explain.record(_choice_for(plan, "planned", selection.reason, selection=selection))
+
+
+_zeros: Dict[tuple, torch.Tensor] = {}
+
+
+def _zeros_of(length, dtype, device):
+    """A cached zero vector: the bias of a fused GEMM called without one."""
+    key = (length, dtype, device)
+    found = _zeros.get(key)
+    if found is None:
+        found = torch.zeros(length, dtype=dtype, device=device)
+        _zeros[key] = found
+    return found
+
+
+# ---------------------------------------------------------------- the eager fast path
+
+_fast_path = os.environ.get("KERNLATHE_TORCH_EAGER_FAST_PATH", "1") != "0"
+
+
+def _eager_fast_path(*tensors):
+    """Whether a call may skip the dispatcher and run the op's CUDA implementation directly: eager mode (not traced
+    by torch.compile), no torch function or dispatch mode active (FakeTensorMode, profilers' modes, subclasses), and
+    plain CUDA tensors that need no gradient. The op's own implementation is the same function, so results are
+    identical; what it saves is the custom op's dispatch, a cost of the order of the 3 us floor of issue 34 on a small
+    problem. KERNLATHE_TORCH_EAGER_FAST_PATH=0 sends every call through torch.ops.kernlathe."""
+    if torch.compiler.is_compiling() or not _fast_path:
+        return False
+    if torch._C._len_torch_dispatch_stack() or torch._C._is_torch_function_mode_enabled():
+        return False
+    for tensor in tensors:
+        if tensor is not None and (type(tensor) is not torch.Tensor or not tensor.is_cuda or tensor.requires_grad):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- linear
+
+
+def _check_linear(x, weight, bias, residual, activation):
+    torch._check(activation in ("none", "gelu"), lambda: f"linear: activation must be 'none' or 'gelu', not {activation!r}")
+    torch._check(weight.dim() == 2, lambda: f"linear: weight must be N x K (nn.Linear), got shape {tuple(weight.shape)}")
+    torch._check(x.shape[-1] == weight.shape[1],
+                 lambda: f"linear: x has {x.shape[-1]} features, weight expects {weight.shape[1]} (weight is N x K)")
+    torch._check(weight.dtype == x.dtype, lambda: f"linear: weight is {weight.dtype}, x is {x.dtype}")
+    if bias is not None:
+        torch._check(bias.shape == (weight.shape[0],), lambda: f"linear: bias must have {weight.shape[0]} elements")
+        torch._check(bias.dtype == x.dtype, lambda: f"linear: bias is {bias.dtype}, x is {x.dtype}")
+    if residual is not None:
+        expected = (*x.shape[:-1], weight.shape[0])
+        torch._check(tuple(residual.shape) == expected,
+                     lambda: f"linear: residual has shape {tuple(residual.shape)}, the output {expected}")
+        torch._check(residual.dtype == x.dtype, lambda: f"linear: residual is {residual.dtype}, x is {x.dtype}")
+
+
+def _linear_cuda(x, weight, bias=None, residual=None, activation="none"):
+    _check_linear(x, weight, bias, residual, activation)
+    plan = plan_linear(x, weight, bias, residual, activation)
+    out = torch.empty((*x.shape[:-1], weight.shape[0]), dtype=x.dtype, device=x.device)
+    if out.numel() == 0 or x.shape[-1] == 0:
+        return out.copy_(reference.linear(x, weight, bias, residual, activation)) if out.numel() else out
+    buffers = [("a", x.contiguous()), ("b", weight.contiguous()), ("c", out)]
+    if plan.kernel in ("gemm_bf16_bias_gelu", "gemm_bf16_bias_residual"):
+        buffers.append(("bias", bias.contiguous() if bias is not None else _zeros_of(weight.shape[0], x.dtype, x.device)))
+    if plan.kernel == "gemm_bf16_bias_residual":
+        buffers.append(("residual", residual.contiguous()))
+
+    def in_torch():
+        out.copy_(reference.linear(x, weight, bias, residual, activation))
+
+    if _run(plan, x.device, buffers, [], in_torch):
+        if plan.kernel == "gemm_bf16_bias_gelu" and residual is not None:
+            out.add_(residual)
+        elif plan.kernel in ("gemm_bf16", "gemm_f16") and bias is not None:
+            out.add_(bias)
+    return out
+
+
+@torch.library.custom_op("kernlathe::linear", mutates_args=(), device_types="cuda")
+def linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+              residual: Optional[torch.Tensor] = None, activation: str = "none") -> torch.Tensor:
+    return _linear_cuda(x, weight, bias, residual, activation)
+
+
+def linear(x, weight, bias=None, residual=None, activation="none"):
+    """y = activation(x W^T + bias) + residual, W stored N x K as nn.Linear keeps it."""
+    if _eager_fast_path(x, weight, bias, residual):
+        return _linear_cuda(x, weight, bias, residual, activation)
+    return linear_op(x, weight, bias, residual, activation)
+
+
+@linear_op.register_fake
+def _linear_fake(x, weight, bias=None, residual=None, activation="none"):
+    _check_linear(x, weight, bias, residual, activation)
+    if _explain.planning() is not None:
+        _record_planned(plan_linear(x, weight, bias, residual, activation))
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
+@linear_op.register_kernel("cpu")
+def _linear_cpu(x, weight, bias=None, residual=None, activation="none"):
+    _check_linear(x, weight, bias, residual, activation)
+    _explain.record(_choice_for(plan_linear(x, weight, bias, residual, activation), "torch",
+                                "PyTorch computes it: CPU tensors"))
+    return reference.linear(x, weight, bias, residual, activation)
+
+
+# ---------------------------------------------------------------- attention
+
+
+def _check_attention(q, k, v, layout):
+    torch._check(layout in ("bhsd", "bshd"), lambda: f"attention: layout must be 'bhsd' or 'bshd', not {layout!r}")
+    torch._check(q.dim() == 4 and k.dim() == 4 and v.dim() == 4, lambda: "attention: q, k and v must be 4-dimensional")
+    torch._check(k.shape == v.shape, lambda: f"attention: k {tuple(k.shape)} and v {tuple(v.shape)} differ")
+    head_axis, sequence_axis = (2, 1) if layout == "bshd" else (1, 2)
+    torch._check(q.shape[0] == k.shape[0] and q.shape[3] == k.shape[3] and q.shape[sequence_axis] == k.shape[sequence_axis],
+                 lambda: f"attention: q {tuple(q.shape)} and k {tuple(k.shape)} differ in batch, sequence or head size")
+    torch._check(q.shape[head_axis] % k.shape[head_axis] == 0,
+                 lambda: f"attention: {q.shape[head_axis]} query heads are not a multiple of {k.shape[head_axis]} K/V heads")
+    torch._check(q.dtype == k.dtype == v.dtype, lambda: "attention: q, k and v must have one dtype")
+
+
+def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd"):
+    _check_attention(q, k, v, layout)
+    device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    plan = plan_attention(q, k, v, causal, layout, device_index)
+    if q.numel() == 0:
+        return torch.empty_like(q)
+    computed = []
+
+    def in_torch():
+        computed.append(reference.attention(q, k, v, causal, scale, layout))
+
+    if plan.kernel is None:
+        _run(plan, q.device, [], [], in_torch)
+        return computed[0]
+    inputs, head_axis, transposed = [q, k, v], 1, False
+    if layout == "bshd":
+        if "LAYOUT" in plan.problem:
+            head_axis = 2
+        else:
+            inputs, transposed = [tensor.transpose(1, 2) for tensor in inputs], True
+    kv_heads = inputs[1].shape[head_axis]
+    if "KV_HEADS" not in plan.problem and kv_heads != plan.problem["HEADS"]:
+        group = plan.problem["HEADS"] // kv_heads
+        inputs[1] = inputs[1].repeat_interleave(group, dim=head_axis)
+        inputs[2] = inputs[2].repeat_interleave(group, dim=head_axis)
+    inputs = [tensor.contiguous() for tensor in inputs]
+    out = torch.empty_like(inputs[0])
+    scalars = [] if scale is None else [("scale", float(scale))]
+    if not _run(plan, q.device, [("q", inputs[0]), ("k", inputs[1]), ("v", inputs[2]), ("o", out)], scalars, in_torch):
+        return computed[0]
+    return out.transpose(1, 2).contiguous() if transposed else out
+
+
+@torch.library.custom_op("kernlathe::attention", mutates_args=(), device_types="cuda")
+def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                 scale: Optional[float] = None, layout: str = "bhsd") -> torch.Tensor:
+    return _attention_cuda(q, k, v, causal, scale, layout)
+
+
+def attention(q, k, v, causal=False, scale=None, layout="bhsd"):
+    """softmax(q k^T * scale) v per head, causal optionally; k and v may have fewer heads (GQA). layout "bhsd":
+    (batch, heads, sequence, head_dim); "bshd": (batch, sequence, heads, head_dim). The output has q's shape."""
+    if _eager_fast_path(q, k, v):
+        return _attention_cuda(q, k, v, causal, scale, layout)
+    return attention_op(q, k, v, causal, scale, layout)
+
+
+@attention_op.register_fake
+def _attention_fake(q, k, v, causal=False, scale=None, layout="bhsd"):
+    _check_attention(q, k, v, layout)
+    if _explain.planning() is not None:
+        _record_planned(plan_attention(q, k, v, causal, layout, 0))
+    return torch.empty_like(q, memory_format=torch.contiguous_format)
+
+
+@attention_op.register_kernel("cpu")
+def _attention_cpu(q, k, v, causal=False, scale=None, layout="bhsd"):
+    _check_attention(q, k, v, layout)
+    batch, first, second, head_dim = q.shape
+    heads, sequence = (second, first) if layout == "bshd" else (first, second)
+    problem = {"BATCH": batch, "HEADS": heads, "SEQ": sequence, "HEAD_DIM": head_dim, "CAUSAL": int(bool(causal))}
+    _explain.record(_choice_for(Plan("attention", None, problem), "torch", "PyTorch computes it: CPU tensors"))
+    return reference.attention(q, k, v, causal, scale, layout)
+
+
+# ---------------------------------------------------------------- RMSNorm, LayerNorm, softmax
+
+
+def _check_norm(op, x, weight, bias=None):
+    torch._check(x.dim() >= 1, lambda: f"{op}: x must have at least one dimension")
+    torch._check(weight.shape == (x.shape[-1],), lambda: f"{op}: weight must have {x.shape[-1]} elements, "
+                                                          f"got shape {tuple(weight.shape)}")
+    torch._check(weight.dtype == x.dtype, lambda: f"{op}: weight is {weight.dtype}, x is {x.dtype}")
+    if bias is not None:
+        torch._check(bias.shape == (x.shape[-1],), lambda: f"{op}: bias must have {x.shape[-1]} elements")
+        torch._check(bias.dtype == x.dtype, lambda: f"{op}: bias is {bias.dtype}, x is {x.dtype}")
+
+
+def _row_op(plan, x, buffers, scalars, in_torch, out):
+    if out.numel() == 0:
+        return out
+    _run(plan, x.device, buffers, scalars, in_torch)
+    return out
+
+
+def _rms_norm_cuda(x, weight, eps=1e-5):
+    _check_norm("rms_norm", x, weight)
+    source = x.contiguous()
+    out = torch.empty_like(source)
+    return _row_op(plan_rms_norm(x), x, [("input", source), ("weight", weight.contiguous()), ("output", out)],
+                   [("epsilon", float(eps))], lambda: out.copy_(reference.rms_norm(x, weight, eps)), out)
+
+
+@torch.library.custom_op("kernlathe::rms_norm", mutates_args=(), device_types="cuda")
+def rms_norm_op(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    return _rms_norm_cuda(x, weight, eps)
+
+
+def rms_norm(x, weight, eps=1e-5):
+    """x / sqrt(mean(x^2) + eps) * weight over the last dimension."""
+    if _eager_fast_path(x, weight):
+        return _rms_norm_cuda(x, weight, eps)
+    return rms_norm_op(x, weight, eps)
+
+
+@rms_norm_op.register_fake
+def _rms_norm_fake(x, weight, eps=1e-5):
+    _check_norm("rms_norm", x, weight)
+    if _explain.planning() is not None:
+        _record_planned(plan_rms_norm(x))
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@rms_norm_op.register_kernel("cpu")
+def _rms_norm_cpu(x, weight, eps=1e-5):
+    _check_norm("rms_norm", x, weight)
+    _explain.record(_choice_for(plan_rms_norm(x), "torch", "PyTorch computes it: CPU tensors"))
+    return reference.rms_norm(x, weight, eps)
+
+
+def _layer_norm_cuda(x, weight, bias=None, eps=1e-5):
+    _check_norm("layer_norm", x, weight, bias)
+    source = x.contiguous()
+    out = torch.empty_like(source)
+    shift = bias.contiguous() if bias is not None else _zeros_of(x.shape[-1], x.dtype, x.device)
+    return _row_op(plan_layer_norm(x), x,
+                   [("input", source), ("gamma", weight.contiguous()), ("beta", shift), ("output", out)],
+                   [("epsilon", float(eps))], lambda: out.copy_(reference.layer_norm(x, weight, bias, eps)), out)
+
+
+@torch.library.custom_op("kernlathe::layer_norm", mutates_args=(), device_types="cuda")
+def layer_norm_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                  eps: float = 1e-5) -> torch.Tensor:
+    return _layer_norm_cuda(x, weight, bias, eps)
+
+
+def layer_norm(x, weight, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension."""
+    if _eager_fast_path(x, weight, bias):
+        return _layer_norm_cuda(x, weight, bias, eps)
+    return layer_norm_op(x, weight, bias, eps)
+
+
+@layer_norm_op.register_fake
+def _layer_norm_fake(x, weight, bias=None, eps=1e-5):
+    _check_norm("layer_norm", x, weight, bias)
+    if _explain.planning() is not None:
+        _record_planned(plan_layer_norm(x))
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@layer_norm_op.register_kernel("cpu")
+def _layer_norm_cpu(x, weight, bias=None, eps=1e-5):
+    _check_norm("layer_norm", x, weight, bias)
+    _explain.record(_choice_for(plan_layer_norm(x), "torch", "PyTorch computes it: CPU tensors"))
+    return reference.layer_norm(x, weight, bias, eps)
+
+
+def _softmax_cuda(x):
+    torch._check(x.dim() >= 1, lambda: "softmax: x must have at least one dimension")
+    source = x.contiguous()
+    out = torch.empty_like(source)
+    return _row_op(plan_softmax(x), x, [("input", source), ("output", out)], [],
+                   lambda: out.copy_(reference.softmax(x)), out)
+
+
+@torch.library.custom_op("kernlathe::softmax", mutates_args=(), device_types="cuda")
+def softmax_op(x: torch.Tensor) -> torch.Tensor:
+    return _softmax_cuda(x)
+
+
+def softmax(x):
+    """softmax over the last dimension."""
+    if _eager_fast_path(x):
+        return _softmax_cuda(x)
+    return softmax_op(x)
+
+
+@softmax_op.register_fake
+def _softmax_fake(x):
+    torch._check(x.dim() >= 1, lambda: "softmax: x must have at least one dimension")
+    if _explain.planning() is not None:
+        _record_planned(plan_softmax(x))
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@softmax_op.register_kernel("cpu")
+def _softmax_cpu(x):
+    _explain.record(_choice_for(plan_softmax(x), "torch", "PyTorch computes it: CPU tensors"))
+    return reference.softmax(x)

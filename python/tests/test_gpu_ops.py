@@ -1,0 +1,145 @@
+"""On a GPU (marked gpu; skipped elsewhere): every op against its PyTorch reference at ragged shapes, the runtime's
+launch from torch tensors and CuPy arrays on the current stream, and torch.compile(fullgraph=True) of a block."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import kernlathe  # noqa: E402
+import kernlathe.torch as kt  # noqa: E402
+from kernlathe.torch import reference  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+# bf16 keeps 8 bits of mantissa: one rounding of the output is 2^-8 relative; K-long sums in fp32 add little more.
+TOLERANCE = {torch.bfloat16: dict(rtol=2e-2, atol=2e-2), torch.float32: dict(rtol=1e-4, atol=1e-4)}
+
+
+def make(*shape, dtype=torch.bfloat16, scale=1.0, seed=0):
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(*shape, generator=generator, device="cuda") * scale).to(dtype)
+
+
+def routes(explanation):
+    return {choice.op: choice.route for choice in explanation}
+
+
+@pytest.mark.parametrize("rows", [1, 77, 1000, 4096])
+@pytest.mark.parametrize("epilogue", ["none", "bias", "gelu", "residual", "bias_residual", "gelu_residual"])
+def test_linear_against_reference(rows, epilogue):
+    k, n = 1024, 768 + 64
+    x = make(rows, k, seed=1)
+    weight = make(n, k, scale=k ** -0.5, seed=2)
+    bias = make(n, seed=3) if "bias" in epilogue or "gelu" in epilogue else None
+    residual = make(rows, n, seed=4) if "residual" in epilogue else None
+    activation = "gelu" if "gelu" in epilogue else "none"
+    explanation = kernlathe.explain(kt.linear, x, weight, bias, residual, activation)
+    out = kt.linear(x, weight, bias, residual, activation)
+    torch.testing.assert_close(out, reference.linear(x, weight, bias, residual, activation), **TOLERANCE[torch.bfloat16])
+    assert explanation[0].op == "kernlathe::linear"
+
+
+def test_linear_takes_a_tuned_kernel_at_a_llama_shape():
+    x = make(4096, 4096, seed=5)
+    weight = make(6144, 4096, scale=4096 ** -0.5, seed=6)
+    explanation = kernlathe.explain(kt.linear, x, weight)
+    assert routes(explanation) == {"kernlathe::linear": "kernel"}, str(explanation)
+    assert explanation[0].kernel == "gemm_bf16"
+    assert explanation[0].problem["B_LAYOUT"] == 1
+
+
+@pytest.mark.parametrize("batch,heads,kv_heads,sequence,causal", [
+    (1, 8, 8, 512, False), (2, 8, 2, 1024, True), (1, 4, 4, 1000, True), (3, 32, 8, 128, True)])
+@pytest.mark.parametrize("layout", ["bhsd", "bshd"])
+def test_attention_against_reference(batch, heads, kv_heads, sequence, causal, layout):
+    def shaped(count, seed):
+        if layout == "bhsd":
+            return make(batch, count, sequence, 128, seed=seed)
+        return make(batch, sequence, count, 128, seed=seed)
+
+    q, k, v = shaped(heads, 7), shaped(kv_heads, 8), shaped(kv_heads, 9)
+    out = kt.attention(q, k, v, causal=causal, layout=layout)
+    torch.testing.assert_close(out, reference.attention(q, k, v, causal, None, layout), **TOLERANCE[torch.bfloat16])
+    assert out.shape == q.shape
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("rows,columns", [(1, 4096), (1000, 4096), (4096, 1000), (333, 8192)])
+def test_row_ops_against_reference(dtype, rows, columns):
+    x = make(rows, columns, dtype=dtype, seed=10)
+    weight = make(columns, dtype=dtype, seed=11)
+    bias = make(columns, dtype=dtype, seed=12)
+    tolerance = TOLERANCE[dtype]
+    torch.testing.assert_close(kt.rms_norm(x, weight), reference.rms_norm(x, weight), **tolerance)
+    torch.testing.assert_close(kt.layer_norm(x, weight, bias), reference.layer_norm(x, weight, bias), **tolerance)
+    torch.testing.assert_close(kt.softmax(x), reference.softmax(x), **tolerance)
+
+
+def test_ops_run_on_a_side_stream():
+    stream = torch.cuda.Stream()
+    x = make(1000, 4096, seed=13)
+    weight = make(4096, seed=14)
+    with torch.cuda.stream(stream):
+        out = kt.rms_norm(x, weight)
+    stream.synchronize()
+    torch.testing.assert_close(out, reference.rms_norm(x, weight), **TOLERANCE[torch.bfloat16])
+
+
+def test_runtime_launch_from_torch_tensors():
+    runtime = kernlathe.Runtime()
+    n = 1 << 20
+    saxpy = runtime.kernel("saxpy", N=n)
+    assert saxpy.selection.rung in ("exact", "same_arch_nearest_problem", "same_arch_any_problem", "same_major_arch",
+                                    "default_configuration")
+    x = torch.rand(n, device="cuda")
+    y = torch.rand(n, device="cuda")
+    expected = 2.5 * x + y
+    saxpy.launch(x=x, y=y, a=2.5)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, expected)
+
+
+def test_runtime_launch_from_cupy_arrays():
+    cupy = pytest.importorskip("cupy")
+    runtime = kernlathe.Runtime()
+    n = 1 << 16
+    saxpy = runtime.kernel("saxpy", N=n)
+    x = cupy.random.rand(n, dtype=cupy.float32)
+    y = cupy.random.rand(n, dtype=cupy.float32)
+    expected = 0.5 * x + y
+    saxpy.launch(x=x, y=y, a=0.5)
+    cupy.cuda.get_current_stream().synchronize()
+    assert float(cupy.abs(y - expected).max()) < 1e-6
+
+
+def test_runtime_launch_refuses_a_cpu_tensor_on_a_gpu_machine():
+    saxpy = kernlathe.Runtime().kernel("saxpy", N=1024)
+    with pytest.raises(kernlathe.KernlatheError, match="a torch tensor on cpu"):
+        saxpy.launch(x=torch.rand(1024), y=torch.rand(1024, device="cuda"), a=1.0)
+
+
+def test_torch_compile_fullgraph_of_a_block():
+    from test_torch_ops import Block
+
+    torch._dynamo.reset()
+    block = Block(hidden=1024, heads=8, kv_heads=2, dtype=torch.bfloat16, device="cuda").requires_grad_(False)
+    x = make(2, 256, 1024, seed=15)
+    eager = block(x)
+    compiled = torch.compile(block, fullgraph=True)
+    torch.testing.assert_close(compiled(x), eager, rtol=3e-2, atol=3e-2)
+
+
+def test_eager_fast_path_and_dispatched_op_agree():
+    x = make(1000, 4096, seed=16)
+    weight = make(4096, seed=17)
+    fast = kt.rms_norm(x, weight)
+    dispatched = torch.ops.kernlathe.rms_norm(x, weight, 1e-5)
+    torch.testing.assert_close(fast, dispatched, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_opcheck_on_cuda(case):
+    from test_torch_ops import op_cases
+
+    op, args, kwargs, _shape = op_cases(torch.bfloat16, device="cuda")[case]
+    torch.library.opcheck(op, args, kwargs, test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
