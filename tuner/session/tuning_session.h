@@ -24,7 +24,9 @@
 #include "tuner/session/run_profile.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
+#include "tuner/spec/spec_hash.h"  // problem_text, spec_hash
 #include "tuner/spec/spec_loader.h"
+#include "tuner/common/current_executable.h"
 
 namespace kernlathe {
 
@@ -153,12 +155,6 @@ TuneReport tune(const TuneOptions& options);
 // model, in the order the models first appear in the devices.
 std::vector<TuneReport> tune_each_model(const TuneOptions& options);
 
-// "H=8192,W=8192" in the spec's declared order.
-std::string problem_text(const KernelSpec& spec);
-
-// The hash that names what a record row was measured against: spec, space and template text, problem and arch.
-std::string spec_hash(const KernelSpec& spec, const std::string& arch);
-
 // Device properties and problem symbols, the constants of every expression.
 Constants run_constants(const KernelSpec& spec, const DeviceProperties& device);
 
@@ -170,8 +166,5 @@ double evaluate_metric(const Expression& expression, const SpaceEnumerator& spac
 // unless options.replay_arch names one), else an evaluation worker on GPU `device`. NoGpuError without a GPU.
 std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOptions& options,
                                         const MeasurementSettings& measurement, int device);
-
-// The path of the running executable (/proc/self/exe).
-std::filesystem::path current_executable();
 
 }  // namespace kernlathe
