@@ -26,6 +26,8 @@
 #include "tuner/record/csv_record.h"
 #include "tuner/common/current_executable.h"
 #include "tuner/record/run_metadata.h"
+#include "tuner/search/prior.h"
+#include "tuner/search/prior_sources.h"
 #include "tuner/search/strategy.h"
 #include "tuner/space/configuration_checks.h"
 #include "tuner/session/measurement_lanes.h"
@@ -365,7 +367,7 @@ class TuningRun {
   // A resumed run goes on from what is recorded: the strategy learns from those results and does not propose
   // them again, and they are ranked with this run's.
   void start_strategy_and_pool() {
-    strategy_ = make_strategy(options_.strategy, space_, options_.seed);
+    strategy_ = make_strategy_with_prior(options_.strategy, space_, options_.seed, prior_transfers());
     for (const Evaluation& evaluation : recorded()) strategy_->tell(evaluation);
     if (measurer_->needs_compilation()) {
       CompilePoolOptions pool_options;
@@ -377,6 +379,34 @@ class TuningRun {
       pool_.emplace(pool_options);
     }
     lookahead_ = (pool_ ? static_cast<std::size_t>(pool_->jobs()) * 2 + 1 : 64) + devices_.measurers.size();
+  }
+
+  // The prior's configurations valid here, best first (rank_transfers), from --prior files and, unless turned off
+  // or replaying, the results database's other records of this kernel.
+  std::vector<Configuration> prior_transfers() {
+    std::vector<std::filesystem::path> files = options_.prior_files;
+    const std::size_t given = files.size();
+    if (options_.use_database_prior && !replay_)
+      for (std::filesystem::path& file : database_prior_files(options_.prior_database_dir, spec_.name, report_.records))
+        files.push_back(std::move(file));
+    std::vector<PriorSource> sources;
+    for (std::size_t index = 0; index < files.size(); ++index) {
+      try {
+        sources.push_back(read_prior_source(files[index], spec_.space));
+      } catch (const InputError& error) {
+        if (index < given) throw;
+        fmt::print(stderr, "tune: prior: {} is left out ({})\n", files[index].string(), error.what());
+      }
+    }
+    std::vector<Configuration> transfers;
+    for (RankedTransfer& transfer : rank_transfers(sources, space_)) transfers.push_back(std::move(transfer.configuration));
+    if (transfers.empty()) return transfers;
+    for (const PriorSource& source : sources) report_.prior_sources.push_back(source.name);
+    report_.prior_transfers = std::min(transfers.size(), PriorSettings{}.transfers);
+    if (options_.show_progress)
+      fmt::print(stderr, "prior: {} configurations valid here from {} record{}; the best {} are tried first\n",
+                 transfers.size(), sources.size(), sources.size() == 1 ? "" : "s", report_.prior_transfers);
+    return transfers;
   }
 
   // The default configuration goes first: every result is reported as a speed-up over it. Then the configuration
@@ -527,6 +557,9 @@ class TuningRun {
     if (report_.ceilings_measured_at > 0)
       metadata.extra["ceilings_measured_at"] = fmt::format("{:.0f}", report_.ceilings_measured_at);
     metadata.extra["objective"] = std::string(objective_name(options_.objective));
+    if (!report_.prior_sources.empty())
+      metadata.extra["prior"] = fmt::format("{} configurations first, from {}", report_.prior_transfers,
+                                            fmt::join(report_.prior_sources, "; "));
     if (devices_.labels.size() > 1) metadata.extra["devices"] = fmt::format("{}", fmt::join(devices_.labels, ","));
     if (report_.pinned_copy_in_gbps > 0)
       metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report_.pinned_copy_in_gbps);

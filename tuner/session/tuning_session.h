@@ -81,6 +81,14 @@ struct TuneOptions {
   bool refresh_ceilings = false;
   std::filesystem::path ceiling_cache_dir;
   Objective objective = Objective::time;  // energy and edp measure energy on every row; the best cache is left alone
+  // The prior (tuner/search/prior.h): records of this kernel measured elsewhere, whose best configurations valid here
+  // are tried first. prior_files: record CSVs (run.json beside) or T4 files, given with --prior; an unreadable one is
+  // bad input. use_database_prior: also every record under prior_database_dir/<kernel>/ but this run's own (other
+  // problem sizes, other GPUs; one that does not read in this space is skipped with a note). Replays use only
+  // prior_files, so a replay's default stays the strategy alone.
+  std::vector<std::filesystem::path> prior_files;
+  bool use_database_prior = true;
+  std::filesystem::path prior_database_dir = "results/runs";
 };
 
 // The measurement settings a run uses for this spec: the defaults of its kind (kernels, or streamed passes)
@@ -143,6 +151,8 @@ struct TuneReport {
   std::vector<std::string> devices;        // the labels of the devices that measured (Evaluation::device)
   std::map<std::string, std::uint64_t> evaluations_per_device;  // this run's rows by device
   std::vector<std::string> lost_devices;   // "label: why" for each device lost during the run
+  std::vector<std::string> prior_sources;  // the records the prior came from (TuneOptions::prior_files and database)
+  std::size_t prior_transfers = 0;         // configurations of the prior the strategy tries first
 };
 
 // Runs a tuning session. Throws InputError (bad spec, problem, strategy, or devices of several models: see
