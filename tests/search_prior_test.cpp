@@ -75,19 +75,29 @@ TEST(RankTransfers, CombinesSourcesByTheGeometricMeanOfTheirRatiosToEachBest) {
                       w = configuration_of(4, 4, 4), invalid = configuration_of(7, 7, 7);
   const std::vector<PriorSource> sources = {
       {"one", {evaluation_of(x, 1.0), evaluation_of(y, 1.2), evaluation_of(z, 2.0), evaluation_of(w, 1.1),
-               evaluation_of(invalid, 0.5)}},
+               evaluation_of(invalid, 1.5)}},
       {"two", {evaluation_of(x, 2.4), evaluation_of(y, 2.0), evaluation_of(z, 0, Status::launch_error)}},
   };
-  const std::vector<RankedTransfer> ranked = rank_transfers(sources, enumerator);
+  std::vector<RankedTransfer> ranked = rank_transfers(sources, enumerator);
   ASSERT_EQ(ranked.size(), 4u);  // (7, 7, 7) breaks A + B + C <= 18 here: not transferred
   EXPECT_EQ(ranked[0].configuration, w);
-  EXPECT_NEAR(ranked[0].score, 1.1 / 1.0, 1e-12);  // the invalid row's 0.5 is no source's best: it is not here
+  EXPECT_NEAR(ranked[0].score, 1.1 / 1.0, 1e-12);
   // x and y tie on sqrt(1.2); both were recorded by two sources; x first (stable order of equal scores).
   EXPECT_NEAR(ranked[1].score, std::sqrt(1.2), 1e-12);
   EXPECT_NEAR(ranked[2].score, std::sqrt(1.2), 1e-12);
   EXPECT_EQ(ranked[1].sources, 2u);
   EXPECT_EQ(ranked[3].configuration, z);
   EXPECT_NEAR(ranked[3].score, std::sqrt(2.0 * 1.2), 1e-12);
+
+  // A source's best is its fastest row, valid here or not (another GPU's limits differ): (7, 7, 7) at 0.5 on GPU one
+  // halves every ratio of that source, so x, y and z keep their order and w, recorded there alone, falls behind z.
+  std::vector<PriorSource> faster_invalid = sources;
+  faster_invalid[0].evaluations.back().time.median_ms = 0.5;
+  ranked = rank_transfers(faster_invalid, enumerator);
+  ASSERT_EQ(ranked.size(), 4u);
+  EXPECT_NEAR(ranked[0].score, std::sqrt(2.0 * 1.2), 1e-12);
+  EXPECT_EQ(ranked[2].configuration, z);  // sqrt(4.0 * 1.2) = 2.19
+  EXPECT_EQ(ranked[3].configuration, w);  // 2.2
 }
 
 TEST(PriorStrategy, APlantedPriorFindsTheOptimumInTheFirstEvaluations) {
