@@ -69,8 +69,8 @@ TEST(RankTransfers, CombinesSourcesByTheGeometricMeanOfTheirRatiosToEachBest) {
     evaluation.status = status;
     return evaluation;
   };
-  // GPU one: x 1.0, y 1.2, z 2.0. GPU two (twice as slow overall): x 2.4 (1.2), y 2.0 (1.0), z failed (its slowest,
-  // 2.4 / 2.0 = 1.2). Scores: x sqrt(1.2), y sqrt(1.2), z sqrt(2.0 * 1.2); w only on GPU one at 1.1.
+  // GPU one: x 1.0, y 1.2, z 2.0, w 1.1. GPU two (twice as slow overall): x 2.4 (1.2), y 2.0 (1.0), z failed (its
+  // slowest, 2.4 / 2.0 = 1.2). Scores: x and y sqrt(1.2) = 1.095, w 1.1 (GPU one alone), z sqrt(2.0 * 1.2) = 1.549.
   const Configuration x = configuration_of(1, 1, 1), y = configuration_of(2, 2, 2), z = configuration_of(3, 3, 3),
                       w = configuration_of(4, 4, 4), invalid = configuration_of(7, 7, 7);
   const std::vector<PriorSource> sources = {
@@ -80,17 +80,20 @@ TEST(RankTransfers, CombinesSourcesByTheGeometricMeanOfTheirRatiosToEachBest) {
   };
   std::vector<RankedTransfer> ranked = rank_transfers(sources, enumerator);
   ASSERT_EQ(ranked.size(), 4u);  // (7, 7, 7) breaks A + B + C <= 18 here: not transferred
-  EXPECT_EQ(ranked[0].configuration, w);
-  EXPECT_NEAR(ranked[0].score, 1.1 / 1.0, 1e-12);
-  // x and y tie on sqrt(1.2); both were recorded by two sources; x first (stable order of equal scores).
+  // x and y tie on sqrt(1.2), both recorded by two sources; then w, then z.
+  EXPECT_NEAR(ranked[0].score, std::sqrt(1.2), 1e-12);
   EXPECT_NEAR(ranked[1].score, std::sqrt(1.2), 1e-12);
-  EXPECT_NEAR(ranked[2].score, std::sqrt(1.2), 1e-12);
-  EXPECT_EQ(ranked[1].sources, 2u);
+  EXPECT_EQ(ranked[0].sources, 2u);
+  EXPECT_TRUE((ranked[0].configuration == x && ranked[1].configuration == y) ||
+              (ranked[0].configuration == y && ranked[1].configuration == x));
+  EXPECT_EQ(ranked[2].configuration, w);
+  EXPECT_NEAR(ranked[2].score, 1.1, 1e-12);
+  EXPECT_EQ(ranked[2].sources, 1u);
   EXPECT_EQ(ranked[3].configuration, z);
   EXPECT_NEAR(ranked[3].score, std::sqrt(2.0 * 1.2), 1e-12);
 
   // A source's best is its fastest row, valid here or not (another GPU's limits differ): (7, 7, 7) at 0.5 on GPU one
-  // halves every ratio of that source, so x, y and z keep their order and w, recorded there alone, falls behind z.
+  // doubles every ratio of that source, so x, y and z keep their order and w, recorded there alone, falls behind z.
   std::vector<PriorSource> faster_invalid = sources;
   faster_invalid[0].evaluations.back().time.median_ms = 0.5;
   ranked = rank_transfers(faster_invalid, enumerator);
