@@ -202,5 +202,34 @@ TEST_F(BestCacheTest, TwoConcurrentWriterProcessesLoseNothing) {
   EXPECT_EQ(files, (std::set<std::string>{"saxpy.json", "saxpy.json.lock"}));
 }
 
+TEST(KeepOrReplace, TheWinnerReplacesOnlyWhenFasterBeyondTheNoise) {
+  const SideBySideTime stored{1.00, 0.98, 1.02};
+  const KeepOrReplace clear = decide_keep_or_replace(SideBySideTime{0.90, 0.89, 0.91}, stored, false);
+  EXPECT_EQ(clear.store, KeepOrReplace::Store::winner);
+  EXPECT_EQ(clear.replace, BestCache::Replace::always);
+  EXPECT_NE(clear.reason.find("replaced: 0.9 ms"), std::string::npos) << clear.reason;
+
+  // Intervals overlap (0.97..0.99 against 0.98..1.02): the stored configuration stays, with this round's figures.
+  const KeepOrReplace within = decide_keep_or_replace(SideBySideTime{0.98, 0.97, 0.99}, stored, false);
+  EXPECT_EQ(within.store, KeepOrReplace::Store::stored_configuration);
+  EXPECT_EQ(within.replace, BestCache::Replace::always);
+  EXPECT_NE(within.reason.find("kept the stored configuration: 1 ms [0.98, 1.02]"), std::string::npos) << within.reason;
+}
+
+TEST(KeepOrReplace, TheStoredWinnerIsRefreshedAndWithoutFiguresTheStoredTimeDecides) {
+  const SideBySideTime figures{1.00, 0.98, 1.02};
+  const KeepOrReplace again = decide_keep_or_replace(figures, figures, true);
+  EXPECT_EQ(again.store, KeepOrReplace::Store::winner);
+  EXPECT_EQ(again.replace, BestCache::Replace::always);
+  EXPECT_NE(again.reason.find("won the final round again"), std::string::npos);
+
+  for (const KeepOrReplace& alone : {decide_keep_or_replace(figures, std::nullopt, false),
+                                     decide_keep_or_replace(std::nullopt, figures, false)}) {
+    EXPECT_EQ(alone.store, KeepOrReplace::Store::winner);
+    EXPECT_EQ(alone.replace, BestCache::Replace::when_faster);
+    EXPECT_TRUE(alone.reason.empty());
+  }
+}
+
 }  // namespace
 }  // namespace kernlathe

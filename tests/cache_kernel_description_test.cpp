@@ -114,7 +114,7 @@ TEST(KernelDescription, DescribesTypesArgumentsAndTheDefault) {
   EXPECT_EQ(description.kernel, "gemm_bf16");
   EXPECT_EQ(description.template_name, "gemm.cu");
   EXPECT_TRUE(description.arch_specific);
-  EXPECT_EQ(description.spec_hash, kernel_hash(spec));
+  EXPECT_EQ(description.spec_hash, spec_hash(spec));
   EXPECT_EQ(description.template_hash.size(), 16u);
   ASSERT_EQ(description.arguments.size(), spec.arguments.size());
   EXPECT_EQ(description.arguments[0].kind, "scalar");

@@ -19,6 +19,7 @@
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
 #include "session_test_support.h"
+#include "tuner/search/prior.h"
 
 extern char** environ;
 
@@ -53,6 +54,37 @@ TEST(TuningSession, ReplayFindsTheRecordedOptimumAndRecordsEveryEvaluation) {
   KernelSpec loaded = load_kernel_spec(spec);
   std::vector<RecordedEvaluation> rows = read_records(report.records, loaded.space);
   EXPECT_EQ(rows.size(), 90u);
+}
+
+// --prior: a record of the same kernel measured elsewhere (here the landscape itself, twice as slow) is tried first:
+// after the default configuration, the second evaluation is the prior's best, the optimum (3, 2, 1). Exhaustive
+// search without the prior meets it at the 52nd.
+TEST(TuningSession, APriorFileIsTriedRightAfterTheDefault) {
+  const fs::path dir = fresh_directory("prior");
+  const fs::path spec = write_spec(dir, 6, 5, 3);
+  const fs::path recording = write_recording(spec, dir);
+  fs::create_directories(dir / "elsewhere");
+  const fs::path elsewhere = write_recording(spec, dir / "elsewhere", [](Evaluation& evaluation) {
+    evaluation.time.median_ms *= 2;
+  });
+  TuneOptions options = replay_options(spec, recording, dir / "out");
+  options.stop.max_evaluations = 2;
+  options.prior_files = {elsewhere};
+  TuneReport report = tune(options);
+  ASSERT_FALSE(report.best.empty());
+  EXPECT_EQ(report.best.front().evaluation.configuration, configuration_of(3, 2, 1));
+  EXPECT_EQ(report.prior_sources.size(), 1u);
+  EXPECT_EQ(report.prior_transfers, PriorSettings{}.transfers);
+
+  options.prior_files.clear();
+  options.out_dir = dir / "out_without";
+  TuneReport without = tune(options);
+  ASSERT_FALSE(without.best.empty());
+  EXPECT_NE(without.best.front().evaluation.configuration, configuration_of(3, 2, 1));
+  EXPECT_TRUE(without.prior_sources.empty());
+
+  options.prior_files = {dir / "absent.csv"};
+  EXPECT_THROW(tune(options), InputError);
 }
 
 // --devices with a replay: three replayed devices share the space. Nothing is lost, nothing measured twice, every

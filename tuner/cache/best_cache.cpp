@@ -133,4 +133,28 @@ std::optional<KernelDatabase> BestCache::read(const std::string& kernel) const {
   return read_file(file_for(kernel));
 }
 
+KeepOrReplace decide_keep_or_replace(const std::optional<SideBySideTime>& winner,
+                                     const std::optional<SideBySideTime>& stored, bool winner_is_stored) {
+  KeepOrReplace decision;
+  if (!winner || !stored) return decision;  // only the stored figure to go by
+  decision.replace = BestCache::Replace::always;
+  if (winner_is_stored) {
+    decision.reason = "the stored configuration won the final round again: its figures refreshed";
+    return decision;
+  }
+  if (winner->high_ms < stored->low_ms) {
+    decision.reason = fmt::format("replaced: {:.4g} ms [{:.4g}, {:.4g}] is faster beyond the noise than the stored "
+                                  "configuration's {:.4g} ms [{:.4g}, {:.4g}]",
+                                  winner->mean_ms, winner->low_ms, winner->high_ms, stored->mean_ms, stored->low_ms,
+                                  stored->high_ms);
+    return decision;
+  }
+  decision.store = KeepOrReplace::Store::stored_configuration;
+  decision.reason = fmt::format("kept the stored configuration: {:.4g} ms [{:.4g}, {:.4g}] against the winner's "
+                                "{:.4g} ms [{:.4g}, {:.4g}], within the noise",
+                                stored->mean_ms, stored->low_ms, stored->high_ms, winner->mean_ms, winner->low_ms,
+                                winner->high_ms);
+  return decision;
+}
+
 }  // namespace kernlathe

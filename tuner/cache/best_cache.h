@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kernlathe/database.h"
 
@@ -40,5 +41,28 @@ class BestCache {
  private:
   std::filesystem::path directory_;
 };
+
+// A time measured side by side with others (a final round): its mean and 95% interval.
+struct SideBySideTime {
+  double mean_ms = 0;
+  double low_ms = 0;
+  double high_ms = 0;
+};
+
+// What a run stores for its device and problem, and why.
+struct KeepOrReplace {
+  enum class Store { winner, stored_configuration };
+  Store store = Store::winner;
+  BestCache::Replace replace = BestCache::Replace::when_faster;
+  std::string reason;  // empty when nothing was measured side by side
+};
+
+// The keep-or-replace rule: where the stored configuration and the run's winner were measured side by side (both
+// figures given), the entry changes hands only when the winner's interval lies wholly below the stored one's;
+// otherwise the stored configuration stays, with the figures of this round (Replace::always either way: the caller
+// measured both). Without side-by-side figures the stored figure alone is compared (Replace::when_faster).
+// winner_is_stored: the winner is the stored configuration itself (its figures are refreshed).
+KeepOrReplace decide_keep_or_replace(const std::optional<SideBySideTime>& winner,
+                                     const std::optional<SideBySideTime>& stored, bool winner_is_stored);
 
 }  // namespace kernlathe

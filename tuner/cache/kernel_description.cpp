@@ -37,12 +37,6 @@ const char* role_name(Role role) {
 
 }  // namespace
 
-std::string kernel_hash(const KernelSpec& spec) {
-  const std::string& spec_text = read_source_file(spec.file);
-  const std::string space_text = spec.space.file.empty() ? "" : read_source_file(spec.space.file);
-  return content_hash({spec_text, space_text, template_hash(read_template_source(spec.template_file))});
-}
-
 ConfigurationValues configuration_values(const Space& space, const Configuration& configuration) {
   ConfigurationValues values;
   for (std::size_t index = 0; index < space.parameters.size() && index < configuration.size(); ++index)
@@ -69,7 +63,7 @@ KernelDescription describe_kernel(const KernelSpec& spec, const SpaceEnumerator&
   TemplateSource source = read_template_source(spec.template_file);
   description.template_name = source.source_name;
   description.template_hash = template_hash(source);
-  description.spec_hash = kernel_hash(spec);
+  description.spec_hash = spec_hash(spec);
   description.entry_point = spec.entry_point;
   for (const Expression& argument : spec.template_arguments) description.template_arguments.push_back(argument.to_string());
   description.compile_options = spec.compile_options;

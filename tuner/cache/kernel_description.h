@@ -1,19 +1,16 @@
 #pragma once
-// Turns a kernel spec into the description the runtime library launches from (kernlathe/database.h), and names
-// what an entry was measured against (kernel_hash): the spec, its space, and the template with every file it
-// includes. Written by `tune` beside every stored entry.
+// Turns a kernel spec into the description the runtime library launches from (kernlathe/database.h), with what an
+// entry was measured against (spec_hash without an arch, tuner/spec/spec_hash.h). Written by `tune` beside every
+// stored entry.
 
 #include <string>
 
 #include "kernlathe/database.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
+#include "tuner/spec/spec_hash.h"
 
 namespace kernlathe {
-
-// The spec file, the space file and template_hash of the template and its includes: another value means another
-// kernel, and entries measured against the old one are stale. Throws InputError when a file cannot be read.
-std::string kernel_hash(const KernelSpec& spec);
 
 // Every expression is written in canonical form (Expression::to_string). The default configuration is the space's
 // defaults when they are valid under the enumerator's constants, else the verification reference, else the first

@@ -149,7 +149,7 @@ int BestCommand::list_entries() const {
   // its spec, space and template (with every include) as they are now decide too, as they do for `tune export`.
   const std::filesystem::path spec_file = std::filesystem::path(specs) / (kernel + ".yaml");
   std::string current_hash;
-  if (!entries.empty() && std::filesystem::exists(spec_file)) current_hash = kernel_hash(load_kernel_spec(spec_file));
+  if (!entries.empty() && std::filesystem::exists(spec_file)) current_hash = spec_hash(load_kernel_spec(spec_file));
   const auto stale_reason_now = [&](const DatabaseEntry& entry) {
     std::string stale = stale_reason(*database, entry);
     if (stale.empty() && !current_hash.empty() && entry.spec_hash != current_hash) {

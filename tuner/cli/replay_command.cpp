@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/search/benchmark.h"
+#include "tuner/search/prior_sources.h"
 #include "tuner/search/t4_dataset.h"
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
@@ -80,6 +81,9 @@ void ReplayCommand::add_to(CLI::App& command) {
   command.add_option("--budget", budgets, "evaluation budgets, comma-separated (default 50,100,200)");
   command.add_option("--batch", batch, "configurations asked of the strategy at a time (default 1)")
       ->check(CLI::PositiveNumber);
+  command.add_option("--prior", prior,
+                     "records of the same kernel measured elsewhere (T4 files of other GPUs, or evaluations.csv files "
+                     "with --csv): every strategy tries their best configurations first (docs/search.md)");
   command.add_flag("--json", json, "machine-readable output on stdout");
 }
 
@@ -118,6 +122,13 @@ int ReplayCommand::run() const {
     data_name = std::filesystem::path(csv).string();
   }
   for (const std::string& name : strategies) make_strategy(name, *space, 1);  // unknown names fail before any run
+  std::vector<PriorSource> prior_sources;
+  for (const std::string& file : prior) prior_sources.push_back(read_prior_source(file, kernel.space));
+  std::vector<Configuration> transfers;
+  for (RankedTransfer& transfer : rank_transfers(prior_sources, *space)) transfers.push_back(std::move(transfer.configuration));
+  if (!prior.empty())
+    fmt::print(stderr, "prior: {} configurations valid here from {} file{}\n", transfers.size(), prior.size(),
+               prior.size() == 1 ? "" : "s");
 
   if (objective_read) {
     // A maximised objective is replayed as its reciprocal (t4_dataset.h): the optimum is stated in its own terms.
@@ -133,7 +144,8 @@ int ReplayCommand::run() const {
     fmt::print(stderr, "replaying {} ({} recorded configurations, {} valid in the space, optimum {:.6g} ms)\n",
                data_name, source->size(), space->valid_count(), source->optimum_ms());
   }
-  const std::vector<BenchmarkRow> rows = run_benchmark(*space, *source, strategies, seeds, budget_list, batch);
+  const std::vector<BenchmarkRow> rows =
+      run_benchmark(*space, *source, strategies, seeds, budget_list, batch, transfers);
 
   if (json) {
     Json output = Json::array();

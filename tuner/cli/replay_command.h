@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace kernlathe {
 
@@ -22,6 +23,7 @@ struct ReplayCommand {
   std::string budgets = "50,100,200";
   std::size_t batch = 1;
   bool json = false;
+  std::vector<std::string> prior;  // --prior FILE...: records or T4 files of the same kernel measured elsewhere
 
   void add_to(CLI::App& command);
   int run() const;

@@ -304,6 +304,12 @@ void RunCommand::add_to(CLI::App& command) {
   command.add_option("--strategy", strategy,
                      fmt::format("search strategy: {} (default: {})", fmt::join(strategy_names(), ", "),
                                  default_strategy_name()));
+  command.add_option("--prior", prior,
+                     "records of this kernel measured elsewhere (evaluations.csv with run.json beside, or T4 files): "
+                     "their best configurations valid here are tried first (docs/search.md)");
+  command.add_flag("--no-prior", no_prior,
+                   "no prior from the results database (results/runs/<kernel>/: other problem sizes and GPUs), "
+                   "used by default on the GPU");
   command.add_option("--budget", budget, "stop after N evaluations");
   command.add_option("--time", time_budget, "stop after a duration: 90s, 5m, 1h");
   command.add_option("--out", out, "record directory (default results/runs/<kernel>/<arch>/<problem>)");
@@ -378,6 +384,8 @@ int RunCommand::run() const {
   options.problem = parse_problem_overrides(common.problem);
   options.strategy = strategy;
   options.seed = seed;
+  options.prior_files.assign(prior.begin(), prior.end());
+  options.use_database_prior = !no_prior;
   if (budget > 0) options.stop.max_evaluations = budget;
   if (!time_budget.empty()) {
     std::optional<double> seconds = parse_duration(time_budget);

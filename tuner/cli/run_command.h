@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tuner/cli/spec_options.h"
 #include "tuner/measure/measurement.h"
@@ -38,6 +39,8 @@ struct RunCommand {
   std::string devices;  // --devices: all, or indices 0,1,...
   double rank_timeout = 10;  // under mpirun: seconds of silence after which a rank is lost
   CLI::Option* device_option = nullptr;  // --device, to tell whether it was given
+  std::vector<std::string> prior;  // --prior FILE...: records or T4 files of this kernel measured elsewhere
+  bool no_prior = false;           // --no-prior: not even the results database's other records of the kernel
 
 
   void add_to(CLI::App& command);

@@ -1,5 +1,7 @@
 #include "tuner/search/benchmark.h"
 
+#include "tuner/search/prior.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -84,7 +86,8 @@ double quantile_of(std::vector<double> values, double fraction) {
 
 std::vector<BenchmarkRow> run_benchmark(const SpaceEnumerator& space, const ReplaySource& source,
                                         const std::vector<std::string>& strategies, int seeds,
-                                        const std::vector<std::uint64_t>& budgets, std::size_t batch) {
+                                        const std::vector<std::uint64_t>& budgets, std::size_t batch,
+                                        const std::vector<Configuration>& transfers) {
   const double optimum = source.optimum_ms();
   if (!std::isfinite(optimum)) throw InputError("the recorded data holds no successful evaluation to compare with");
   if (budgets.empty() || seeds < 1) throw InputError("the benchmark needs at least one budget and one seed");
@@ -93,7 +96,8 @@ std::vector<BenchmarkRow> run_benchmark(const SpaceEnumerator& space, const Repl
   for (const std::string& name : strategies) {
     std::vector<Trajectory> runs;
     for (int seed = 1; seed <= seeds; ++seed) {
-      std::unique_ptr<Strategy> strategy = make_strategy(name, space, static_cast<std::uint64_t>(seed));
+      std::unique_ptr<Strategy> strategy =
+          make_strategy_with_prior(name, space, static_cast<std::uint64_t>(seed), transfers);
       runs.push_back(trace(*strategy, source, largest_budget, std::max<std::size_t>(batch, 1)));
     }
     for (std::uint64_t budget : budgets) {

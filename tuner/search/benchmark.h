@@ -29,10 +29,12 @@ struct BenchmarkRow {
 
 // Seeds 1..seeds. Each (strategy, seed) runs once up to the largest budget, asking `batch` configurations at a
 // time; a smaller budget reads the same run's first evaluations, which is exactly a run with that budget when
-// batch is 1 (a strategy is deterministic for its seed). budgets must be positive.
+// batch is 1 (a strategy is deterministic for its seed). budgets must be positive. With transfers (a prior's
+// configurations, tuner/search/prior.h), every strategy runs as a PriorStrategy over them.
 std::vector<BenchmarkRow> run_benchmark(const SpaceEnumerator& space, const ReplaySource& source,
                                         const std::vector<std::string>& strategies, int seeds,
-                                        const std::vector<std::uint64_t>& budgets, std::size_t batch = 1);
+                                        const std::vector<std::uint64_t>& budgets, std::size_t batch = 1,
+                                        const std::vector<Configuration>& transfers = {});
 
 // Middle value of values (mean of the two middle ones for an even count; infinity stays infinity).
 double median_of(std::vector<double> values);

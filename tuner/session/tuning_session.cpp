@@ -24,8 +24,10 @@
 #include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/record/build_commit.h"
 #include "tuner/record/csv_record.h"
-#include "tuner/common/hash.h"
+#include "tuner/common/current_executable.h"
 #include "tuner/record/run_metadata.h"
+#include "tuner/search/prior.h"
+#include "tuner/search/prior_sources.h"
 #include "tuner/search/strategy.h"
 #include "tuner/space/configuration_checks.h"
 #include "tuner/session/measurement_lanes.h"
@@ -35,13 +37,6 @@ namespace kernlathe {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string read_whole_file(const std::filesystem::path& path) {
-  std::ifstream stream(path, std::ios::binary);
-  std::ostringstream text;
-  text << stream.rdbuf();
-  return text.str();
-}
 
 std::string sanitise_for_path(std::string text) {
   for (char& c : text)
@@ -105,30 +100,11 @@ double evaluate_metric(const Expression& expression, const SpaceEnumerator& spac
   return bound.evaluate_number(bindings.slots);
 }
 
-std::string problem_text(const KernelSpec& spec) {
-  std::string text;
-  for (const auto& [symbol, value] : spec.problem) {
-    if (!text.empty()) text += ",";
-    text += fmt::format("{}={}", symbol, value);
-  }
-  return text;
-}
-
-std::string spec_hash(const KernelSpec& spec, const std::string& arch) {
-  const std::string spec_text = read_whole_file(spec.file);
-  const std::string space_text = spec.space.file.empty() ? "" : read_whole_file(spec.space.file);
-  // The template with every file it includes: editing a header the template reaches makes earlier records stale.
-  const std::string template_identity = template_hash(read_template_source(spec.template_file));
-  return content_hash({spec_text, space_text, template_identity, problem_text(spec), arch});
-}
-
 Constants run_constants(const KernelSpec& spec, const DeviceProperties& device) {
   Constants constants = device_property_values(device);
   for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
   return constants;
 }
-
-std::filesystem::path current_executable() { return std::filesystem::read_symlink("/proc/self/exe"); }
 
 std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOptions& options,
                                         const MeasurementSettings& measurement, int device) {
@@ -284,347 +260,410 @@ TuneReport tune(const TuneOptions& options) {
 
 namespace {
 
-TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const MeasurementSettings& measurement,
-                       DeviceSet devices, RunProfile profile, LapClock lap, Clock::time_point started) {
-  const auto elapsed_seconds = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
-  const bool replay = !options.replay_csv.empty();
-  const std::filesystem::path worker =
-      options.worker_executable.empty() ? current_executable() : options.worker_executable;
-  const std::filesystem::path cubin_cache =
-      options.cubin_cache_dir.empty() ? default_cubin_cache_dir() : options.cubin_cache_dir;
-  // The first device is the primary one: it runs the reference first, measures the ceilings and, at the end,
-  // the final round, so that the figures compared there come from one GPU.
-  Measurer* measurer = devices.measurers.front().get();
-  const DeviceProperties& device = measurer->device();
-  SpaceEnumerator space(spec.space, run_constants(spec, device));
-  profile.add_startup("enumerate space", lap.lap());
-  // What `tune validate` checks with a profile, checked again with this device's properties before anything is
-  // compiled or measured: a default or reference configuration that breaks the constraints, unusable buffer counts,
-  // launch geometry or shared memory stop the run here with exit 2, not on the GPU host later.
-  check_spec_configurations(spec, space);
-  const std::string arch = device.arch_name();
-  const std::string hash = spec_hash(spec, arch);
+// One run of one GPU model: an object whose phases are methods, called in order by run(). The state the phases
+// share is members; each phase says what it reads and leaves.
+class TuningRun {
+ public:
+  TuningRun(const TuneOptions& options, const KernelSpec& spec, const MeasurementSettings& measurement,
+            DeviceSet devices, RunProfile profile, LapClock lap, Clock::time_point started)
+      : options_(options),
+        spec_(spec),
+        measurement_(measurement),
+        devices_(std::move(devices)),
+        profile_(std::move(profile)),
+        lap_(lap),
+        started_(started),
+        replay_(!options.replay_csv.empty()),
+        measurer_(devices_.measurers.front().get()),
+        device_(measurer_->device()),
+        space_(spec.space, run_constants(spec, device_)),
+        progress_(options.show_progress) {}
 
-  TuneReport report;
-  report.kernel = spec.name;
-  for (const Parameter& parameter : spec.space.parameters) report.parameter_names.push_back(parameter.name);
-  report.problem = problem_text(spec);
-  report.device_name = device.name;
-  report.arch = arch;
-  report.replay = replay;
-  report.valid_configurations = space.valid_count();
-  report.devices = devices.labels;
+  TuneReport run() {
+    start_up();
+    measure_ceilings();
+    open_records();
+    search();
+    collect_the_lanes();
+    rank_verified();
+    final_round();
+    report_the_best();
+    store_the_best();
+    profile_.total_seconds = elapsed_seconds();
+    report_.profile = std::move(profile_);
+    return std::move(report_);
+  }
 
-  profile.add_startup("check spec", lap.lap());
-  // Buffers, the reference outputs and the copy ceiling: on a thread, while this one reads what a resumed run
-  // recorded, starts the strategy and the compile pool and submits the first proposals, so the first
-  // configurations compile while the worker prepares the device.
-  const double before_preparation = elapsed_seconds();
-  std::future<void> preparing = std::async(std::launch::async, [&] { measurer->prepare(space); });
-  std::vector<ProfilePhase> session_phases;  // this thread's, alongside the preparation
+ private:
+  double elapsed_seconds() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+  const std::vector<Evaluation>& recorded() const { return resume_ ? resume_->evaluations() : no_evaluations_; }
+  std::string device_arch() const { return arch_for(device_, spec_.needs_arch_specific); }
+
+  // ---- Start-up and ceilings --------------------------------------------------------------------------------
+
+  // The space is enumerated, checked with this device's properties, the report's header filled; then the device
+  // is prepared on a thread while this one reads a resumed record, starts the strategy and the compile pool and
+  // submits the first proposals.
+  void start_up() {
+    profile_.add_startup("enumerate space", lap_.lap());
+    // What `tune validate` checks with a profile, checked again with this device's properties before anything is
+    // compiled or measured: a default or reference configuration that breaks the constraints, unusable buffer
+    // counts, launch geometry or shared memory stop the run here with exit 2, not on the GPU host later.
+    check_spec_configurations(spec_, space_);
+    arch_ = device_.arch_name();
+    hash_ = spec_hash(spec_, arch_);
+    describe_the_run();
+    profile_.add_startup("check spec", lap_.lap());
+    // Buffers, the reference outputs and the copy ceiling: on a thread, while this one reads what a resumed run
+    // recorded, starts the strategy and the compile pool and submits the first proposals, so the first
+    // configurations compile while the worker prepares the device.
+    const double before_preparation = elapsed_seconds();
+    std::future<void> preparing = std::async(std::launch::async, [this] { measurer_->prepare(space_); });
+    std::vector<ProfilePhase> session_phases;  // this thread's, alongside the preparation
+    read_what_was_recorded(session_phases);
+    start_strategy_and_pool();
+    session_phases.push_back({"strategy and compile pool", lap_.lap(), true});
+    queue_the_first_configurations();
+    session_phases.push_back({"first proposals submitted", lap_.lap(), true});
+    lap_.lap();
+    preparing.get();  // a spec whose reference fails stops here, having written nothing
+    account_for_the_preparation(session_phases, before_preparation);
+    prepare_the_other_devices();
+  }
+
+  void describe_the_run() {
+    report_.kernel = spec_.name;
+    for (const Parameter& parameter : spec_.space.parameters) report_.parameter_names.push_back(parameter.name);
+    report_.problem = problem_text(spec_);
+    report_.device_name = device_.name;
+    report_.arch = arch_;
+    report_.replay = replay_;
+    report_.valid_configurations = space_.valid_count();
+    report_.devices = devices_.labels;
+  }
+
   // Records: every evaluation of this run, appended and flushed row by row. A replay writes none unless asked. The
   // file is opened once the device is prepared (a spec whose reference fails writes nothing); what a resumed run
   // recorded before is read now, since the strategy learns from it before it proposes.
-  std::filesystem::path out_dir = options.out_dir;
-  if (out_dir.empty() && !replay) {
-    out_dir = std::filesystem::path("results") / "runs" / spec.name / arch / sanitise_for_path(report.problem);
-    if (!options.device_folder.empty()) out_dir /= options.device_folder;
-  }
-  std::optional<ResumeState> resume;
-  if (!out_dir.empty()) {
-    report.records = out_dir / "evaluations.csv";
-    if (replay && std::filesystem::exists(report.records) &&
-        std::filesystem::equivalent(report.records, options.replay_csv))
-      throw InputError(fmt::format("--out {} would append to the file being replayed", out_dir.string()));
-    if (options.resume) {
-      resume = load_resume_state(report.records, spec.space, hash);
-      report.skipped_by_resume = resume->count();
-      report.other_hash_rows = resume->other_hash_rows();
-      session_phases.push_back({"read the records to resume", lap.lap(), true});
+  void read_what_was_recorded(std::vector<ProfilePhase>& session_phases) {
+    out_dir_ = options_.out_dir;
+    if (out_dir_.empty() && !replay_) {
+      out_dir_ = std::filesystem::path("results") / "runs" / spec_.name / arch_ / sanitise_for_path(report_.problem);
+      if (!options_.device_folder.empty()) out_dir_ /= options_.device_folder;
+    }
+    if (out_dir_.empty()) return;
+    report_.records = out_dir_ / "evaluations.csv";
+    if (replay_ && std::filesystem::exists(report_.records) &&
+        std::filesystem::equivalent(report_.records, options_.replay_csv))
+      throw InputError(fmt::format("--out {} would append to the file being replayed", out_dir_.string()));
+    if (options_.resume) {
+      resume_ = load_resume_state(report_.records, spec_.space, hash_);
+      report_.skipped_by_resume = resume_->count();
+      report_.other_hash_rows = resume_->other_hash_rows();
+      session_phases.push_back({"read the records to resume", lap_.lap(), true});
     }
   }
 
-  std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, space, options.seed);
   // A resumed run goes on from what is recorded: the strategy learns from those results and does not propose
-  // them again, and they are ranked with this run's below.
-  const std::vector<Evaluation> no_evaluations;
-  const std::vector<Evaluation>& recorded = resume ? resume->evaluations() : no_evaluations;
-  for (const Evaluation& evaluation : recorded) strategy->tell(evaluation);
-  std::optional<CompilePool> pool;
-  if (measurer->needs_compilation()) {
-    CompilePoolOptions pool_options;
-    pool_options.jobs = options.jobs;
-    pool_options.cache_dir = cubin_cache;
-    pool_options.worker_executable = worker;
-    pool_options.use_cache = options.use_cubin_cache;
-    pool.emplace(pool_options);
-  }
-  session_phases.push_back({"strategy and compile pool", lap.lap(), true});
-  const std::size_t lookahead =
-      (pool ? static_cast<std::size_t>(pool->jobs()) * 2 + 1 : 64) + devices.measurers.size();
-
-  std::deque<PendingEvaluation> pending;
-  std::unordered_set<std::string> seen;
-  bool strategy_exhausted = false;
-  const auto enqueue = [&](const Configuration& configuration) {
-    if (!seen.insert(configuration_key(spec.space, configuration)).second) return;
-    if (resume && resume->contains(configuration)) return;  // a strategy that ignores results may propose it
-    PendingEvaluation item{configuration, std::nullopt};
-    if (pool) item.compiled = pool->submit(instantiate(spec, space, configuration, arch_for(device, spec.needs_arch_specific)));
-    pending.push_back(std::move(item));
-  };
-  const auto refill = [&] {
-    while (pending.size() < lookahead && !strategy_exhausted) {
-      std::vector<Configuration> proposals = strategy->ask(lookahead - pending.size());
-      if (proposals.empty()) strategy_exhausted = true;
-      for (const Configuration& configuration : proposals) enqueue(configuration);
+  // them again, and they are ranked with this run's.
+  void start_strategy_and_pool() {
+    strategy_ = make_strategy_with_prior(options_.strategy, space_, options_.seed, prior_transfers());
+    for (const Evaluation& evaluation : recorded()) strategy_->tell(evaluation);
+    if (measurer_->needs_compilation()) {
+      CompilePoolOptions pool_options;
+      pool_options.jobs = options_.jobs;
+      pool_options.cache_dir = options_.cubin_cache_dir.empty() ? default_cubin_cache_dir() : options_.cubin_cache_dir;
+      pool_options.worker_executable =
+          options_.worker_executable.empty() ? current_executable() : options_.worker_executable;
+      pool_options.use_cache = options_.use_cubin_cache;
+      pool_.emplace(pool_options);
     }
-  };
+    lookahead_ = (pool_ ? static_cast<std::size_t>(pool_->jobs()) * 2 + 1 : 64) + devices_.measurers.size();
+  }
 
-  // The default configuration goes first: every result is reported as a speed-up over it.
-  const Configuration default_configuration = space.default_configuration();
-  const bool default_is_valid = space.is_valid(default_configuration);
-  for (const Evaluation& evaluation : recorded)
-    if (default_is_valid && evaluation.configuration == default_configuration) report.default_evaluation = evaluation;
-  if (default_is_valid) enqueue(default_configuration);
-  // Then the configuration the best cache holds for this device and problem, stale or not: a short run after an edit
-  // of the template measures the old winner again instead of risking a worse entry (replays store nothing).
-  std::optional<Configuration> stored_configuration;  // the best cache's configuration for this device and problem
-  if (!replay && options.update_best_cache) {
+  // The prior's configurations valid here, best first (rank_transfers), from --prior files and, unless turned off
+  // or replaying, the results database's other records of this kernel.
+  std::vector<Configuration> prior_transfers() {
+    std::vector<std::filesystem::path> files = options_.prior_files;
+    const std::size_t given = files.size();
+    if (options_.use_database_prior && !replay_)
+      for (std::filesystem::path& file : database_prior_files(options_.prior_database_dir, spec_.name, report_.records))
+        files.push_back(std::move(file));
+    std::vector<PriorSource> sources;
+    for (std::size_t index = 0; index < files.size(); ++index) {
+      try {
+        sources.push_back(read_prior_source(files[index], spec_.space));
+      } catch (const InputError& error) {
+        if (index < given) throw;
+        fmt::print(stderr, "tune: prior: {} is left out ({})\n", files[index].string(), error.what());
+      }
+    }
+    std::vector<Configuration> transfers;
+    for (RankedTransfer& transfer : rank_transfers(sources, space_)) transfers.push_back(std::move(transfer.configuration));
+    if (transfers.empty()) return transfers;
+    for (const PriorSource& source : sources) report_.prior_sources.push_back(source.name);
+    report_.prior_transfers = std::min(transfers.size(), PriorSettings{}.transfers);
+    if (options_.show_progress)
+      fmt::print(stderr, "prior: {} configurations valid here from {} record{}; the best {} are tried first\n",
+                 transfers.size(), sources.size(), sources.size() == 1 ? "" : "s", report_.prior_transfers);
+    return transfers;
+  }
+
+  // The default configuration goes first: every result is reported as a speed-up over it. Then the configuration
+  // the best cache holds for this device and problem, stale or not: a short run after an edit of the template
+  // measures the old winner again instead of risking a worse entry (replays store nothing). Then the strategy's.
+  void queue_the_first_configurations() {
+    default_configuration_ = space_.default_configuration();
+    default_is_valid_ = space_.is_valid(default_configuration_);
+    for (const Evaluation& evaluation : recorded())
+      if (default_is_valid_ && evaluation.configuration == default_configuration_) report_.default_evaluation = evaluation;
+    if (default_is_valid_) enqueue(default_configuration_);
+    if (!replay_ && options_.update_best_cache) queue_the_stored_configuration();
+    refill();
+  }
+
+  void queue_the_stored_configuration() {
     std::optional<KernelDatabase> stored;
     try {
-      stored = BestCache(options.best_cache_dir).read(spec.name);
+      stored = BestCache(options_.best_cache_dir).read(spec_.name);
     } catch (const InputError& error) {
       fmt::print(stderr, "tune: {} (the run goes on; the file is replaced when this run stores its best)\n", error.what());
     }
     Problem problem;
-    for (const auto& [symbol, value] : spec.problem) problem[symbol] = value;
+    for (const auto& [symbol, value] : spec_.problem) problem[symbol] = value;
     for (const DatabaseEntry& entry : stored ? stored->entries : std::vector<DatabaseEntry>{}) {
-      if (entry.device_name != device.name || entry.arch != arch || entry.problem != problem) continue;
-      std::optional<Configuration> previous = configuration_from_values(spec.space, entry.configuration);
+      if (entry.device_name != device_.name || entry.arch != arch_ || entry.problem != problem) continue;
+      std::optional<Configuration> previous = configuration_from_values(spec_.space, entry.configuration);
       // An entry stored before a parameter became conditional may hold a value that no longer matters.
-      if (previous) previous = space.canonical(std::move(*previous));
-      if (previous && space.is_valid(*previous)) {
+      if (previous) previous = space_.canonical(std::move(*previous));
+      if (previous && space_.is_valid(*previous)) {
         enqueue(*previous);
-        stored_configuration = previous;
+        stored_configuration_ = previous;
       }
     }
   }
-  refill();
-  session_phases.push_back({"first proposals submitted", lap.lap(), true});
 
-  lap.lap();
-  preparing.get();  // a spec whose reference fails stops here, having written nothing
   // The preparation's phases are the start-up's path; this thread's work ran alongside and counts only where it
   // took longer than the preparation.
-  double prepared_seconds = 0;
-  for (ProfilePhase& phase : measurer->preparation_phases()) {
-    if (!phase.alongside) prepared_seconds += phase.seconds;
-    profile.startup.push_back(std::move(phase));
-  }
-  profile.startup.insert(profile.startup.end(), session_phases.begin(), session_phases.end());
-  const double preparation_block_seconds = elapsed_seconds() - before_preparation;
-  if (preparation_block_seconds > prepared_seconds + 1e-3)
-    profile.add_startup("the session's own start beyond the preparation", preparation_block_seconds - prepared_seconds);
-  lap.lap();
-  if (devices.measurers.size() > 1) {
-    // The other devices after the primary one, all at once: the reference cubin is in the cache by now.
-    std::vector<std::future<void>> others;
-    for (std::size_t index = 1; index < devices.measurers.size(); ++index)
-      others.push_back(std::async(std::launch::async, [&, index] { devices.measurers[index]->prepare(space); }));
-    for (auto& future : others) future.get();
-    profile.add_startup("prepare the other devices", lap.lap());
-  }
-  report.copy_bandwidth_gbps = measurer->copy_bandwidth_gbps();
-  report.streamed = spec.stream.enabled;
-  report.baseline_ms = measurer->baseline_ms();
-  report.baseline_library = measurer->baseline_library();
-  report.objective = options.objective;
-  bool ceilings_cached = false;
-  if (!replay && options.measure_ceilings) {
-    const std::filesystem::path ceiling_dir =
-        options.ceiling_cache_dir.empty() ? default_ceiling_cache_dir() : options.ceiling_cache_dir;
-    const CeilingCacheKey key{device.name, arch, measurer->driver_version()};
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    std::optional<CachedCeilings> cached;
-    if (!options.refresh_ceilings) cached = read_cached_ceilings(ceiling_dir, key, now);
-    ceilings_cached = cached.has_value();
-    if (cached) {
-      report.ceilings = cached->ceilings;
-      report.ceilings_measured_at = cached->measured_at;
-      profile.add_startup("ceilings (cached)", lap.lap());
-    } else {
-      report.ceilings = measurer->ceilings();
-      report.ceilings_measured_at = now;
-      if (!report.ceilings.failures.empty())
-        fmt::print(stderr, "tune: ceilings not measured: {}\n", report.ceilings.failures);
-      try {
-        if (report.ceilings.copy_gbps > 0 && report.ceilings.fma_gflops > 0)
-          write_cached_ceilings(ceiling_dir, key, {report.ceilings, now});
-      } catch (const TunerError& error) {
-        fmt::print(stderr, "tune: the ceilings are not cached ({}); the next run measures them again\n", error.what());
-      }
-      // Each ceiling's part, and what the worker's parts leave of the wall time (the round trip, the cache file).
-      const double ceilings_seconds = lap.lap();
-      double parts_seconds = 0;
-      for (ProfilePhase& phase : measurer->ceiling_phases()) {
-        parts_seconds += phase.seconds;
-        profile.startup.push_back(std::move(phase));
-      }
-      profile.add_startup(parts_seconds > 0 ? "ceilings: the rest" : "ceilings", std::max(ceilings_seconds - parts_seconds, 0.0));
+  void account_for_the_preparation(std::vector<ProfilePhase>& session_phases, double before_preparation) {
+    double prepared_seconds = 0;
+    for (ProfilePhase& phase : measurer_->preparation_phases()) {
+      if (!phase.alongside) prepared_seconds += phase.seconds;
+      profile_.startup.push_back(std::move(phase));
     }
+    profile_.startup.insert(profile_.startup.end(), session_phases.begin(), session_phases.end());
+    const double preparation_block_seconds = elapsed_seconds() - before_preparation;
+    if (preparation_block_seconds > prepared_seconds + 1e-3)
+      profile_.add_startup("the session's own start beyond the preparation", preparation_block_seconds - prepared_seconds);
+    lap_.lap();
   }
-  if (spec.stream.enabled && !replay) {
-    if (std::optional<PinnedCopyCeiling> known =
-            pinned_copy_ceiling(report.ceilings, ceilings_cached, report.ceilings_measured_at)) {
-      report.pinned_copy_in_gbps = known->gbps;
-      report.pinned_copy_in_source = known->source;
-    } else {
-      report.pinned_copy_in_gbps = measurer->measure_pinned_copy_in_gbps();
-      report.pinned_copy_in_source = "measured in this run";
-      profile.add_startup("pinned copy ceiling", lap.lap());
+
+  // The other devices after the primary one, all at once: the reference cubin is in the cache by now.
+  void prepare_the_other_devices() {
+    if (devices_.measurers.size() > 1) {
+      std::vector<std::future<void>> others;
+      for (std::size_t index = 1; index < devices_.measurers.size(); ++index)
+        others.push_back(std::async(std::launch::async, [this, index] { devices_.measurers[index]->prepare(space_); }));
+      for (auto& future : others) future.get();
+      profile_.add_startup("prepare the other devices", lap_.lap());
+    }
+    report_.copy_bandwidth_gbps = measurer_->copy_bandwidth_gbps();
+    report_.streamed = spec_.stream.enabled;
+    report_.baseline_ms = measurer_->baseline_ms();
+    report_.baseline_library = measurer_->baseline_library();
+    report_.objective = options_.objective;
+  }
+
+  // The ceilings from the cache when this GPU model and driver were measured within a week, else measured and
+  // cached; streamed specs also need the pinned host-to-device figure.
+  void measure_ceilings() {
+    bool ceilings_cached = false;
+    if (!replay_ && options_.measure_ceilings) {
+      const std::filesystem::path ceiling_dir =
+          options_.ceiling_cache_dir.empty() ? default_ceiling_cache_dir() : options_.ceiling_cache_dir;
+      const CeilingCacheKey key{device_.name, arch_, measurer_->driver_version()};
+      const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      std::optional<CachedCeilings> cached;
+      if (!options_.refresh_ceilings) cached = read_cached_ceilings(ceiling_dir, key, now);
+      ceilings_cached = cached.has_value();
+      if (cached) {
+        report_.ceilings = cached->ceilings;
+        report_.ceilings_measured_at = cached->measured_at;
+        profile_.add_startup("ceilings (cached)", lap_.lap());
+      } else {
+        measure_and_cache_ceilings(ceiling_dir, key, now);
+      }
+    }
+    if (spec_.stream.enabled && !replay_) {
+      if (std::optional<PinnedCopyCeiling> known =
+              pinned_copy_ceiling(report_.ceilings, ceilings_cached, report_.ceilings_measured_at)) {
+        report_.pinned_copy_in_gbps = known->gbps;
+        report_.pinned_copy_in_source = known->source;
+      } else {
+        report_.pinned_copy_in_gbps = measurer_->measure_pinned_copy_in_gbps();
+        report_.pinned_copy_in_source = "measured in this run";
+        profile_.add_startup("pinned copy ceiling", lap_.lap());
+      }
     }
   }
 
-  std::optional<RecordWriter> writer;
-  if (!out_dir.empty()) {
-    std::filesystem::create_directories(out_dir);
+  void measure_and_cache_ceilings(const std::filesystem::path& ceiling_dir, const CeilingCacheKey& key, double now) {
+    report_.ceilings = measurer_->ceilings();
+    report_.ceilings_measured_at = now;
+    if (!report_.ceilings.failures.empty())
+      fmt::print(stderr, "tune: ceilings not measured: {}\n", report_.ceilings.failures);
+    try {
+      if (report_.ceilings.copy_gbps > 0 && report_.ceilings.fma_gflops > 0)
+        write_cached_ceilings(ceiling_dir, key, {report_.ceilings, now});
+    } catch (const TunerError& error) {
+      fmt::print(stderr, "tune: the ceilings are not cached ({}); the next run measures them again\n", error.what());
+    }
+    // Each ceiling's part, and what the worker's parts leave of the wall time (the round trip, the cache file).
+    const double ceilings_seconds = lap_.lap();
+    double parts_seconds = 0;
+    for (ProfilePhase& phase : measurer_->ceiling_phases()) {
+      parts_seconds += phase.seconds;
+      profile_.startup.push_back(std::move(phase));
+    }
+    profile_.add_startup(parts_seconds > 0 ? "ceilings: the rest" : "ceilings", std::max(ceilings_seconds - parts_seconds, 0.0));
+  }
+
+  void open_records() {
+    if (!out_dir_.empty()) {
+      std::filesystem::create_directories(out_dir_);
+      writer_.emplace(report_.records, spec_.space, run_metadata());  // also adds this run to run.json
+      report_.torn_row_file = writer_->torn_row_file();
+    }
+    profile_.add_startup("open records", lap_.lap());
+  }
+
+  RunMetadata run_metadata() const {
     RunMetadata metadata;
-    metadata.kernel = spec.name;
-    metadata.spec_hash = hash;
-    metadata.gpu_name = device.name;
-    metadata.arch = arch;
-    metadata.driver_version = measurer->driver_version();
+    metadata.kernel = spec_.name;
+    metadata.spec_hash = hash_;
+    metadata.gpu_name = device_.name;
+    metadata.arch = arch_;
+    metadata.driver_version = measurer_->driver_version();
     metadata.nvrtc_version = nvrtc_version();
     metadata.project_version = KERNLATHE_VERSION;
     metadata.build_commit = build_commit();
-    metadata.problem = report.problem;
-    metadata.strategy = options.strategy;
+    metadata.problem = report_.problem;
+    metadata.strategy = options_.strategy;
     metadata.started_at = iso8601_now();
-    if (replay) metadata.extra["replay_of"] = options.replay_csv.string();
-    if (report.copy_bandwidth_gbps > 0)
-      metadata.extra["copy_bandwidth_gbps"] = fmt::format("{:.1f}", report.copy_bandwidth_gbps);
-    for (const auto& [key, value] : ceiling_metadata(report.ceilings)) metadata.extra[key] = value;
-    if (report.ceilings_measured_at > 0)
-      metadata.extra["ceilings_measured_at"] = fmt::format("{:.0f}", report.ceilings_measured_at);
-    metadata.extra["objective"] = std::string(objective_name(options.objective));
-    if (devices.labels.size() > 1) metadata.extra["devices"] = fmt::format("{}", fmt::join(devices.labels, ","));
-    if (report.pinned_copy_in_gbps > 0)
-      metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);
-    if (!report.pinned_copy_in_source.empty()) metadata.extra["pinned_copy_in_source"] = report.pinned_copy_in_source;
-    if (report.baseline_ms > 0) {
-      metadata.extra["baseline_ms"] = fmt::format("{:.6g}", report.baseline_ms);
-      metadata.extra["baseline_library"] = report.baseline_library;
+    if (replay_) metadata.extra["replay_of"] = options_.replay_csv.string();
+    if (report_.copy_bandwidth_gbps > 0)
+      metadata.extra["copy_bandwidth_gbps"] = fmt::format("{:.1f}", report_.copy_bandwidth_gbps);
+    for (const auto& [key, value] : ceiling_metadata(report_.ceilings)) metadata.extra[key] = value;
+    if (report_.ceilings_measured_at > 0)
+      metadata.extra["ceilings_measured_at"] = fmt::format("{:.0f}", report_.ceilings_measured_at);
+    metadata.extra["objective"] = std::string(objective_name(options_.objective));
+    if (!report_.prior_sources.empty())
+      metadata.extra["prior"] = fmt::format("{} configurations first, from {}", report_.prior_transfers,
+                                            fmt::join(report_.prior_sources, "; "));
+    if (devices_.labels.size() > 1) metadata.extra["devices"] = fmt::format("{}", fmt::join(devices_.labels, ","));
+    if (report_.pinned_copy_in_gbps > 0)
+      metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report_.pinned_copy_in_gbps);
+    if (!report_.pinned_copy_in_source.empty()) metadata.extra["pinned_copy_in_source"] = report_.pinned_copy_in_source;
+    if (report_.baseline_ms > 0) {
+      metadata.extra["baseline_ms"] = fmt::format("{:.6g}", report_.baseline_ms);
+      metadata.extra["baseline_library"] = report_.baseline_library;
     }
-    writer.emplace(report.records, spec.space, metadata);  // also adds this run to run.json
-    report.torn_row_file = writer->torn_row_file();
+    return metadata;
   }
-  profile.add_startup("open records", lap.lap());
 
-  std::uint64_t planned =
-      space.valid_count() > report.skipped_by_resume ? space.valid_count() - report.skipped_by_resume : 0;
-  if (options.stop.max_evaluations) planned = std::min<std::uint64_t>(planned, *options.stop.max_evaluations);
+  // ---- Queue and lanes --------------------------------------------------------------------------------------
 
-  StopTracker stop(options.stop);
-  ProgressLine progress(options.show_progress);
-  std::vector<Evaluation> results;
-  std::uint64_t failed = 0;
-  double best_ms = 0;
-  for (const Evaluation& evaluation : recorded)
-    if (evaluation.ok() && evaluation.time.median_ms > 0 && (best_ms == 0 || evaluation.time.median_ms < best_ms))
-      best_ms = evaluation.time.median_ms;
-  const std::filesystem::path compile_logs = out_dir.empty() ? std::filesystem::path() : out_dir / "compile_logs";
+  void enqueue(const Configuration& configuration) {
+    if (!seen_.insert(configuration_key(spec_.space, configuration)).second) return;
+    if (resume_ && resume_->contains(configuration)) return;  // a strategy that ignores results may propose it
+    PendingEvaluation item{configuration, std::nullopt};
+    if (pool_) item.compiled = pool_->submit(instantiate(spec_, space_, configuration, device_arch()));
+    pending_.push_back(std::move(item));
+  }
 
-  // Energy costs a few counter periods per configuration (tuner/measure/kernel_timer.h): in the search only when
-  // asked for every row; the final round measures it unless it is off.
-  const bool energy_in_search =
-      (measurement.energy == EnergyMeasurement::always ||
-       (measurement.energy == EnergyMeasurement::automatic && options.objective != Objective::time)) &&
-      !spec.stream.enabled;
-  const bool energy_in_final_round = measurement.energy != EnergyMeasurement::off && !spec.stream.enabled;
-  // The lanes (measurement_lanes.h): each device measures a configuration while the loop records the results that
-  // came back, tells the strategy and asks it for more. A configuration that failed to compile needs no GPU and is
-  // ready at once.
-  std::vector<Measurer*> lane_measurers;
-  for (const auto& lane_measurer : devices.measurers) lane_measurers.push_back(lane_measurer.get());
-  MeasurementLanes lanes(lane_measurers, devices.labels, space);
-  std::deque<Evaluation> ready;
-  std::deque<LaneJob> again;  // to measure on another lane: theirs was lost, or its worker died during them
-  std::uint64_t next_job_id = 0;
-  const auto next_job = [&]() -> std::optional<LaneJob> {
-    PendingEvaluation item = std::move(pending.front());
-    pending.pop_front();
-    LaneJob job;
-    job.id = next_job_id++;
-    job.configuration = std::move(item.configuration);
-    job.measure_energy = energy_in_search;
-    if (item.compiled) {
-      lap.lap();
-      job.compiled = item.compiled->get();
-      profile.compile_wait_seconds += lap.lap();
-      const CompileResult& compiled = *job.compiled;
-      if (!compiled.ok) {
-        Evaluation evaluation;
-        evaluation.configuration = job.configuration;
-        evaluation.status = Status::compile_error;
-        evaluation.message = compiled.error.empty() ? "compilation failed" : compiled.error;
-        evaluation.compile_ms = compiled.compile_ms;
-        if (!compile_logs.empty() && !compiled.key.empty()) {
-          std::filesystem::create_directories(compile_logs);
-          const auto log_file = compile_logs / (compiled.key + ".log");
-          std::ofstream(log_file) << compiled.log;
-          evaluation.message += fmt::format(" (full log: {})", log_file.string());
-        }
-        ready.push_back(std::move(evaluation));
-        return std::nullopt;
-      }
+  void refill() {
+    while (pending_.size() < lookahead_ && !strategy_exhausted_) {
+      std::vector<Configuration> proposals = strategy_->ask(lookahead_ - pending_.size());
+      if (proposals.empty()) strategy_exhausted_ = true;
+      for (const Configuration& configuration : proposals) enqueue(configuration);
     }
-    return job;
-  };
+  }
+
+  // The next queued configuration as a lane's job, or nullopt when it failed to compile (its row is ready at once).
+  std::optional<LaneJob> next_job() {
+    PendingEvaluation item = std::move(pending_.front());
+    pending_.pop_front();
+    LaneJob job;
+    job.id = next_job_id_++;
+    job.configuration = std::move(item.configuration);
+    job.measure_energy = energy_in_search_;
+    if (!item.compiled) return job;
+    lap_.lap();
+    job.compiled = item.compiled->get();
+    profile_.compile_wait_seconds += lap_.lap();
+    const CompileResult& compiled = *job.compiled;
+    if (compiled.ok) return job;
+    Evaluation evaluation;
+    evaluation.configuration = job.configuration;
+    evaluation.status = Status::compile_error;
+    evaluation.message = compiled.error.empty() ? "compilation failed" : compiled.error;
+    evaluation.compile_ms = compiled.compile_ms;
+    if (!compile_logs_.empty() && !compiled.key.empty()) {
+      std::filesystem::create_directories(compile_logs_);
+      const auto log_file = compile_logs_ / (compiled.key + ".log");
+      std::ofstream(log_file) << compiled.log;
+      evaluation.message += fmt::format(" (full log: {})", log_file.string());
+    }
+    ready_.push_back(std::move(evaluation));
+    return std::nullopt;
+  }
+
   // Whether another configuration may start: not past the evaluation budget counting those not yet recorded.
-  const auto within_budget = [&] {
-    const std::uint64_t coming = report.evaluated + ready.size() + lanes.busy() + again.size();
-    return !options.stop.max_evaluations || coming < *options.stop.max_evaluations;
-  };
-  const auto fill_lanes = [&] {
-    while (lanes.idle() > 0) {
-      if (!again.empty()) {  // already counted against the budget
-        lanes.submit(again.front());
-        again.pop_front();
+  bool within_budget() const {
+    const std::uint64_t coming = report_.evaluated + ready_.size() + lanes_->busy() + again_.size();
+    return !options_.stop.max_evaluations || coming < *options_.stop.max_evaluations;
+  }
+
+  void fill_lanes() {
+    while (lanes_->idle() > 0) {
+      if (!again_.empty()) {  // already counted against the budget
+        lanes_->submit(again_.front());
+        again_.pop_front();
         continue;
       }
-      if (pending.empty() || !within_budget()) return;
+      if (pending_.empty() || !within_budget()) return;
       if (std::optional<LaneJob> job = next_job()) {
-        if (profile.first_request_seconds == 0) profile.first_request_seconds = elapsed_seconds();
-        lanes.submit(*job);
+        if (profile_.first_request_seconds == 0) profile_.first_request_seconds = elapsed_seconds();
+        lanes_->submit(*job);
       }
     }
-  };
-  // One result from the lanes into `ready`, or its job back into `again`.
-  const auto take_outcome = [&] {
-    lap.lap();
-    LaneOutcome outcome = lanes.wait();
-    profile.evaluate_seconds += lap.lap();
+  }
+
+  // One result from the lanes into `ready_`, or its job back into `again_`.
+  void take_outcome() {
+    lap_.lap();
+    LaneOutcome outcome = lanes_->wait();
+    profile_.evaluate_seconds += lap_.lap();
     LaneJob& job = outcome.job;
-    const std::string& label = lanes.label(outcome.lane);
+    const std::string& label = lanes_->label(outcome.lane);
     if (!outcome.evaluation) {
-      report.lost_devices.push_back(fmt::format("{}: {}", label, outcome.lost_reason));
-      if (lanes.alive() == 0)
+      report_.lost_devices.push_back(fmt::format("{}: {}", label, outcome.lost_reason));
+      if (lanes_->alive() == 0)
         throw TunerError(fmt::format("every device of the run was lost; the last, {}: {}", label, outcome.lost_reason));
       fmt::print(stderr, "tune: device {} was lost ({}); its configuration goes to another device\n", label,
                  outcome.lost_reason);
       job.lanes_tried.push_back(outcome.lane);
       job.earlier_failure = fmt::format("device {} was lost during it: {}", label, outcome.lost_reason);
-      again.push_back(std::move(job));
+      again_.push_back(std::move(job));
       return;
     }
     Evaluation evaluation = std::move(*outcome.evaluation);
     // A dead worker is the configuration's fault or the device's (a killed worker, a GPU that fell off the bus):
     // with another device at hand, that one measures it again and its result is recorded.
-    if (evaluation.status == Status::crashed && job.lanes_tried.empty() && lanes.alive() > 1) {
+    if (evaluation.status == Status::crashed && job.lanes_tried.empty() && lanes_->alive() > 1) {
       job.lanes_tried.push_back(outcome.lane);
       job.earlier_failure = fmt::format("the worker on device {} died during it: {}", label, evaluation.message);
-      again.push_back(std::move(job));
+      again_.push_back(std::move(job));
       return;
     }
     if (!job.earlier_failure.empty())
@@ -633,292 +672,399 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
       evaluation.compile_ms = job.compiled->compile_ms;
       evaluation.cubin_cached = job.compiled->cached;
     }
-    ready.push_back(std::move(evaluation));
-  };
-  while (true) {
-    fill_lanes();
-    if (ready.empty()) {
-      if (lanes.busy() == 0) break;
-      take_outcome();
-      continue;  // the lane that finished starts its next configuration before this result is processed
+    ready_.push_back(std::move(evaluation));
+  }
+
+  // The lanes (measurement_lanes.h): each device measures a configuration while the loop records the results that
+  // came back, tells the strategy and asks it for more. A configuration that failed to compile needs no GPU and is
+  // ready at once.
+  void search() {
+    planned_ = space_.valid_count() > report_.skipped_by_resume ? space_.valid_count() - report_.skipped_by_resume : 0;
+    if (options_.stop.max_evaluations) planned_ = std::min<std::uint64_t>(planned_, *options_.stop.max_evaluations);
+    for (const Evaluation& evaluation : recorded())
+      if (evaluation.ok() && evaluation.time.median_ms > 0 && (best_ms_ == 0 || evaluation.time.median_ms < best_ms_))
+        best_ms_ = evaluation.time.median_ms;
+    compile_logs_ = out_dir_.empty() ? std::filesystem::path() : out_dir_ / "compile_logs";
+    // Energy costs a few counter periods per configuration (tuner/measure/kernel_timer.h): in the search only when
+    // asked for every row; the final round measures it unless it is off.
+    energy_in_search_ = (measurement_.energy == EnergyMeasurement::always ||
+                         (measurement_.energy == EnergyMeasurement::automatic && options_.objective != Objective::time)) &&
+                        !spec_.stream.enabled;
+    energy_in_final_round_ = measurement_.energy != EnergyMeasurement::off && !spec_.stream.enabled;
+    for (const auto& lane_measurer : devices_.measurers) lane_measurers_.push_back(lane_measurer.get());
+    lanes_.emplace(lane_measurers_, devices_.labels, space_);
+    StopTracker stop(options_.stop);
+    while (true) {
+      fill_lanes();
+      if (ready_.empty()) {
+        if (lanes_->busy() == 0) break;
+        take_outcome();
+        continue;  // the lane that finished starts its next configuration before this result is processed
+      }
+      Evaluation evaluation = std::move(ready_.front());
+      ready_.pop_front();
+      record_result(std::move(evaluation), stop);
+      if (stop.should_stop()) {
+        report_.stop_reason = stop.reason();
+        break;
+      }
+      lap_.lap();
+      refill();
+      profile_.strategy_seconds += lap_.lap();
     }
-    Evaluation evaluation = std::move(ready.front());
-    ready.pop_front();
+  }
+
+  // One result: its row written, the strategy and the stop condition told, the counts and the progress line.
+  void record_result(Evaluation evaluation, StopTracker& stop) {
     const WorkerStageTimes& stages = evaluation.worker_stages;
-    profile.worker.preparation_ms += stages.preparation_ms;
-    profile.worker.verification_ms += stages.verification_ms;
-    profile.worker.warmup_ms += stages.warmup_ms;
-    profile.worker.sampling_ms += stages.sampling_ms;
-    profile.worker.conditions_ms += stages.conditions_ms;
-    profile.worker.energy_ms += stages.energy_ms;
-    if (profile.evaluations++ == 0) profile.first_result_seconds = elapsed_seconds();
+    profile_.worker.preparation_ms += stages.preparation_ms;
+    profile_.worker.verification_ms += stages.verification_ms;
+    profile_.worker.warmup_ms += stages.warmup_ms;
+    profile_.worker.sampling_ms += stages.sampling_ms;
+    profile_.worker.conditions_ms += stages.conditions_ms;
+    profile_.worker.energy_ms += stages.energy_ms;
+    if (profile_.evaluations++ == 0) profile_.first_result_seconds = elapsed_seconds();
     if (evaluation.timestamp == 0)
       evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    if (options.objective != Objective::time && !replay) {
-      evaluation.objective = objective_value(evaluation, options.objective);
+    if (options_.objective != Objective::time && !replay_) {
+      evaluation.objective = objective_value(evaluation, options_.objective);
       // An ok row without an energy figure would rank by time among rows ranked by energy.
       if (evaluation.ok() && evaluation.objective <= 0)
         throw NoGpuError(fmt::format("--objective {} needs energy per launch, and this GPU gave none (NVML's energy "
                                      "counter is missing: a GPU older than Volta, or no NVML)",
-                                     objective_name(options.objective)));
+                                     objective_name(options_.objective)));
     }
-
-    lap.lap();
-    if (writer) writer->append(evaluation, hash);
-    profile.record_seconds += lap.lap();
-    strategy->tell(evaluation);
-    profile.strategy_seconds += lap.lap();
+    lap_.lap();
+    if (writer_) writer_->append(evaluation, hash_);
+    profile_.record_seconds += lap_.lap();
+    strategy_->tell(evaluation);
+    profile_.strategy_seconds += lap_.lap();
     stop.record(evaluation, elapsed_seconds());
-    ++report.evaluated;
-    ++report.status_counts[std::string(status_name(evaluation.status))];
+    ++report_.evaluated;
+    ++report_.status_counts[std::string(status_name(evaluation.status))];
     if (!evaluation.ok()) {
-      ++failed;
-    } else if (best_ms == 0 || evaluation.time.median_ms < best_ms) {
-      best_ms = evaluation.time.median_ms;
+      ++failed_;
+    } else if (best_ms_ == 0 || evaluation.time.median_ms < best_ms_) {
+      best_ms_ = evaluation.time.median_ms;
     }
-    if (default_is_valid && evaluation.configuration == default_configuration) report.default_evaluation = evaluation;
-    results.push_back(std::move(evaluation));
-    progress.update(report.evaluated, planned, failed, best_ms, elapsed_seconds());
-    if (stop.should_stop()) {
-      report.stop_reason = stop.reason();
+    if (default_is_valid_ && evaluation.configuration == default_configuration_) report_.default_evaluation = evaluation;
+    results_.push_back(std::move(evaluation));
+    progress_.update(report_.evaluated, planned_, failed_, best_ms_, elapsed_seconds());
+  }
+
+  // Measurements started before the stop are collected, so the workers are free for the final round; past the
+  // budget they are neither recorded nor ranked. The final round runs on one device: the primary one, or the first
+  // still there.
+  void collect_the_lanes() {
+    while (lanes_->busy() > 0) lanes_->wait();
+    for (std::size_t lane = 0; lane < lanes_->size(); ++lane) {
+      if (lanes_->lost(lane)) continue;
+      measurer_ = lane_measurers_[lane];
       break;
     }
-    lap.lap();
-    refill();
-    profile.strategy_seconds += lap.lap();
+    for (const Evaluation& evaluation : results_) ++report_.evaluations_per_device[evaluation.device];
+    if (report_.stop_reason.empty()) report_.stop_reason = "space exhausted";
+    report_.seconds = elapsed_seconds();
+    report_.evaluations_per_second = report_.seconds > 0 ? report_.evaluated / report_.seconds : 0;
+    progress_.update(report_.evaluated, planned_, failed_, best_ms_, report_.seconds, /*final_update=*/true);
   }
-  // Measurements started before the stop are collected, so the workers are free for the final round; past the
-  // budget they are neither recorded nor ranked.
-  while (lanes.busy() > 0) lanes.wait();
-  // The final round runs on one device: the primary one, or the first still there.
-  for (std::size_t lane = 0; lane < lanes.size(); ++lane) {
-    if (lanes.lost(lane)) continue;
-    measurer = lane_measurers[lane];
-    break;
-  }
-  for (const Evaluation& evaluation : results) ++report.evaluations_per_device[evaluation.device];
-  if (report.stop_reason.empty()) report.stop_reason = "space exhausted";
-  report.seconds = elapsed_seconds();
-  report.evaluations_per_second = report.seconds > 0 ? report.evaluated / report.seconds : 0;
-  progress.update(report.evaluated, planned, failed, best_ms, report.seconds, /*final_update=*/true);
 
-  // Rank the verified results: this run's and, resumed, those recorded before under the same spec hash (never
-  // the same configuration twice: a resumed run does not measure a recorded one again).
-  std::vector<const Evaluation*> ok;
-  const auto add_verified = [&ok](const std::vector<Evaluation>& evaluations) {
-    for (const Evaluation& evaluation : evaluations)
-      if (evaluation.ok() && evaluation.time.median_ms > 0) ok.push_back(&evaluation);
-  };
-  add_verified(recorded);
-  add_verified(results);
-  std::stable_sort(ok.begin(), ok.end(),
-                   [](const Evaluation* a, const Evaluation* b) { return search_value(*a) < search_value(*b); });
+  // ---- Ranking and final round ------------------------------------------------------------------------------
 
-  // The final round: the search's best, the default and the stored configuration measured again, interleaved, so
-  // the ranking and what is stored compare figures taken side by side rather than minutes apart.
-  std::map<std::string, FinalFigures> final_figures;  // by configuration key
-  lap.lap();
-  if (!replay && options.final_candidates > 0 && options.final_rounds > 0 && !ok.empty()) {
-    std::vector<Configuration> candidates;
-    const auto add_candidate = [&](const Configuration& configuration) {
-      for (const Configuration& present : candidates)
-        if (present == configuration) return;
-      candidates.push_back(configuration);
+  // The verified results: this run's and, resumed, those recorded before under the same spec hash (never the same
+  // configuration twice: a resumed run does not measure a recorded one again).
+  void rank_verified() {
+    const auto add_verified = [this](const std::vector<Evaluation>& evaluations) {
+      for (const Evaluation& evaluation : evaluations)
+        if (evaluation.ok() && evaluation.time.median_ms > 0) ok_.push_back(&evaluation);
     };
-    for (std::size_t rank = 0; rank < ok.size() && rank < static_cast<std::size_t>(options.final_candidates); ++rank)
-      add_candidate(ok[rank]->configuration);
-    for (const Evaluation* evaluation : ok) {
-      if ((default_is_valid && evaluation->configuration == default_configuration) ||
-          (stored_configuration && evaluation->configuration == *stored_configuration))
+    add_verified(recorded());
+    add_verified(results_);
+    std::stable_sort(ok_.begin(), ok_.end(),
+                     [](const Evaluation* a, const Evaluation* b) { return search_value(*a) < search_value(*b); });
+  }
+
+  const FinalFigures* complete_final_figures(const Configuration& configuration) const {
+    auto found = final_figures_.find(configuration_key(spec_.space, configuration));
+    return found != final_figures_.end() && found->second.complete ? &found->second : nullptr;
+  }
+
+  // The search's best, the default and the stored configuration measured again, interleaved, so the ranking and
+  // what is stored compare figures taken side by side rather than minutes apart.
+  void final_round() {
+    lap_.lap();
+    if (!replay_ && options_.final_candidates > 0 && options_.final_rounds > 0 && !ok_.empty()) {
+      choose_final_candidates();
+      measure_the_final_round();
+      rank_by_the_final_round();
+    }
+    profile_.final_round_seconds = lap_.lap();
+  }
+
+  void choose_final_candidates() {
+    const auto add_candidate = [this](const Configuration& configuration) {
+      if (std::find(candidates_.begin(), candidates_.end(), configuration) == candidates_.end())
+        candidates_.push_back(configuration);
+    };
+    for (std::size_t rank = 0; rank < ok_.size() && rank < static_cast<std::size_t>(options_.final_candidates); ++rank)
+      add_candidate(ok_[rank]->configuration);
+    for (const Evaluation* evaluation : ok_) {
+      if ((default_is_valid_ && evaluation->configuration == default_configuration_) ||
+          (stored_configuration_ && evaluation->configuration == *stored_configuration_))
         add_candidate(evaluation->configuration);
     }
     // The baseline joins the candidates as the last one: timed in the same rounds, so the reported fractions of
     // cuBLAS compare figures taken side by side (it was timed once, cool, at setup).
-    const bool baseline_in_round = report.baseline_ms > 0;
-    const std::size_t baseline_index = candidates.size();
-    const auto measure_again = [&](std::size_t index, bool with_energy) {
-      if (baseline_in_round && index == baseline_index) return measurer->measure_baseline(with_energy);
-      const Configuration& configuration = candidates[index];
-      if (!pool) return measurer->measure(configuration, nullptr, space, with_energy);
-      // Compiled before in this run: the cubin cache answers (or the pool compiles it again with the cache off).
-      CompileResult compiled = pool->submit(instantiate(spec, space, configuration, arch_for(device, spec.needs_arch_specific))).get();
-      if (!compiled.ok) {
-        Evaluation failed;
-        failed.configuration = configuration;
-        failed.status = Status::compile_error;
-        failed.message = compiled.error;
-        return failed;
-      }
-      return measurer->measure(configuration, &compiled, space, with_energy);
-    };
-    const std::size_t measured_count = candidates.size() + (baseline_in_round ? 1 : 0);
-    const std::size_t total = measured_count * static_cast<std::size_t>(options.final_rounds);
+    baseline_in_round_ = report_.baseline_ms > 0;
+  }
+
+  Evaluation measure_again(std::size_t index, bool with_energy) {
+    if (baseline_in_round_ && index == candidates_.size()) return measurer_->measure_baseline(with_energy);
+    const Configuration& configuration = candidates_[index];
+    if (!pool_) return measurer_->measure(configuration, nullptr, space_, with_energy);
+    // Compiled before in this run: the cubin cache answers (or the pool compiles it again with the cache off).
+    CompileResult compiled = pool_->submit(instantiate(spec_, space_, configuration, device_arch())).get();
+    if (!compiled.ok) {
+      Evaluation failed;
+      failed.configuration = configuration;
+      failed.status = Status::compile_error;
+      failed.message = compiled.error;
+      return failed;
+    }
+    return measurer_->measure(configuration, &compiled, space_, with_energy);
+  }
+
+  void measure_the_final_round() {
+    const std::size_t measured_count = candidates_.size() + (baseline_in_round_ ? 1 : 0);
+    const std::size_t total = measured_count * static_cast<std::size_t>(options_.final_rounds);
     std::size_t done = 0;
-    if (options.show_progress)
-      fmt::print(stderr, "final round: {} configurations{} x {} rounds, interleaved\n", candidates.size(),
-                 baseline_in_round ? " and the baseline" : "", options.final_rounds);
+    if (options_.show_progress)
+      fmt::print(stderr, "final round: {} configurations{} x {} rounds, interleaved\n", candidates_.size(),
+                 baseline_in_round_ ? " and the baseline" : "", options_.final_rounds);
     // Energy in every round where the objective ranks by it. With the time objective it is reported, not ranked
     // on, and each figure costs 0.1-0.3 s: only the winner's is measured, once, after the rounds.
-    const int energy_rounds = energy_in_final_round && options.objective != Objective::time ? options.final_rounds : 0;
+    energy_rounds_ = energy_in_final_round_ && options_.objective != Objective::time ? options_.final_rounds : 0;
     std::vector<FinalFigures> figures = run_final_round(
-        measured_count, options.final_rounds, measure_again,
+        measured_count, options_.final_rounds,
+        [this](std::size_t index, bool with_energy) { return measure_again(index, with_energy); },
         [&](int, std::size_t) {
           ++done;
-          if (options.show_progress) fmt::print(stderr, "\rfinal round: {}/{}", done, total);
+          if (options_.show_progress) fmt::print(stderr, "\rfinal round: {}/{}", done, total);
         },
-        energy_rounds);
-    if (options.show_progress) fmt::print(stderr, "\n");
-    report.final_rounds = options.final_rounds;
-    if (baseline_in_round) {
-      FinalFigures& baseline = figures[baseline_index];
+        energy_rounds_);
+    if (options_.show_progress) fmt::print(stderr, "\n");
+    report_.final_rounds = options_.final_rounds;
+    if (baseline_in_round_) {
+      FinalFigures& baseline = figures[candidates_.size()];
       if (baseline.complete) {
-        report.baseline_search_ms = report.baseline_ms;
-        report.baseline_ms = baseline.mean_ms;
-        report.baseline_final_round = baseline;
+        report_.baseline_search_ms = report_.baseline_ms;
+        report_.baseline_ms = baseline.mean_ms;
+        report_.baseline_final_round = baseline;
       } else {
         fmt::print(stderr, "tune: the baseline left the final round ({}); its setup figure stays\n", baseline.failure);
       }
     }
-    for (std::size_t index = 0; index < candidates.size(); ++index) {
+    for (std::size_t index = 0; index < candidates_.size(); ++index) {
       if (!figures[index].complete)
-        fmt::print(stderr, "tune: {} left the final round ({})\n", to_string(spec.space, candidates[index]), figures[index].failure);
-      final_figures.emplace(configuration_key(spec.space, candidates[index]), std::move(figures[index]));
+        fmt::print(stderr, "tune: {} left the final round ({})\n", to_string(spec_.space, candidates_[index]), figures[index].failure);
+      final_figures_.emplace(configuration_key(spec_.space, candidates_[index]), std::move(figures[index]));
     }
-    // Configurations with a complete final round rank first, by its mean; the rest after them, as the search had it.
-    const auto final_of = [&](const Evaluation* evaluation) -> const FinalFigures* {
-      auto found = final_figures.find(configuration_key(spec.space, evaluation->configuration));
-      return found != final_figures.end() && found->second.complete ? &found->second : nullptr;
-    };
-    // The final round's figure of what the run minimises: the mean time, or the mean energy (times the mean time
-    // for edp); a candidate without energy in every round ranks after those with it.
-    const auto final_value = [&](const FinalFigures& figures) {
-      switch (options.objective) {
-        case Objective::time: return figures.mean_ms;
-        case Objective::energy: return figures.energy_mj;
-        case Objective::edp: return figures.energy_mj * figures.mean_ms;
-      }
-      return figures.mean_ms;
-    };
-    const auto ranked_in_final = [&](const Evaluation* evaluation) -> const FinalFigures* {
-      const FinalFigures* figures = final_of(evaluation);
+  }
+
+  // The final round's figure of what the run minimises: the mean time, or the mean energy (times the mean time
+  // for edp); a candidate without energy in every round ranks after those with it.
+  double final_value(const FinalFigures& figures) const {
+    switch (options_.objective) {
+      case Objective::time: return figures.mean_ms;
+      case Objective::energy: return figures.energy_mj;
+      case Objective::edp: return figures.energy_mj * figures.mean_ms;
+    }
+    return figures.mean_ms;
+  }
+
+  // Configurations with a complete final round rank first, by its figure; the rest after them, as the search had it.
+  void rank_by_the_final_round() {
+    const auto ranked_in_final = [this](const Evaluation* evaluation) -> const FinalFigures* {
+      const FinalFigures* figures = complete_final_figures(evaluation->configuration);
       return figures != nullptr && final_value(*figures) > 0 ? figures : nullptr;
     };
-    std::stable_sort(ok.begin(), ok.end(), [&](const Evaluation* a, const Evaluation* b) {
+    std::stable_sort(ok_.begin(), ok_.end(), [&](const Evaluation* a, const Evaluation* b) {
       const FinalFigures* fa = ranked_in_final(a);
       const FinalFigures* fb = ranked_in_final(b);
       if ((fa != nullptr) != (fb != nullptr)) return fa != nullptr;
       return fa ? final_value(*fa) < final_value(*fb) : search_value(*a) < search_value(*b);
     });
-    if (energy_in_final_round && energy_rounds == 0 && !ok.empty()) {
-      const auto winner = final_figures.find(configuration_key(spec.space, ok.front()->configuration));
-      const auto position = std::find(candidates.begin(), candidates.end(), ok.front()->configuration);
-      if (winner != final_figures.end() && winner->second.complete && position != candidates.end()) {
-        const Evaluation measured = measure_again(static_cast<std::size_t>(position - candidates.begin()), true);
-        if (measured.ok() && measured.energy_mj > 0) {
-          FinalFigures& figures = winner->second;
-          figures.round_energy_mj = {measured.energy_mj};
-          figures.energy_mj = figures.energy_low_mj = figures.energy_high_mj = measured.energy_mj;
-        }
+    if (energy_in_final_round_ && energy_rounds_ == 0 && !ok_.empty()) measure_the_winners_energy();
+    if (report_.default_evaluation) {
+      if (const FinalFigures* figures_of_default = complete_final_figures(report_.default_evaluation->configuration)) {
+        report_.default_evaluation->time.median_ms = figures_of_default->mean_ms;
+        report_.default_final_round = *figures_of_default;
       }
     }
-    if (report.default_evaluation) {
-      if (const FinalFigures* figures_of_default = final_of(&*report.default_evaluation)) {
-        report.default_evaluation->time.median_ms = figures_of_default->mean_ms;
-        report.default_final_round = *figures_of_default;
-      }
-    }
-  }
-  profile.final_round_seconds = lap.lap();
-  if (!ok.empty()) {
-    std::vector<double> times;
-    for (const Evaluation* evaluation : ok) times.push_back(evaluation->time.median_ms);
-    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-    report.median_time_ms = times[times.size() / 2];
-  }
-  for (std::size_t rank = 0; rank < ok.size() && rank < 5; ++rank) {
-    RankedResult ranked;
-    ranked.evaluation = *ok[rank];
-    ranked.search_median_ms = ranked.evaluation.time.median_ms;
-    if (auto found = final_figures.find(configuration_key(spec.space, ranked.evaluation.configuration));
-        found != final_figures.end() && found->second.complete) {
-      ranked.final_round = found->second;
-      ranked.evaluation.time.median_ms = found->second.mean_ms;
-    }
-    const double seconds = ranked.evaluation.time.median_ms * 1e-3;
-    ranked.gflops = evaluate_metric(spec.metrics.flops, space, ranked.evaluation.configuration) / seconds / 1e9;
-    ranked.gbps = evaluate_metric(spec.metrics.bytes, space, ranked.evaluation.configuration) / seconds / 1e9;
-    if (report.default_evaluation && report.default_evaluation->ok())
-      ranked.speedup_over_default = report.default_evaluation->time.median_ms / ranked.evaluation.time.median_ms;
-    if (report.median_time_ms > 0) ranked.speedup_over_median = report.median_time_ms / ranked.evaluation.time.median_ms;
-    if (report.copy_bandwidth_gbps > 0 && ranked.gbps > 0) ranked.fraction_of_ceiling = ranked.gbps / report.copy_bandwidth_gbps;
-    if (report.baseline_ms > 0) ranked.fraction_of_baseline = report.baseline_ms / ranked.evaluation.time.median_ms;
-    report.best.push_back(std::move(ranked));
   }
 
-  // The best configuration per kernel, arch and problem, for applications to ship. Replays never write it.
-  // The runtime picks configurations by time, so a run that minimised energy leaves the cache alone.
-  if (!replay && options.update_best_cache && options.objective == Objective::time && !report.best.empty()) {
-    const Evaluation& best = report.best.front().evaluation;
-    DatabaseEntry entry;
-    entry.device_name = device.name;
-    entry.arch = arch;
-    entry.driver = measurer->driver_version();
-    for (const auto& [symbol, value] : spec.problem) entry.problem[symbol] = value;
-    entry.configuration = configuration_values(spec.space, best.configuration);
-    const RankedResult& winner = report.best.front();
-    entry.time = {best.time.median_ms, best.time.relative_spread, best.time.samples};
-    // After a final round: the mean of the rounds; spread: the width of its 95% interval relative to it; samples:
-    // the rounds.
-    const auto summary_of = [](const FinalFigures& figures) {
-      return TimeSummary{figures.mean_ms, figures.mean_ms > 0 ? (figures.high_ms - figures.low_ms) / figures.mean_ms : 0,
-                         static_cast<int>(figures.round_ms.size())};
-    };
-    if (winner.final_round) entry.time = summary_of(*winner.final_round);
-    entry.gflops = winner.gflops;
-    entry.gbps = winner.gbps;
-    entry.date = iso8601_now();
-    entry.spec_hash = kernel_hash(spec);
-    entry.tool_version = KERNLATHE_VERSION;
-    // The stored configuration measured in the same final round decides: the cache changes hands only when the
-    // winner is faster beyond the noise, and otherwise keeps its configuration with the figures of this round.
-    const FinalFigures* stored_figures = nullptr;
-    if (stored_configuration) {
-      auto found = final_figures.find(configuration_key(spec.space, *stored_configuration));
-      if (found != final_figures.end() && found->second.complete) stored_figures = &found->second;
-    }
-    BestCache cache(options.best_cache_dir);
-    if (stored_figures && winner.final_round && best.configuration != *stored_configuration) {
-      if (faster_beyond_noise(*winner.final_round, *stored_figures)) {
-        report.best_cache_decision = fmt::format("replaced: {:.4g} ms [{:.4g}, {:.4g}] is faster beyond the noise than the "
-                                                 "stored configuration's {:.4g} ms [{:.4g}, {:.4g}]",
-                                                 winner.final_round->mean_ms, winner.final_round->low_ms,
-                                                 winner.final_round->high_ms, stored_figures->mean_ms,
-                                                 stored_figures->low_ms, stored_figures->high_ms);
-        report.best_cache_updated = cache.update(describe_kernel(spec, space), entry, BestCache::Replace::always);
-      } else {
-        report.best_cache_decision = fmt::format("kept the stored configuration: {:.4g} ms [{:.4g}, {:.4g}] against the "
-                                                 "winner's {:.4g} ms [{:.4g}, {:.4g}], within the noise",
-                                                 stored_figures->mean_ms, stored_figures->low_ms, stored_figures->high_ms,
-                                                 winner.final_round->mean_ms, winner.final_round->low_ms,
-                                                 winner.final_round->high_ms);
-        entry.configuration = configuration_values(spec.space, *stored_configuration);
-        entry.time = summary_of(*stored_figures);
-        const double seconds = stored_figures->mean_ms * 1e-3;
-        entry.gflops = evaluate_metric(spec.metrics.flops, space, *stored_configuration) / seconds / 1e9;
-        entry.gbps = evaluate_metric(spec.metrics.bytes, space, *stored_configuration) / seconds / 1e9;
-        report.best_cache_updated = cache.update(describe_kernel(spec, space), entry, BestCache::Replace::always);
-      }
-    } else {
-      if (stored_figures && winner.final_round)
-        report.best_cache_decision = "the stored configuration won the final round again: its figures refreshed";
-      report.best_cache_updated = cache.update(describe_kernel(spec, space), entry,
-                                               stored_figures && winner.final_round ? BestCache::Replace::always
-                                                                                    : BestCache::Replace::when_faster);
+  void measure_the_winners_energy() {
+    const auto winner = final_figures_.find(configuration_key(spec_.space, ok_.front()->configuration));
+    const auto position = std::find(candidates_.begin(), candidates_.end(), ok_.front()->configuration);
+    if (winner == final_figures_.end() || !winner->second.complete || position == candidates_.end()) return;
+    const Evaluation measured = measure_again(static_cast<std::size_t>(position - candidates_.begin()), true);
+    if (measured.ok() && measured.energy_mj > 0) {
+      FinalFigures& figures = winner->second;
+      figures.round_energy_mj = {measured.energy_mj};
+      figures.energy_mj = figures.energy_low_mj = figures.energy_high_mj = measured.energy_mj;
     }
   }
-  profile.total_seconds = elapsed_seconds();
-  report.profile = std::move(profile);
-  return report;
+
+  // The median of the verified results and the best five with their figures.
+  void report_the_best() {
+    if (!ok_.empty()) {
+      std::vector<double> times;
+      for (const Evaluation* evaluation : ok_) times.push_back(evaluation->time.median_ms);
+      std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+      report_.median_time_ms = times[times.size() / 2];
+    }
+    for (std::size_t rank = 0; rank < ok_.size() && rank < 5; ++rank) {
+      RankedResult ranked;
+      ranked.evaluation = *ok_[rank];
+      ranked.search_median_ms = ranked.evaluation.time.median_ms;
+      if (const FinalFigures* figures = complete_final_figures(ranked.evaluation.configuration)) {
+        ranked.final_round = *figures;
+        ranked.evaluation.time.median_ms = figures->mean_ms;
+      }
+      const double seconds = ranked.evaluation.time.median_ms * 1e-3;
+      ranked.gflops = evaluate_metric(spec_.metrics.flops, space_, ranked.evaluation.configuration) / seconds / 1e9;
+      ranked.gbps = evaluate_metric(spec_.metrics.bytes, space_, ranked.evaluation.configuration) / seconds / 1e9;
+      if (report_.default_evaluation && report_.default_evaluation->ok())
+        ranked.speedup_over_default = report_.default_evaluation->time.median_ms / ranked.evaluation.time.median_ms;
+      if (report_.median_time_ms > 0) ranked.speedup_over_median = report_.median_time_ms / ranked.evaluation.time.median_ms;
+      if (report_.copy_bandwidth_gbps > 0 && ranked.gbps > 0) ranked.fraction_of_ceiling = ranked.gbps / report_.copy_bandwidth_gbps;
+      if (report_.baseline_ms > 0) ranked.fraction_of_baseline = report_.baseline_ms / ranked.evaluation.time.median_ms;
+      report_.best.push_back(std::move(ranked));
+    }
+  }
+
+  // ---- Storing ----------------------------------------------------------------------------------------------
+
+  // The best configuration per kernel, arch and problem, for applications to ship. Replays never write it. The
+  // runtime picks configurations by time, so a run that minimised energy leaves the cache alone. The keep-or-replace
+  // rule is the best cache's (decide_keep_or_replace).
+  void store_the_best() {
+    if (replay_ || !options_.update_best_cache || options_.objective != Objective::time || report_.best.empty()) return;
+    const RankedResult& winner = report_.best.front();
+    const FinalFigures* stored_figures =
+        stored_configuration_ ? complete_final_figures(*stored_configuration_) : nullptr;
+    const auto side_by_side = [](const FinalFigures* figures) -> std::optional<SideBySideTime> {
+      if (figures == nullptr) return std::nullopt;
+      return SideBySideTime{figures->mean_ms, figures->low_ms, figures->high_ms};
+    };
+    const KeepOrReplace decision =
+        decide_keep_or_replace(side_by_side(winner.final_round ? &*winner.final_round : nullptr),
+                               winner.final_round ? side_by_side(stored_figures) : std::nullopt,
+                               stored_configuration_ && winner.evaluation.configuration == *stored_configuration_);
+    report_.best_cache_decision = decision.reason;
+    const bool keep = decision.store == KeepOrReplace::Store::stored_configuration;
+    const DatabaseEntry entry = keep ? kept_entry(*stored_configuration_, *stored_figures)
+                                     : entry_of(winner.evaluation.configuration, winner.evaluation.time.median_ms,
+                                                winner.final_round ? &*winner.final_round : nullptr, &winner);
+    report_.best_cache_updated =
+        BestCache(options_.best_cache_dir).update(describe_kernel(spec_, space_), entry, decision.replace);
+  }
+
+  // After a final round the time is the mean of its rounds; spread: the width of its 95% interval relative to it;
+  // samples: the rounds.
+  // The stored configuration kept, with its figures of this final round.
+  DatabaseEntry kept_entry(const Configuration& configuration, const FinalFigures& figures) const {
+    DatabaseEntry entry = entry_of(configuration, figures.mean_ms, &figures, nullptr);
+    const double seconds = figures.mean_ms * 1e-3;
+    entry.gflops = evaluate_metric(spec_.metrics.flops, space_, configuration) / seconds / 1e9;
+    entry.gbps = evaluate_metric(spec_.metrics.bytes, space_, configuration) / seconds / 1e9;
+    return entry;
+  }
+
+  DatabaseEntry entry_of(const Configuration& configuration, double time_ms, const FinalFigures* figures,
+                         const RankedResult* ranked) const {
+    DatabaseEntry entry;
+    entry.device_name = device_.name;
+    entry.arch = arch_;
+    entry.driver = measurer_->driver_version();
+    for (const auto& [symbol, value] : spec_.problem) entry.problem[symbol] = value;
+    entry.configuration = configuration_values(spec_.space, configuration);
+    if (ranked) {
+      const Evaluation& best = ranked->evaluation;
+      entry.time = {best.time.median_ms, best.time.relative_spread, best.time.samples};
+      entry.gflops = ranked->gflops;
+      entry.gbps = ranked->gbps;
+    } else {
+      entry.time.median_ms = time_ms;
+    }
+    if (figures)
+      entry.time = {figures->mean_ms, figures->mean_ms > 0 ? (figures->high_ms - figures->low_ms) / figures->mean_ms : 0,
+                    static_cast<int>(figures->round_ms.size())};
+    entry.date = iso8601_now();
+    entry.spec_hash = spec_hash(spec_);
+    entry.tool_version = KERNLATHE_VERSION;
+    return entry;
+  }
+
+  // What the run was given.
+  const TuneOptions& options_;
+  const KernelSpec& spec_;
+  const MeasurementSettings& measurement_;
+  DeviceSet devices_;
+  RunProfile profile_;
+  LapClock lap_;
+  Clock::time_point started_;
+  const bool replay_;
+  // The first device is the primary one: it runs the reference first, measures the ceilings and, at the end, the
+  // final round, so that the figures compared there come from one GPU.
+  Measurer* measurer_;
+  const DeviceProperties& device_;
+  SpaceEnumerator space_;
+  std::string arch_;
+  std::string hash_;
+  TuneReport report_;
+
+  // Start-up.
+  std::filesystem::path out_dir_;
+  std::optional<ResumeState> resume_;
+  const std::vector<Evaluation> no_evaluations_;
+  std::unique_ptr<Strategy> strategy_;
+  std::optional<CompilePool> pool_;
+  std::size_t lookahead_ = 0;
+  Configuration default_configuration_;
+  bool default_is_valid_ = false;
+  std::optional<Configuration> stored_configuration_;  // the best cache's configuration for this device and problem
+  std::optional<RecordWriter> writer_;
+
+  // Queue and lanes.
+  std::deque<PendingEvaluation> pending_;
+  std::unordered_set<std::string> seen_;
+  bool strategy_exhausted_ = false;
+  std::vector<Measurer*> lane_measurers_;
+  std::optional<MeasurementLanes> lanes_;
+  std::deque<Evaluation> ready_;
+  std::deque<LaneJob> again_;  // to measure on another lane: theirs was lost, or its worker died during them
+  std::uint64_t next_job_id_ = 0;
+  std::uint64_t planned_ = 0;
+  std::uint64_t failed_ = 0;
+  double best_ms_ = 0;
+  std::filesystem::path compile_logs_;
+  bool energy_in_search_ = false;
+  bool energy_in_final_round_ = false;
+  ProgressLine progress_;
+  std::vector<Evaluation> results_;
+
+  // Ranking and final round.
+  std::vector<const Evaluation*> ok_;
+  std::vector<Configuration> candidates_;
+  bool baseline_in_round_ = false;
+  int energy_rounds_ = 0;
+  std::map<std::string, FinalFigures> final_figures_;  // by configuration key
+};
+
+TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const MeasurementSettings& measurement,
+                       DeviceSet devices, RunProfile profile, LapClock lap, Clock::time_point started) {
+  return TuningRun(options, spec, measurement, std::move(devices), std::move(profile), lap, started).run();
 }
 
 }  // namespace

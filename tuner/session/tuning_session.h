@@ -24,7 +24,9 @@
 #include "tuner/session/run_profile.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
+#include "tuner/spec/spec_hash.h"  // problem_text, spec_hash
 #include "tuner/spec/spec_loader.h"
+#include "tuner/common/current_executable.h"
 
 namespace kernlathe {
 
@@ -79,6 +81,14 @@ struct TuneOptions {
   bool refresh_ceilings = false;
   std::filesystem::path ceiling_cache_dir;
   Objective objective = Objective::time;  // energy and edp measure energy on every row; the best cache is left alone
+  // The prior (tuner/search/prior.h): records of this kernel measured elsewhere, whose best configurations valid here
+  // are tried first. prior_files: record CSVs (run.json beside) or T4 files, given with --prior; an unreadable one is
+  // bad input. use_database_prior: also every record under prior_database_dir/<kernel>/ but this run's own (other
+  // problem sizes, other GPUs; one that does not read in this space is skipped with a note). Replays use only
+  // prior_files, so a replay's default stays the strategy alone.
+  std::vector<std::filesystem::path> prior_files;
+  bool use_database_prior = true;
+  std::filesystem::path prior_database_dir = "results/runs";
 };
 
 // The measurement settings a run uses for this spec: the defaults of its kind (kernels, or streamed passes)
@@ -141,6 +151,8 @@ struct TuneReport {
   std::vector<std::string> devices;        // the labels of the devices that measured (Evaluation::device)
   std::map<std::string, std::uint64_t> evaluations_per_device;  // this run's rows by device
   std::vector<std::string> lost_devices;   // "label: why" for each device lost during the run
+  std::vector<std::string> prior_sources;  // the records the prior came from (TuneOptions::prior_files and database)
+  std::size_t prior_transfers = 0;         // configurations of the prior the strategy tries first
 };
 
 // Runs a tuning session. Throws InputError (bad spec, problem, strategy, or devices of several models: see
@@ -153,12 +165,6 @@ TuneReport tune(const TuneOptions& options);
 // model, in the order the models first appear in the devices.
 std::vector<TuneReport> tune_each_model(const TuneOptions& options);
 
-// "H=8192,W=8192" in the spec's declared order.
-std::string problem_text(const KernelSpec& spec);
-
-// The hash that names what a record row was measured against: spec, space and template text, problem and arch.
-std::string spec_hash(const KernelSpec& spec, const std::string& arch);
-
 // Device properties and problem symbols, the constants of every expression.
 Constants run_constants(const KernelSpec& spec, const DeviceProperties& device);
 
@@ -170,8 +176,5 @@ double evaluate_metric(const Expression& expression, const SpaceEnumerator& spac
 // unless options.replay_arch names one), else an evaluation worker on GPU `device`. NoGpuError without a GPU.
 std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOptions& options,
                                         const MeasurementSettings& measurement, int device);
-
-// The path of the running executable (/proc/self/exe).
-std::filesystem::path current_executable();
 
 }  // namespace kernlathe

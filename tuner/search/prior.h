@@ -1,0 +1,92 @@
+#pragma once
+// What earlier tunings of the same kernel say about a new one (issue 32): recordings of other GPUs or other problem
+// sizes, as a ranked list of configurations valid in the target's space, and a strategy that tries them first and
+// hands the rest of the search to another strategy (the default), which is told every result, the transfers'
+// included: its model learns from them and its local moves start from the best of them.
+//
+// A prior can mislead (another vendor's GPU, a problem where other tiles win). The transfers are interleaved with
+// the inner strategy's own proposals from the start, and once a few of each have measured, the prior is dropped when
+// the best transfer is slower than the median of the inner strategy's own results: the rest of the budget is the
+// inner strategy's alone. A misleading prior therefore costs a few evaluations, which the inner strategy's model
+// still learns from.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "tuner/search/strategy.h"
+
+namespace kernlathe {
+
+// One recording used as a prior: its evaluations (failures included), configurations in the parameter order of the
+// target's space.
+struct PriorSource {
+  std::string name;  // the file, for messages
+  std::vector<Evaluation> evaluations;
+};
+
+// A configuration of the prior with its combined score: the geometric mean, over the sources that measured it, of
+// its time over that source's best (1 = the best of every source that measured it). A failure in a source counts as
+// that source's slowest ratio.
+struct RankedTransfer {
+  Configuration configuration;
+  double score = 0;
+  std::size_t sources = 0;  // sources that recorded it
+};
+
+// The configurations of the sources that are valid in space (canonical form), best combined score first; ties go to
+// the one more sources recorded. Sources without a verified result add nothing.
+std::vector<RankedTransfer> rank_transfers(const std::vector<PriorSource>& sources, const SpaceEnumerator& space);
+
+struct PriorSettings {
+  // Transfers proposed at most, in rank order. 6, from bench_search_transfer (10 seeds, results/transfer): with 5, 6,
+  // 8 and 10, the T4 landscapes reached 1.034, 1.034, 1.041 and 1.035 of the optimum at 20 evaluations and the
+  // project's records 1.005, 1.004, 1.008 and 1.007; more transfers cost the searches whose prior is a little off
+  // (softmax on the H100 from the H200's record: 1.031 at 20 with 8, 1.005 with 6, 1.003 without a prior).
+  std::size_t transfers = 6;
+  // Proposals from the prior before the inner strategy's first. 1: on the T4 landscapes (bench_search_transfer, 10
+  // seeds), a lead of two gave 1.046 of the optimum at 20 evaluations against 1.035 with one.
+  std::size_t lead = 1;
+  // Verified results of each side needed before the prior is judged.
+  std::size_t judge_after = 3;
+};
+
+class PriorStrategy final : public Strategy {
+ public:
+  // The strategy keeps a reference to space. transfers: rank_transfers' order (only the configurations are used).
+  PriorStrategy(const SpaceEnumerator& space, std::vector<Configuration> transfers, std::unique_ptr<Strategy> inner,
+                PriorSettings settings = {});
+  std::string name() const override { return inner_->name() + "+prior"; }
+  std::vector<Configuration> ask(std::size_t count) override;
+  void tell(const Evaluation& evaluation) override;
+
+  bool trusted() const { return trusted_; }
+  std::size_t transfers_proposed() const { return next_transfer_; }
+
+ private:
+  std::optional<Configuration> next_transfer();
+  std::optional<Configuration> next_own();
+  void judge();
+
+  const SpaceEnumerator& space_;
+  std::vector<Configuration> transfers_;
+  std::unique_ptr<Strategy> inner_;
+  PriorSettings settings_;
+  std::size_t next_transfer_ = 0;
+  std::size_t proposals_ = 0;
+  bool trusted_ = true;
+  bool judged_ = false;
+  std::unordered_set<std::uint64_t> proposed_;            // by either side
+  std::unordered_set<std::uint64_t> transferred_;         // proposed from the prior
+  std::vector<double> transfer_values_;                   // verified results of transfers
+  std::vector<double> own_values_;                        // verified results of the inner strategy's proposals
+};
+
+// make_strategy(name, space, seed) wrapped in a PriorStrategy when transfers is not empty.
+std::unique_ptr<Strategy> make_strategy_with_prior(std::string_view name, const SpaceEnumerator& space,
+                                                   std::uint64_t seed, std::vector<Configuration> transfers,
+                                                   PriorSettings settings = {});
+
+}  // namespace kernlathe
