@@ -8,7 +8,8 @@
 #include "tuner/cache/kernel_description.h"
 #include "tuner/common/error.h"
 #include "tuner/record/run_metadata.h"
-#include "tuner/session/tuning_session.h"
+#include "tuner/session/tuning_session.h"  // run_constants
+#include "tuner/spec/spec_hash.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/spec_loader.h"
 
@@ -69,7 +70,7 @@ int CoverCommand::run() const {
       const double ms = *records.matrix.time_ms[p][*set.serves[p]];
       entry.time = {ms, 0, 1};
       entry.date = iso8601_now();
-      entry.spec_hash = kernel_hash(spec);
+      entry.spec_hash = spec_hash(spec);
       entry.tool_version = KERNLATHE_VERSION;
       cache.update(describe_kernel(spec, space), entry, BestCache::Replace::always);
     }

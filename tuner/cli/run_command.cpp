@@ -183,8 +183,12 @@ void print_table(const TuneReport& report) {
   if (report.objective != Objective::time)
     fmt::print("\nranked by {} per launch{}\n", report.objective == Objective::energy ? "energy" : "energy x time",
                report.final_rounds > 0 ? " in the final round (the energy lines below)" : "");
-  if (report.final_rounds > 0)
+  if (report.final_rounds > 0) {
     fmt::print("\nranked by the final round: the mean of {} interleaved rounds with its 95% interval\n", report.final_rounds);
+    fmt::print("final round stopped: {}; confidence that the winner beats the runner-up {:.3f}; the winner at most "
+               "{:.2f}% slower than the fastest\n",
+               report.final_round_stop, report.final_round_confidence, 100 * report.final_round_worst_regret);
+  }
   fmt::print("\n{:<4} {:>11} {:>21} {:>9} {:>9} {:>8} {:>9} {:>9}  {}\n", "rank", "time ms", "95% interval", "GB/s",
              "GFLOP/s", baseline ? "of base" : "of copy", "vs dflt", "vs median", "configuration");
   for (std::size_t i = 0; i < report.best.size(); ++i) {
@@ -256,6 +260,9 @@ Json report_json(const TuneReport& report) {
   output["stop_reason"] = report.stop_reason;
   output["best_cache_updated"] = report.best_cache_updated;
   output["final_rounds"] = report.final_rounds;
+  output["final_round_stop"] = report.final_round_stop;
+  output["final_round_confidence"] = report.final_round_confidence;
+  output["final_round_worst_regret"] = report.final_round_worst_regret;
   output["objective"] = std::string(objective_name(report.objective));
   if (!report.best_cache_decision.empty()) output["best_cache_decision"] = report.best_cache_decision;
   output["records"] = report.records.string();
@@ -375,7 +382,10 @@ void RunCommand::add_to(CLI::App& command) {
                      "under mpirun: seconds without a message (heartbeats come every 0.5 s) after which a rank is "
                      "lost and its configuration measured by another (10)")
       ->check(CLI::PositiveNumber);
-  command.add_option("--final-rounds", final_rounds, "rounds of the final round (default 3)")->check(CLI::Range(1, 50));
+  command.add_option("--final-rounds", final_rounds, "rounds of the final round at least (default 3)")->check(CLI::Range(2, 100));
+  command.add_option("--final-max-rounds", final_max_rounds,
+                     "rounds of the final round at most, added while its leader is undecided (default 15)")
+      ->check(CLI::Range(2, 200));
 }
 
 int RunCommand::run() const {
@@ -422,6 +432,7 @@ int RunCommand::run() const {
   options.best_cache_dir = best_dir;
   options.final_candidates = final_candidates;
   options.final_rounds = final_rounds;
+  options.final_max_rounds = final_max_rounds;
   options.show_progress = true;
   if (!common.arch.empty() && replay.empty())
     throw InputError("--arch applies to --replay only: `tune run` measures on the real GPU");

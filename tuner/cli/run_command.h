@@ -36,6 +36,7 @@ struct RunCommand {
   std::string best_dir = "results/best";
   int final_candidates = 5;
   int final_rounds = 3;
+  int final_max_rounds = 15;
   std::string devices;  // --devices: all, or indices 0,1,...
   double rank_timeout = 10;  // under mpirun: seconds of silence after which a rank is lost
   CLI::Option* device_option = nullptr;  // --device, to tell whether it was given

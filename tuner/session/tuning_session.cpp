@@ -836,24 +836,33 @@ class TuningRun {
 
   void measure_the_final_round() {
     const std::size_t measured_count = candidates_.size() + (baseline_in_round_ ? 1 : 0);
-    const std::size_t total = measured_count * static_cast<std::size_t>(options_.final_rounds);
     std::size_t done = 0;
-    if (options_.show_progress)
-      fmt::print(stderr, "final round: {} configurations{} x {} rounds, interleaved\n", candidates_.size(),
-                 baseline_in_round_ ? " and the baseline" : "", options_.final_rounds);
     // Energy in every round where the objective ranks by it. With the time objective it is reported, not ranked
     // on, and each figure costs 0.1-0.3 s: only the winner's is measured, once, after the rounds.
     energy_rounds_ = energy_in_final_round_ && options_.objective != Objective::time ? options_.final_rounds : 0;
-    std::vector<FinalFigures> figures = run_final_round(
-        measured_count, options_.final_rounds,
-        [this](std::size_t index, bool with_energy) { return measure_again(index, with_energy); },
-        [&](int, std::size_t) {
+    // Sized by the noise (final_round.h): at least --final-rounds, more while the leader is undecided, up to
+    // --final-max-rounds. Ranked by energy, the rounds are fixed: the stopping rule reads times.
+    FinalRoundPlan plan;
+    plan.min_rounds = options_.final_rounds;
+    plan.max_rounds = energy_rounds_ > 0 ? options_.final_rounds : std::max(options_.final_rounds, options_.final_max_rounds);
+    plan.contends.assign(measured_count, true);
+    if (baseline_in_round_) plan.contends.back() = false;  // timed in every round, never the winner
+    plan.energy_every_round = energy_rounds_ > 0;
+    if (options_.show_progress)
+      fmt::print(stderr, "final round: {} configurations{} x {}-{} rounds, interleaved, until the leader is decided\n",
+                 candidates_.size(), baseline_in_round_ ? " and the baseline" : "", plan.min_rounds, plan.max_rounds);
+    FinalRoundOutcome outcome = run_final_round_sized(
+        measured_count, plan, [this](std::size_t index, bool with_energy) { return measure_again(index, with_energy); },
+        [&](int round, std::size_t) {
           ++done;
-          if (options_.show_progress) fmt::print(stderr, "\rfinal round: {}/{}", done, total);
-        },
-        energy_rounds_);
+          if (options_.show_progress) fmt::print(stderr, "\rfinal round: round {}, {} measurements", round + 1, done);
+        });
+    std::vector<FinalFigures>& figures = outcome.figures;
+    report_.final_round_stop = outcome.stopped_because;
+    report_.final_round_confidence = outcome.confidence;
+    report_.final_round_worst_regret = outcome.worst_regret;
     if (options_.show_progress) fmt::print(stderr, "\n");
-    report_.final_rounds = options_.final_rounds;
+    report_.final_rounds = outcome.rounds;
     if (baseline_in_round_) {
       FinalFigures& baseline = figures[candidates_.size()];
       if (baseline.complete) {

@@ -74,6 +74,7 @@ struct TuneOptions {
   // default and the best cache's configuration measured again `final_rounds` times, round-robin. 0: no final round.
   int final_candidates = 5;
   int final_rounds = 3;
+  int final_max_rounds = 15;  // the final round adds rounds up to this many while its leader is undecided
   // The ceilings of tuner/measure/ceilings.h at the start: from the ceiling cache (ceiling_cache.h; empty: its
   // default folder) when this GPU model and driver were measured within a week, else measured (about a second)
   // and cached; refresh_ceilings measures them whatever the cache holds.
@@ -145,6 +146,12 @@ struct TuneReport {
   std::string stop_reason;
   bool best_cache_updated = false;
   int final_rounds = 0;                    // rounds of the final round that ran (0: none)
+  // Why the final round stopped (final_round.h: "separated", "within tolerance", "cap", "single contender"), how
+  // sure its selection is (the probability that the winner is faster than the runner-up) and the most the winner
+  // could be slower than the fastest contender, relative to its mean.
+  std::string final_round_stop;
+  double final_round_confidence = 0;
+  double final_round_worst_regret = 0;
   Objective objective = Objective::time;   // what the ranking minimised
   std::string best_cache_decision;         // with a final round: why the best cache was or was not replaced
   RunProfile profile;                      // where the run's wall time went (run_profile.h)
