@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tuner/cli/spec_options.h"
 #include "tuner/measure/measurement.h"
@@ -37,6 +38,7 @@ struct RunCommand {
   int final_rounds = 3;
   std::string devices;  // --devices: all, or indices 0,1,...
   double rank_timeout = 10;  // under mpirun: seconds of silence after which a rank is lost
+  std::vector<std::string> configurations;  // --config K=V,...: measure these alone
   CLI::Option* device_option = nullptr;  // --device, to tell whether it was given
 
 

@@ -10,6 +10,7 @@
 #include <deque>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <unordered_set>
@@ -133,12 +134,19 @@ std::filesystem::path current_executable() { return std::filesystem::read_symlin
 std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOptions& options,
                                         const MeasurementSettings& measurement, int device) {
   if (!options.replay_csv.empty()) {
-    std::string arch = options.replay_arch;
-    if (arch.empty()) {
-      const auto runs = read_run_metadata(options.replay_csv);
-      arch = runs.empty() ? "sm_90" : runs.back().arch;
+    if (!options.replay_arch.empty())
+      return make_replay_measurer(spec, options.replay_csv, device_profile(options.replay_arch));
+    const auto runs = read_run_metadata(options.replay_csv);
+    const std::string arch = runs.empty() ? "sm_90" : runs.back().arch;
+    std::optional<DeviceProperties> recorded;
+    try {
+      recorded = device_profile(arch);
+    } catch (const InputError&) {  // the arch is the file's, not an --arch the user passed
+      throw InputError(SourceLocation{metadata_path(options.replay_csv).string()},
+                       fmt::format("the recorded arch '{}' has no device profile (known: {}); pass --arch to replay "
+                                   "with one of them", arch, fmt::join(known_device_profiles(), ", ")));
     }
-    return make_replay_measurer(spec, options.replay_csv, device_profile(arch));
+    return make_replay_measurer(spec, options.replay_csv, *recorded);
   }
   GpuMeasurerOptions gpu;
   gpu.worker_executable = options.worker_executable.empty() ? current_executable() : options.worker_executable;
@@ -302,6 +310,12 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
   // compiled or measured: a default or reference configuration that breaks the constraints, unusable buffer counts,
   // launch geometry or shared memory stop the run here with exit 2, not on the GPU host later.
   check_spec_configurations(spec, space);
+  const RunDefault run_default = run_default_configuration(spec, space);
+  static std::once_flag default_note_said;  // several models run a session each: the note is said once
+  if (!run_default.fallback_note.empty())
+    std::call_once(default_note_said, [&] { fmt::print(stderr, "tune: note: {}\n", run_default.fallback_note); });
+  std::vector<Configuration> given;  // --config: these alone are measured
+  for (const std::string& text : options.given_configurations) given.push_back(given_configuration(text, spec, space));
   const std::string arch = device.arch_name();
   const std::string hash = spec_hash(spec, arch);
 
@@ -336,6 +350,7 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
     if (replay && std::filesystem::exists(report.records) &&
         std::filesystem::equivalent(report.records, options.replay_csv))
       throw InputError(fmt::format("--out {} would append to the file being replayed", out_dir.string()));
+    read_run_metadata(report.records);  // a run.json that cannot be read stops the run before anything is measured
     if (options.resume) {
       resume = load_resume_state(report.records, spec.space, hash);
       report.skipped_by_resume = resume->count();
@@ -382,15 +397,15 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
   };
 
   // The default configuration goes first: every result is reported as a speed-up over it.
-  const Configuration default_configuration = space.default_configuration();
-  const bool default_is_valid = space.is_valid(default_configuration);
+  const Configuration default_configuration = run_default.values;
+  const bool default_is_valid = given.empty();  // with --config the default is not measured
   for (const Evaluation& evaluation : recorded)
     if (default_is_valid && evaluation.configuration == default_configuration) report.default_evaluation = evaluation;
   if (default_is_valid) enqueue(default_configuration);
   // Then the configuration the best cache holds for this device and problem, stale or not: a short run after an edit
   // of the template measures the old winner again instead of risking a worse entry (replays store nothing).
   std::optional<Configuration> stored_configuration;  // the best cache's configuration for this device and problem
-  if (!replay && options.update_best_cache) {
+  if (!replay && options.update_best_cache && given.empty()) {
     std::optional<KernelDatabase> stored;
     try {
       stored = BestCache(options.best_cache_dir).read(spec.name);
@@ -410,6 +425,8 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
       }
     }
   }
+  for (const Configuration& configuration : given) enqueue(configuration);
+  strategy_exhausted = !given.empty();
   refill();
   session_phases.push_back({"first proposals submitted", lap.lap(), true});
 
@@ -508,6 +525,9 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
     if (report.ceilings_measured_at > 0)
       metadata.extra["ceilings_measured_at"] = fmt::format("{:.0f}", report.ceilings_measured_at);
     metadata.extra["objective"] = std::string(objective_name(options.objective));
+    if (!run_default.fallback_note.empty()) metadata.extra["default_configuration"] = run_default.fallback_note;
+    if (!given.empty())
+      metadata.extra["given_configurations"] = fmt::format("{}", fmt::join(options.given_configurations, " "));
     if (devices.labels.size() > 1) metadata.extra["devices"] = fmt::format("{}", fmt::join(devices.labels, ","));
     if (report.pinned_copy_in_gbps > 0)
       metadata.extra["pinned_copy_in_gbps"] = fmt::format("{:.1f}", report.pinned_copy_in_gbps);

@@ -79,6 +79,9 @@ struct TuneOptions {
   bool refresh_ceilings = false;
   std::filesystem::path ceiling_cache_dir;
   Objective objective = Objective::time;  // energy and edp measure energy on every row; the best cache is left alone
+  // `--config K=V,...`, one per configuration: these are measured (verified, recorded, ranked) and nothing else:
+  // neither the default nor the stored best, nor any the strategy proposes. Checked against the space (exit 2).
+  std::vector<std::string> given_configurations;
 };
 
 // The measurement settings a run uses for this spec: the defaults of its kind (kernels, or streamed passes)
