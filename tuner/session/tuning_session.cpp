@@ -307,7 +307,7 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
   SpaceEnumerator space(spec.space, run_constants(spec, device));
   profile.add_startup("enumerate space", lap.lap());
   // What `tune validate` checks with a profile, checked again with this device's properties before anything is
-  // compiled or measured: a default or reference configuration that breaks the constraints, unusable buffer counts,
+  // compiled or measured: a reference configuration that breaks the constraints, unusable buffer counts,
   // launch geometry or shared memory stop the run here with exit 2, not on the GPU host later.
   check_spec_configurations(spec, space);
   const RunDefault run_default = run_default_configuration(spec, space);
