@@ -96,8 +96,9 @@ TEST(AnalyzeCommand, ConvolutionRecordOfTheH200) {
 }
 
 TEST(AnalyzeCommand, CommunityLandscapesOfTwoGpusAreCompared) {
-  const std::string shared = std::string(KERNLATHE_SHARED_DIR) + "/datasets/t4/";
-  const CommandResult result = run_tune("analyze '" + shared + "convolution-A4000.T4.json.gz' '" + shared +
+  // A subset of the community files (tests/data/t4/community/subset.py): every A4000 failure, a tenth of the rest.
+  const std::string community = std::string(KERNLATHE_SOURCE_DIR) + "/tests/data/t4/community/";
+  const CommandResult result = run_tune("analyze '" + community + "convolution-A4000.T4.json.gz' '" + community +
                                         "convolution-A6000.T4.json.gz' --json --bootstrap 2");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const nlohmann::json json = nlohmann::json::parse(result.out);
@@ -106,9 +107,9 @@ TEST(AnalyzeCommand, CommunityLandscapesOfTwoGpusAreCompared) {
   EXPECT_EQ(group["devices"], nlohmann::json::array({"A4000", "A6000"}));
 
   // Independently: each GPU's fastest correct result, and the time the other GPU recorded for it.
-  const Space space = read_t1_space(shared + "convolution.T1.json");
-  const std::vector<Evaluation> a4000 = read_t4_results(shared + "convolution-A4000.T4.json.gz", space);
-  const std::vector<Evaluation> a6000 = read_t4_results(shared + "convolution-A6000.T4.json.gz", space);
+  const Space space = read_t1_space(community + "convolution.T1.json");
+  const std::vector<Evaluation> a4000 = read_t4_results(community + "convolution-A4000.T4.json.gz", space);
+  const std::vector<Evaluation> a6000 = read_t4_results(community + "convolution-A6000.T4.json.gz", space);
   auto fastest = [](const std::vector<Evaluation>& evaluations) {
     const Evaluation* best = nullptr;
     for (const Evaluation& evaluation : evaluations)

@@ -9,7 +9,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -84,8 +87,6 @@ const BadInput cases[] = {
     {"space_name_in_file.yaml", 2, "space name '../../space' contains '/'", true, "bad_space_name.space.yaml"},
     {"reference_breaks_constraint.yaml", 14,
      "verify.reference (BLOCK=64, unnamed parameters at their defaults) breaks the constraint 'BLOCK >= 128'", false},
-    {"default_breaks_constraint.yaml", 9,
-     "the space's default configuration (BLOCK=128) breaks the constraint 'BLOCK != 128'", false},
     {"reference_unknown_parameter.yaml", 13,
      "verify.reference names 'BLOK', which is not a parameter of the space (did you mean 'BLOCK'?)", false},
     {"reference_unknown_value.yaml", 13, "verify.reference value of 'BLOCK' is 96, which is not one of the parameter's "
@@ -106,7 +107,44 @@ const BadInput cases[] = {
      false},
     {"scratch_output.yaml", 12, "argument 'counters' is scratch: true with role: out", false},
     {"scratch_scalar.yaml", 11, "argument 'n' is a scalar (it has value:); scratch applies to buffers only", false},
+    // Malformed specs and spaces: wrong types, unknown keys, duplicates, expressions, sizes, files.
+    {"parameters_empty.yaml", 7, "parameters is an empty list; give at least one parameter", true},
+    {"parameter_twice.yaml", 9, "parameter 'BLOCK' is declared twice (first at line 8)", true},
+    {"values_not_a_list.yaml", 8, "parameter 'BLOCK' values must be a list, found '128'", true},
+    {"value_wrong_type.yaml", 8, "parameter 'BLOCK' value must be an integer, found 'large'", true},
+    {"value_huge.yaml", 8, "parameter 'BLOCK' value is 99999999999999999999999, past the range of a 64-bit integer",
+     true},
+    {"default_wrong_type.yaml", 8, "parameter 'BLOCK' default must be an integer, found 'true'", true},
+    {"range_huge.yaml", 8, "parameter 'BLOCK' range gives 10000000000 values, more than the 1048576", true},
+    {"problem_huge.yaml", 5, "problem symbol 'N' is 123456789012345678901234567890, past the range of a 64-bit", true},
+    {"unknown_key.yaml", 12, "unknown key 'lanuch' in the kernel spec (did you mean 'launch'?)", true},
+    {"unknown_parameter_key.yaml", 8, "unknown key 'valeus' in a parameter (did you mean 'values'?)", true},
+    {"constraint_syntax.yaml", 9, "in expression 'BLOCK >= ': expected an operand", true},
+    {"constraint_unknown_name.yaml", 9, "unknown name 'BLOKC' in 'BLOKC >= 64'; did you mean 'BLOCK'?", true},
+    {"launch_unknown_name.yaml", 12, "unknown name 'THREADS' in 'THREADS'", true},
+    {"constraint_divides_by_zero.yaml", 9,
+     "constraint 'N % (BLOCK - 128) == 0' cannot be evaluated for BLOCK=128: integer modulo by zero", false},
+    {"space_product_huge.yaml", 8, "space 'bad_input' has more than 2^64 valid configurations", false},
+    {"yaml_syntax.yaml", 8, "malformed YAML", true},
+    {"spec_a_list.yaml", 2, "the kernel spec must be a mapping of key: value pairs, found a list", true},
+    {"spec_empty.yaml", 0, "the spec file is empty", true},
+    {"name_a_list.yaml", 2, "name must be a single value, found a list", true},
+    {"entry_a_number.yaml", 4, "entry '42' is not a kernel name", true},
+    {"space_a_folder.yaml", 6, "space file '", true},
+    {"space_empty_file.yaml", 0, "the space file is empty", true, "empty.space.yaml"},
+    {"template_a_folder.yaml", 3, "template file '", true},
+    {"template_missing.yaml", 3, "no_such_kernel.cu' does not exist (paths in a spec are relative to the spec file)",
+     true},
 };
+
+// The folder and the file that is not there, named as such (the path in between is the corpus's).
+TEST(BadInputs, FoldersWhereFilesBelongAreSaidToBeFolders) {
+  for (const char* spec : {"space_a_folder.yaml", "template_a_folder.yaml"}) {
+    FreshFolder folder(spec);
+    const CommandResult result = run_tune_in(folder, "validate '" + (corpus / spec).string() + "'");
+    EXPECT_NE(result.err.find("a_folder.d' is a folder, not a file"), std::string::npos) << result.err;
+  }
+}
 
 void expect_rejected(const BadInput& bad, const std::string& arguments) {
   SCOPED_TRACE(arguments);
@@ -114,7 +152,8 @@ void expect_rejected(const BadInput& bad, const std::string& arguments) {
   CommandResult result = run_tune_in(folder, arguments);
   EXPECT_EQ(result.exit_code, 2) << result.err;
   const fs::path named = corpus / (bad.located_in ? bad.located_in : bad.file);
-  const std::string where = "tune: " + named.string() + ":" + std::to_string(bad.line) + ":";
+  // Line 0: the file as a whole (an empty file has no line to point at).
+  const std::string where = "tune: " + named.string() + (bad.line > 0 ? ":" + std::to_string(bad.line) : "") + ":";
   EXPECT_EQ(result.err.rfind(where, 0), 0u) << "expected the message to start with " << where << "\n" << result.err;
   EXPECT_NE(result.err.find(bad.what), std::string::npos) << result.err;
   EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << "one line: " << result.err;
@@ -179,6 +218,181 @@ TEST(BadInputs, DevicesListsThatCannotBeUsed) {
   std::string header;
   std::getline(record, header);
   EXPECT_EQ(header.substr(header.rfind(',') + 1), "device");
+}
+
+// ------------------------------------------------------------------ records, run.json, folders and options
+// A replay of the recorded saxpy run, copied into the fresh folder so that each case can spoil one part of it.
+
+const fs::path source_directory(KERNLATHE_SOURCE_DIR);
+const fs::path saxpy_spec = source_directory / "kernels/saxpy.yaml";
+const fs::path saxpy_record = source_directory / "results/runs/saxpy/sm_90/N=67108864";
+
+std::string read_text(const fs::path& file) {
+  std::ifstream input(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(input), {});
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::binary) << text;
+}
+
+// The saxpy record copied to folder/record (evaluations.csv and run.json); returns the CSV's path.
+fs::path copy_saxpy_record(const FreshFolder& folder) {
+  const fs::path record = folder.path() / "record";
+  fs::create_directories(record);
+  fs::copy_file(saxpy_record / "evaluations.csv", record / "evaluations.csv");
+  fs::copy_file(saxpy_record / "run.json", record / "run.json");
+  return record / "evaluations.csv";
+}
+
+std::string replay_of(const fs::path& csv, const std::string& more = "") {
+  return "run '" + saxpy_spec.string() + "' --replay '" + csv.string() + "' --out {out} " + more;
+}
+
+// Exit 2, one line that starts with "tune: <starts_with>" and holds `what`, and no record folder written.
+void expect_refused(const FreshFolder& folder, const std::string& arguments, const std::string& starts_with,
+                    const std::string& what) {
+  SCOPED_TRACE(arguments);
+  const CommandResult result = run_tune_in(folder, arguments);
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_EQ(result.err.rfind("tune: " + starts_with, 0), 0u)
+      << "expected 'tune: " << starts_with << "'\n" << result.err;
+  EXPECT_NE(result.err.find(what), std::string::npos) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << "one line: " << result.err;
+  EXPECT_FALSE(fs::exists(folder.path() / "out")) << "a refused command wrote its record folder";
+}
+
+TEST(BadRecords, ReplaysOfRecordsThatHoldNothingAreRefusedByName) {
+  FreshFolder folder("records");
+  const fs::path csv = copy_saxpy_record(folder);
+  const std::string text = read_text(csv);
+  const std::string header = text.substr(0, text.find('\n') + 1);
+
+  write_text(folder.path() / "empty/evaluations.csv", "");
+  expect_refused(folder, replay_of(folder.path() / "empty/evaluations.csv"),
+                 (folder.path() / "empty/evaluations.csv").string() + ":1:", "the record file is empty");
+  write_text(folder.path() / "header/evaluations.csv", header);
+  expect_refused(folder, replay_of(folder.path() / "header/evaluations.csv"),
+                 (folder.path() / "header/evaluations.csv").string() + ":2:", "header and no rows: nothing to replay");
+  write_text(folder.path() / "cut/evaluations.csv", header.substr(0, 40));
+  expect_refused(folder, replay_of(folder.path() / "cut/evaluations.csv"),
+                 (folder.path() / "cut/evaluations.csv").string() + ":1:", "header row ends without its newline");
+  expect_refused(folder, replay_of(folder.path() / "record"), "--replay " + (folder.path() / "record").string(),
+                 "is a folder; name its evaluations.csv");
+  expect_refused(folder, replay_of(folder.path() / "nowhere.csv"), "--replay", "no such file");
+  // The replay subcommand reads records the same way.
+  expect_refused(folder, "replay --csv '" + (folder.path() / "header/evaluations.csv").string() + "' --spec '" +
+                             saxpy_spec.string() + "' --seeds 1 --budget 5",
+                 (folder.path() / "header/evaluations.csv").string() + ":2:", "nothing to replay");
+  expect_refused(folder, "replay --csv '" + (folder.path() / "record").string() + "' --spec '" + saxpy_spec.string() +
+                             "' --seeds 1 --budget 5",
+                 (folder.path() / "record").string() + ": is a folder", "a record file");
+}
+
+TEST(BadRecords, RunJsonWithTextForANumberNamesTheFileAndTheKey) {
+  FreshFolder folder("run-json-number");
+  const fs::path csv = copy_saxpy_record(folder);
+  nlohmann::json run = nlohmann::json::parse(read_text(csv.parent_path() / "run.json"));
+  run["runs"][0]["extra"]["copy_bandwidth_gbps"] = "fast";
+  write_text(csv.parent_path() / "run.json", run.dump(2));
+  expect_refused(folder, replay_of(csv), (csv.parent_path() / "run.json").string() + ":",
+                 "extra.copy_bandwidth_gbps is 'fast', which is not a number");
+}
+
+TEST(BadRecords, AnUnknownArchInTheReplayedRunJsonIsTheFilesNotAnArchOption) {
+  FreshFolder folder("run-json-arch");
+  const fs::path csv = copy_saxpy_record(folder);
+  nlohmann::json run = nlohmann::json::parse(read_text(csv.parent_path() / "run.json"));
+  for (auto& entry : run["runs"]) entry["arch"] = "sm_999";
+  write_text(csv.parent_path() / "run.json", run.dump(2));
+  const CommandResult result = run_tune_in(folder, replay_of(csv));
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_EQ(result.err.rfind("tune: " + (csv.parent_path() / "run.json").string() + ": the recorded arch 'sm_999'", 0),
+            0u) << result.err;
+  EXPECT_EQ(result.err.find("--arch '"), std::string::npos) << "no --arch was given: " << result.err;
+  EXPECT_FALSE(fs::exists(folder.path() / "out"));
+  // With --arch the recorded arch is not read.
+  EXPECT_EQ(run_tune_in(folder, replay_of(csv, "--arch sm_90 --budget 3 --json")).exit_code, 0);
+}
+
+TEST(BadRecords, OutThatIsAFileOrLiesUnderOne) {
+  FreshFolder folder("out-file");
+  const fs::path csv = copy_saxpy_record(folder);
+  write_text(folder.path() / "plain", "not a folder\n");
+  const std::string plain = (folder.path() / "plain").string();
+  const std::string run = "run '" + saxpy_spec.string() + "' --replay '" + csv.string() + "' --out '";
+  expect_refused(folder, run + plain + "'", "--out " + plain + ": is a file, not a folder", "--out names the folder");
+  expect_refused(folder, run + plain + "/deeper/still'", "--out " + plain + "/deeper/still: " + plain + " is a file",
+                 "no folder can be made under it");
+  EXPECT_EQ(read_text(folder.path() / "plain"), "not a folder\n");
+}
+
+TEST(BadRecords, ACorruptRunJsonInOutIsReportedBeforeTheRecordIsTouched) {
+  FreshFolder folder("out-run-json");
+  const fs::path csv = copy_saxpy_record(folder);
+  for (const std::string& corrupt : {std::string("{\"runs\": [oops"), std::string("[1, 2]"),
+                                     std::string("{\"runs\": {\"kernel\": \"saxpy\"}}")}) {
+    const fs::path out = folder.path() / "spoilt";
+    fs::remove_all(out);
+    write_text(out / "run.json", corrupt);
+    const std::string replay_into =
+        "run '" + saxpy_spec.string() + "' --replay '" + csv.string() + "' --out '" + out.string() + "' --budget 3";
+    const CommandResult fresh = run_tune_in(folder, replay_into);
+    EXPECT_EQ(fresh.exit_code, 2) << corrupt << ": " << fresh.err;
+    EXPECT_EQ(fresh.err.rfind("tune: " + (out / "run.json").string() + ": ", 0), 0u) << fresh.err;
+    EXPECT_FALSE(fs::exists(out / "evaluations.csv")) << corrupt << ": the record was opened for writing";
+    EXPECT_EQ(read_text(out / "run.json"), corrupt) << "run.json was replaced";
+    // Beside a record already there: the record stays byte for byte.
+    fs::copy_file(csv, out / "evaluations.csv");
+    const CommandResult resumed = run_tune_in(folder, replay_into + " --resume");
+    EXPECT_EQ(resumed.exit_code, 2) << resumed.err;
+    EXPECT_EQ(read_text(out / "evaluations.csv"), read_text(csv));
+  }
+}
+
+TEST(BadOptions, CountsAndDurationsOutOfRangeAreRefusedByOption) {
+  FreshFolder folder("options");
+  const fs::path csv = copy_saxpy_record(folder);
+  for (const auto& [option, named] : std::vector<std::pair<std::string, std::string>>{
+           {"--jobs -1", "--jobs"}, {"--timeout -1", "--timeout"}, {"--timeout 0", "--timeout"},
+           {"--budget 0", "--budget"}, {"--budget -3", "--budget"}, {"--time 0s", "--time"},
+           {"--final -1", "--final"}}) {
+    SCOPED_TRACE(option);
+    const CommandResult result = run_tune_in(folder, replay_of(csv, option));
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find(named), std::string::npos) << result.err;
+    EXPECT_FALSE(fs::exists(folder.path() / "out"));
+  }
+  const CommandResult compile =
+      run_tune_in(folder, "compile-check '" + (corpus / "good.yaml").string() + "' --jobs -1");
+  EXPECT_EQ(compile.exit_code, 2) << compile.err;
+  EXPECT_NE(compile.err.find("--jobs"), std::string::npos) << compile.err;
+  EXPECT_FALSE(fs::exists(folder.path() / "kernlathe")) << "the refused compile-check filled its cubin cache";
+}
+
+TEST(BadOptions, AnUnknownCommandIsNamedAndTheCommandsListed) {
+  FreshFolder folder("command");
+  const CommandResult result = run_tune_in(folder, "frob spec.yaml");
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_EQ(result.err.rfind("tune: unknown command 'frob'", 0), 0u) << result.err;
+  for (const char* command : {"space", "validate", "compile-check", "run", "best", "export", "replay", "analyze",
+                              "report"})
+    EXPECT_NE(result.err.find(command), std::string::npos) << command << " is not listed: " << result.err;
+  const CommandResult close = run_tune_in(folder, "rnu spec.yaml");
+  EXPECT_NE(close.err.find("did you mean run?"), std::string::npos) << close.err;
+  EXPECT_EQ(folder.contents(), std::vector<std::string>{});
+}
+
+TEST(BadOptions, ASpecThatIsAFolderOrMissing) {
+  FreshFolder folder("spec-folder");
+  const CommandResult directory = run_tune_in(folder, "validate '" + corpus.string() + "'");
+  EXPECT_EQ(directory.exit_code, 2) << directory.err;
+  EXPECT_NE(directory.err.find(corpus.string()), std::string::npos) << directory.err;
+  const CommandResult missing = run_tune_in(folder, "validate no_such_spec.yaml");
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("no_such_spec"), std::string::npos) << missing.err;
+  EXPECT_EQ(folder.contents(), std::vector<std::string>{});
 }
 
 TEST(BadInputs, TheHarnessSeesWhatAGoodSpecWrites) {

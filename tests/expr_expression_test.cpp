@@ -573,7 +573,8 @@ TEST(ExpressionValues, ConstantEvaluatesWithoutBind) {
   EXPECT_THROW(Expression().evaluate(std::span<const Value>{}), kernlathe::TunerError);
 }
 
-// ------------------------------------------------------------------ T1 files of the shared data sets
+// ------------------------------------------------------------------ T1 files of the community data sets
+// (tests/data/t4/community: copies of Kernel Tuner benchmark hub files)
 
 struct T1Space {
   Scope scope;
@@ -582,7 +583,7 @@ struct T1Space {
 };
 
 T1Space load_t1(const std::string& name) {
-  std::ifstream file(std::string(KERNLATHE_SHARED_DIR) + "/datasets/t4/" + name);
+  std::ifstream file(std::string(KERNLATHE_SOURCE_DIR) + "/tests/data/t4/community/" + name);
   EXPECT_TRUE(file.good()) << name;
   T1Space space;
   space.document = nlohmann::json::parse(file);

@@ -69,13 +69,59 @@ TEST_F(ConfigurationChecksTest, AValidSpecPasses) {
             "no error");
 }
 
-TEST_F(ConfigurationChecksTest, DefaultConfigurationBreakingAConstraint) {
-  std::string message = error_of(spec("B != 128", "N", good_launch));
-  EXPECT_EQ(message.rfind(at(7), 0), 0u) << message;
-  EXPECT_NE(message.find("the space's default configuration (B=128) breaks the constraint 'B != 128' with problem "
-                         "N=4096"),
+TEST_F(ConfigurationChecksTest, ADefaultBreakingAConstraintGivesWayToTheFirstValidConfiguration) {
+  const KernelSpec kernel = spec("B != 128", "N", good_launch);
+  EXPECT_EQ(error_of(kernel), "no error");
+  const SpaceEnumerator space(kernel.space, constants_for(kernel));
+  const RunDefault run_default = run_default_configuration(kernel, space);
+  EXPECT_EQ(run_default.values, (Configuration{Value{std::int64_t{64}}}));
+  EXPECT_NE(run_default.fallback_note.find("the declared default configuration (B=128) breaks the constraint "
+                                           "'B != 128' (" + at(7)),
             std::string::npos)
-      << message;
+      << run_default.fallback_note;
+  EXPECT_NE(run_default.fallback_note.find("the first valid configuration (B=64) stands for the default"),
+            std::string::npos)
+      << run_default.fallback_note;
+}
+
+TEST_F(ConfigurationChecksTest, AValidDefaultStandsAsDeclared) {
+  const KernelSpec kernel = spec("B >= 128", "N", good_launch);
+  const SpaceEnumerator space(kernel.space, constants_for(kernel));
+  const RunDefault run_default = run_default_configuration(kernel, space);
+  EXPECT_EQ(run_default.values, (Configuration{Value{std::int64_t{128}}}));
+  EXPECT_EQ(run_default.fallback_note, "");
+}
+
+TEST_F(ConfigurationChecksTest, GivenConfigurationsTakeTheirValuesAndTheDefaultForTheRest) {
+  const KernelSpec kernel = parse_kernel_spec(
+      "name: t\ntemplate: kernel.cu\nentry: k\nproblem: {N: 4096}\n"
+      "space: {parameters: [{name: B, values: [64, 128, 256], default: 128}, {name: U, type: bool, default: true},"
+      " {name: L, type: enum, values: [row, col]}], constraints: [\"B * 2 <= 256 or not U\"]}\n"
+      "arguments:\n  - {name: x, type: f32, count: N}\nlaunch: {grid: [1], block: [B]}\n",
+      file());
+  const SpaceEnumerator space(kernel.space, constants_for(kernel));
+  const auto configuration = [](std::int64_t b, bool u, const char* l) {
+    return Configuration{Value{b}, Value{u}, Value{std::string(l)}};
+  };
+  EXPECT_EQ(given_configuration("B=64", kernel, space), configuration(64, true, "row"));
+  EXPECT_EQ(given_configuration("L=col,U=false,B=256", kernel, space), configuration(256, false, "col"));
+  const auto refusal = [&](const std::string& text) {
+    try {
+      given_configuration(text, kernel, space);
+    } catch (const InputError& error) {
+      return std::string(error.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refusal("B=96"), "--config B=96: 96 is not one of the values of 'B' (64, 128, 256)");
+  EXPECT_EQ(refusal("U=maybe"), "--config U=maybe: maybe is not one of the values of 'U' (false, true)");
+  const std::string unknown = refusal("THREADS=1");
+  EXPECT_EQ(unknown.rfind("--config THREADS=1: 'THREADS' is not a parameter of the space", 0), 0u) << unknown;
+  EXPECT_NE(unknown.find("; the parameters are B, U, L"), std::string::npos) << unknown;
+  EXPECT_EQ(refusal("B=64,B=128"), "--config B=64,B=128: 'B' is given twice");
+  EXPECT_EQ(refusal("B=64,"), "--config B=64,: '' is not NAME=VALUE (configurations are given as B=...,U=...)");
+  EXPECT_EQ(refusal("B=256"), "--config B=256: the configuration B=256 U=true L=row breaks the constraint "
+                              "'B * 2 <= 256 or not U' (" + file().string() + ":5:168)");
 }
 
 TEST_F(ConfigurationChecksTest, ReferenceConfigurationBreakingAConstraint) {

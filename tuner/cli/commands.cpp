@@ -234,13 +234,17 @@ struct ValidateCommand {
     // Enumerating with a device profile finds what loading cannot: a constraint that divides by zero for some
     // configuration, or constraints that leave nothing valid.
     SpaceEnumerator space(spec.space, run_constants(spec, device_profile(arch)));
-    // The default and reference configurations meet the constraints; buffer counts, launch geometry and shared
-    // memory of the default configuration evaluate to usable values (and type errors surface here).
+    // The reference configuration meets the constraints; buffer counts, launch geometry and shared memory of the
+    // run's default configuration evaluate to usable values (and type errors surface here).
     check_spec_configurations(spec, space);
+    const RunDefault run_default = run_default_configuration(spec, space);
+    if (!run_default.fallback_note.empty()) fmt::print(stderr, "tune: note: {}\n", run_default.fallback_note);
     // Template arguments of the default configuration evaluate.
-    instantiate(spec, space, space.default_configuration(), arch);
+    instantiate(spec, space, run_default.values, arch);
     if (json) {
       Json output{{"spec", spec.file.string()}, {"kernel", spec.name}, {"valid", space.valid_count()}, {"ok", true}};
+      output["default"] = configuration_to_json(spec.space, run_default.values);
+      if (!run_default.fallback_note.empty()) output["default_note"] = run_default.fallback_note;
       fmt::print("{}\n", output.dump(2));
     } else {
       fmt::print("{}: ok: kernel {}, {} parameters, {} valid configurations for {}\n", spec.file.string(), spec.name,
@@ -269,7 +273,7 @@ struct CompileCheckCommand {
       for (std::uint64_t i = 0; i < space.valid_count(); ++i) configurations.push_back(space.at(i));
     } else {
       configurations = space.sample(sample, seed);
-      const Configuration fallback = space.default_configuration();
+      const Configuration fallback = run_default_configuration(spec, space).values;
       if (space.is_valid(fallback) &&
           std::find(configurations.begin(), configurations.end(), fallback) == configurations.end())
         configurations.insert(configurations.begin(), fallback);
@@ -390,7 +394,8 @@ int run_cli(int argc, char** argv) {
   compile->add_option("--sample", compile_command.sample, "N random valid configurations (default 16)")
       ->excludes(all_option);
   compile->add_option("--seed", compile_command.seed, "seed for --sample");
-  compile->add_option("--jobs", compile_command.jobs, "compile processes (default: one per core)");
+  compile->add_option("--jobs", compile_command.jobs, "compile processes (default 0: one per core)")
+      ->check(zero_or_more());
 
   RunCommand run_command;
   CLI::App* run = app.add_subcommand("run", "tune a kernel spec on the GPU (or replay a recorded run)");
@@ -439,6 +444,18 @@ int run_cli(int argc, char** argv) {
   CLI::App* report = app.add_subcommand("report", "HTML pages of charts per kernel from recorded data (no GPU)");
   report_command.add_to(*report);
 
+  // A first word that is no command is a mistyped one; CLI11 alone would say only that a command is required.
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
+      names.push_back(command->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      const std::string suggestion = expr::closest_match(argv[1], names);
+      fmt::print(stderr, "tune: unknown command '{}'{}; the commands are {} (tune --help describes each)\n", argv[1],
+                 suggestion.empty() ? "" : fmt::format(" (did you mean {}?)", suggestion), fmt::join(names, ", "));
+      return exit_bad_input;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {

@@ -1,6 +1,8 @@
 #include "tuner/cli/report_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +12,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "tuner/cli/report_roofline.h"
 #include "tuner/common/error.h"
@@ -32,13 +36,22 @@ Json value_json(const Value& value) {
 Json finite_or_null(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
 
 // Runs argv[0] with argv (no shell, so nothing in a path or a spec is ever interpreted as a command) and returns its
-// exit status, or -1 when it could not be started or did not exit normally. Output goes where ours goes.
-int run_program(const std::vector<std::string>& arguments) {
+// exit status, or -1 when it could not be started or did not exit normally. Output goes where ours goes, or, quiet,
+// nowhere (probing an interpreter whose failure is explained by our own message).
+int run_program(const std::vector<std::string>& arguments, bool quiet = false) {
   std::vector<char*> argv;
   for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
   argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
   pid_t child = 0;
-  if (posix_spawn(&child, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  const int spawned = posix_spawn(&child, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return -1;
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return -1;
@@ -46,12 +59,101 @@ int run_program(const std::vector<std::string>& arguments) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// The checkout whose scripts/report/plots.py draws the charts: the working directory when it holds one (a source
-// tree), else the tree this binary was built from.
-fs::path checkout_root() {
+// Where the chart script is, and the checkout it belongs to (empty for an installed copy). First found wins: the
+// working directory when it is a checkout; beside an installed tune (<prefix>/share/kernlathe/report/plots.py,
+// installed with it); the tree this binary was built from.
+struct ChartScript {
+  fs::path script;
+  fs::path checkout;
+};
+
+fs::path installed_report_folder() {
   std::error_code error;
-  if (fs::is_regular_file("scripts/report/plots.py", error)) return fs::current_path();
-  return fs::path(KERNLATHE_SOURCE_DIR);
+  const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+  return executable.parent_path().parent_path() / "share" / "kernlathe" / "report";
+}
+
+ChartScript find_chart_script() {
+  std::error_code error;
+  if (fs::is_regular_file("scripts/report/plots.py", error))
+    return {fs::current_path() / "scripts/report/plots.py", fs::current_path()};
+  if (const fs::path installed = installed_report_folder() / "plots.py"; fs::is_regular_file(installed, error))
+    return {installed, {}};
+  return {fs::path(KERNLATHE_SOURCE_DIR) / "scripts/report/plots.py", fs::path(KERNLATHE_SOURCE_DIR)};
+}
+
+// The virtual environment `tune report` looks for outside any checkout: $XDG_DATA_HOME/kernlathe/venv, else
+// ~/.local/share/kernlathe/venv.
+fs::path user_venv() {
+  const char* data_home = std::getenv("XDG_DATA_HOME");
+  if (data_home != nullptr && *data_home) return fs::path(data_home) / "kernlathe" / "venv";
+  const char* home = std::getenv("HOME");
+  return fs::path(home != nullptr && *home ? home : "/") / ".local" / "share" / "kernlathe" / "venv";
+}
+
+// python3 on PATH, or empty.
+std::string python_on_path() {
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path != nullptr ? path : "";
+  while (!rest.empty()) {
+    const std::size_t colon = rest.find(':');
+    const fs::path candidate = fs::path(std::string(rest.substr(0, colon))) / "python3";
+    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  return "";
+}
+
+bool draws_charts(const std::string& interpreter) {
+  return access(interpreter.c_str(), X_OK) == 0 &&
+         run_program({interpreter, "-c", "import matplotlib, numpy"}, /*quiet=*/true) == 0;
+}
+
+// The interpreter that draws the charts: --python, else $KERNLATHE_PYTHON, else the first of the checkout's .venv,
+// the user's environment (user_venv) and python3 on PATH that imports matplotlib and numpy. Checked before any
+// figure is computed: a missing matplotlib should cost seconds, not the whole analysis. TunerError (exit 1) saying
+// what was tried and how to make an environment, or that there is no Python at all.
+std::string chart_interpreter(const std::string& given, const ChartScript& chart) {
+  std::string named = given;
+  if (named.empty()) {
+    const char* from_environment = std::getenv("KERNLATHE_PYTHON");
+    if (from_environment != nullptr && *from_environment) named = from_environment;
+  }
+  if (!named.empty()) {
+    if (draws_charts(named)) return named;
+    throw TunerError(fmt::format(
+        "tune report draws its charts with Python and matplotlib, and {} {}; run scripts/setup-python.sh (a virtual "
+        "environment in .venv with the pinned packages of scripts/report/requirements.txt), or name an interpreter "
+        "that has them with --python or KERNLATHE_PYTHON",
+        named, access(named.c_str(), X_OK) != 0 ? "is not an executable" : "does not import matplotlib and numpy"));
+  }
+  std::vector<std::string> tried;
+  if (!chart.checkout.empty()) tried.push_back((chart.checkout / ".venv" / "bin" / "python").string());
+  tried.push_back((user_venv() / "bin" / "python").string());
+  const std::string system_python = python_on_path();
+  if (!system_python.empty()) tried.push_back(system_python);
+  bool any_python = false;
+  for (const std::string& candidate : tried) {
+    if (access(candidate.c_str(), X_OK) != 0) continue;
+    any_python = true;
+    if (draws_charts(candidate)) return candidate;
+  }
+  const fs::path requirements = chart.script.parent_path() / "requirements.txt";
+  const std::string make_one =
+      chart.checkout.empty()
+          ? fmt::format("python3 -m venv {0} && {0}/bin/pip install -r {1}", user_venv().string(),
+                        requirements.string())
+          : fmt::format("{}/scripts/setup-python.sh", chart.checkout.string());
+  if (!any_python)
+    throw TunerError(fmt::format("tune report draws its charts with Python and matplotlib, and no Python was found "
+                                 "(tried {}); install python3 and python3-venv, then run {}, or name an interpreter "
+                                 "with --python or KERNLATHE_PYTHON",
+                                 fmt::join(tried, ", "), make_one));
+  throw TunerError(fmt::format("tune report draws its charts with Python and matplotlib, and none of {} imports "
+                               "matplotlib and numpy; run {}, or name an interpreter that has them with --python or "
+                               "KERNLATHE_PYTHON",
+                               fmt::join(tried, ", "), make_one));
 }
 
 void write_text(const fs::path& file, const std::string& text) {
@@ -68,8 +170,9 @@ void ReportCommand::add_to(CLI::App& command) {
       ->required();
   command.add_option("-o,--out", out, "output directory: one <kernel>.html per kernel and index.html")->required();
   command.add_option("--python", python,
-                     "Python with matplotlib (default $KERNLATHE_PYTHON, else .venv/bin/python made by "
-                     "scripts/setup-python.sh)");
+                     "Python with matplotlib (default $KERNLATHE_PYTHON, else the first that imports matplotlib of: "
+                     "the checkout's .venv/bin/python made by scripts/setup-python.sh, "
+                     "$XDG_DATA_HOME/kernlathe/venv/bin/python (~/.local/share/...), python3 on PATH)");
   command.add_option("--kernels", kernels, "where specs are looked for by kernel name, for replay (default kernels)");
   command.add_option("--ceilings", ceilings,
                      "JSON file of one GPU's ceilings (tune ceilings --json plus \"gpu\"), for records whose run.json "
@@ -230,24 +333,14 @@ Json kernel_json(const AnalysisReport& report, const KernelGroup& group, const s
 
 int ReportCommand::run() const {
   const auto started = std::chrono::steady_clock::now();
-  const fs::path root = checkout_root();
-  const fs::path script = root / "scripts" / "report" / "plots.py";
-  std::string interpreter = python;
-  if (interpreter.empty()) {
-    const char* from_environment = std::getenv("KERNLATHE_PYTHON");
-    interpreter = from_environment && *from_environment ? from_environment : (root / ".venv" / "bin" / "python").string();
-  }
+  const ChartScript chart = find_chart_script();
+  const fs::path& script = chart.script;
   std::error_code error;
   if (!fs::is_regular_file(script, error))
-    throw TunerError(fmt::format("the chart script {} is missing: run tune report from a checkout of the project",
+    throw TunerError(fmt::format("the chart script {} is missing: install tune (it installs the script in "
+                                 "share/kernlathe/report) or run tune report from a checkout of the project",
                                  script.string()));
-  // Checked before any figure is computed: a missing matplotlib should cost seconds, not the whole analysis.
-  if (access(interpreter.c_str(), X_OK) != 0 || run_program({interpreter, "-c", "import matplotlib, numpy"}) != 0)
-    throw TunerError(fmt::format(
-        "tune report draws its charts with Python and matplotlib, and {} {}; run scripts/setup-python.sh (a virtual "
-        "environment in .venv with the pinned packages of scripts/report/requirements.txt), or name an interpreter "
-        "that has them with --python or KERNLATHE_PYTHON",
-        interpreter, access(interpreter.c_str(), X_OK) != 0 ? "is not an executable" : "does not import matplotlib and numpy"));
+  const std::string interpreter = chart_interpreter(python, chart);
 
   // Read before any figure is computed: a bad ceiling file is exit 2 in a second, not after the analysis.
   const std::vector<RooflineCeilings> ceiling_files =

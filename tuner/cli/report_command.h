@@ -20,7 +20,7 @@ namespace kernlathe {
 struct ReportCommand {
   std::vector<std::string> results;
   std::string out;
-  std::string python;          // interpreter; default $KERNLATHE_PYTHON, else .venv/bin/python of the checkout
+  std::string python;          // interpreter; default $KERNLATHE_PYTHON, else found (report_command.cpp)
   std::string kernels = "kernels";  // where specs are looked for, by the recorded kernel name
   std::vector<std::string> ceilings;  // ceiling files (one GPU each) for records whose run.json holds none
   std::uint64_t seed = 1;

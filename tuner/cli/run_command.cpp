@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
+#include <system_error>
 #include <string_view>
 #include <nlohmann/json.hpp>
 
@@ -48,6 +50,33 @@ std::vector<int> parse_devices(const std::string& text, bool replay) {
     rest.remove_prefix(comma + 1);
   }
   return indices;
+}
+
+// --out names a folder: one that exists as a file, or lies under a file, is refused before anything runs.
+void check_record_folder(const std::string& out) {
+  if (out.empty()) return;
+  std::error_code error;
+  for (std::filesystem::path folder = out; !folder.empty(); folder = folder.parent_path()) {
+    const std::filesystem::file_status status = std::filesystem::status(folder, error);
+    if (status.type() == std::filesystem::file_type::not_found) {
+      if (folder == folder.parent_path()) break;
+      continue;
+    }
+    if (status.type() == std::filesystem::file_type::directory) break;
+    if (folder == std::filesystem::path(out))
+      throw InputError(fmt::format("--out {}: is a file, not a folder (--out names the folder of the record)", out));
+    throw InputError(fmt::format("--out {}: {} is a file, so no folder can be made under it", out, folder.string()));
+  }
+}
+
+// --replay names a record file (evaluations.csv): a folder or a missing file is refused by name.
+void check_record_file(const std::string& replay) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(replay, error);
+  if (status.type() == std::filesystem::file_type::not_found)
+    throw InputError(fmt::format("--replay {}: no such file", replay));
+  if (status.type() == std::filesystem::file_type::directory)
+    throw InputError(fmt::format("--replay {}: is a folder; name its evaluations.csv", replay));
 }
 
 Json chosen_json(const TuneReport& report) {
@@ -308,6 +337,12 @@ Json report_json(const TuneReport& report) {
 
 void RunCommand::add_to(CLI::App& command) {
   device_option = common.add_to(command, true);
+  auto* config_option = command.add_option(
+      "--config", configurations,
+      "measure exactly this configuration, given as NAME=VALUE,NAME=VALUE (unnamed parameters at the default); "
+      "repeat for several. Each is verified, recorded and ranked; one not in the space, or that breaks a "
+      "constraint, is refused");
+  config_option->allow_extra_args(false);
   command.add_option("--strategy", strategy,
                      fmt::format("search strategy: {} (default: {})", fmt::join(strategy_names(), ", "),
                                  default_strategy_name()));
@@ -317,7 +352,7 @@ void RunCommand::add_to(CLI::App& command) {
   command.add_flag("--no-prior", no_prior,
                    "no prior from the results database (results/runs/<kernel>/: other problem sizes and GPUs), "
                    "used by default on the GPU");
-  command.add_option("--budget", budget, "stop after N evaluations");
+  command.add_option("--budget", budget, "stop after N evaluations (N >= 1)")->check(above_zero());
   command.add_option("--time", time_budget, "stop after a duration: 90s, 5m, 1h");
   command.add_option("--out", out, "record directory (default results/runs/<kernel>/<arch>/<problem>)");
   command.add_flag("--resume", resume,
@@ -359,7 +394,7 @@ void RunCommand::add_to(CLI::App& command) {
                      "energy-counter periods per energy figure (2)")
       ->group(measurement_group)->check(CLI::PositiveNumber);
   command.add_option("--seed", seed, "seed of the search strategy");
-  command.add_option("--jobs", jobs, "compile processes (default: one per core)");
+  command.add_option("--jobs", jobs, "compile processes (default 0: one per core)")->check(zero_or_more());
   command.add_option("--replay", replay, "take measurements from a recorded evaluations.csv (no GPU)");
   command.add_flag("--no-cubin-cache", no_cubin_cache, "compile every configuration afresh");
   command.add_flag("--fresh-ceilings", fresh_ceilings,
@@ -367,7 +402,8 @@ void RunCommand::add_to(CLI::App& command) {
                    "which keeps them a week per GPU model and driver");
   command.add_option("--ceiling-cache", ceiling_cache,
                      "ceiling cache folder (default $XDG_CACHE_HOME/kernlathe/ceilings or ~/.cache/kernlathe/ceilings)");
-  command.add_option("--timeout", timeout, "seconds a configuration may run before it is killed");
+  command.add_option("--timeout", timeout, "seconds a configuration may run before it is killed (default 10)")
+      ->check(above_zero());
   command.add_option("--best-dir", best_dir, "best-configuration cache directory");
   command.add_option("--final", final_candidates,
                      "final round: the N best of the search, the default and the stored configuration measured again, "
@@ -399,10 +435,14 @@ int RunCommand::run() const {
   if (budget > 0) options.stop.max_evaluations = budget;
   if (!time_budget.empty()) {
     std::optional<double> seconds = parse_duration(time_budget);
-    if (!seconds) throw InputError(fmt::format("--time {}: expected a duration such as 90s, 5m or 1h", time_budget));
+    if (!seconds || *seconds <= 0)
+      throw InputError(fmt::format("--time {}: expected a duration above zero such as 90s, 5m or 1h", time_budget));
     options.stop.max_seconds = seconds;
   }
+  check_record_folder(out);
+  if (!replay.empty()) check_record_file(replay);
   options.out_dir = out;
+  options.given_configurations = configurations;
   options.resume = resume;
   options.device = common.device;
   options.jobs = jobs;

@@ -39,6 +39,7 @@ struct RunCommand {
   int final_max_rounds = 15;
   std::string devices;  // --devices: all, or indices 0,1,...
   double rank_timeout = 10;  // under mpirun: seconds of silence after which a rank is lost
+  std::vector<std::string> configurations;  // --config K=V,...: measure these alone
   CLI::Option* device_option = nullptr;  // --device, to tell whether it was given
   std::vector<std::string> prior;  // --prior FILE...: records or T4 files of this kernel measured elsewhere
   bool no_prior = false;           // --no-prior: not even the results database's other records of the kernel

@@ -17,6 +17,28 @@ CLI::Option* CommonSpecOptions::add_to(CLI::App& command, bool with_device) {
   return device_option;
 }
 
+namespace {
+
+CLI::Validator number_check(const char* description, bool (*accepted)(double), const char* wanted) {
+  return CLI::Validator(
+      [accepted, wanted](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return text + " is not a number";
+        return accepted(value) ? std::string() : text + " is not " + wanted;
+      },
+      description);
+}
+
+}  // namespace
+
+CLI::Validator above_zero() {
+  return number_check("> 0", [](double value) { return value > 0; }, "above 0");
+}
+
+CLI::Validator zero_or_more() {
+  return number_check(">= 0", [](double value) { return value >= 0; }, "0 or more");
+}
+
 KernelSpec CommonSpecOptions::load() const {
   return load_kernel_spec(find_spec(spec), parse_problem_overrides(problem));
 }

@@ -22,4 +22,10 @@ struct CommonSpecOptions {
   KernelSpec load() const;
 };
 
+// Checks of numeric options with a readable message ("--timeout: -1 is not above 0"); CLI11's own number checks
+// print their range up to the largest double. above_zero: counts and durations that must be positive;
+// zero_or_more: counts where 0 means "choose for me" (--jobs 0: one compile process per core).
+CLI::Validator above_zero();
+CLI::Validator zero_or_more();
+
 }  // namespace kernlathe

@@ -591,6 +591,9 @@ RecordWriter::RecordWriter(std::filesystem::path csv, const Space& space, const 
       parameter_count_(space.parameters.size()),
       streamed_(space.streamed),
       condition_count_(condition_columns().size()) {
+  // The companion run.json is read before the record is touched: one that cannot be read stops here, with the record
+  // as it was, rather than after a header was written or a torn row set aside.
+  read_run_metadata(path_);
   bool has_header = false;
   if (std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0) {
     const std::string contents = read_file(path_);
@@ -675,8 +678,15 @@ void RecordWriter::append(const Evaluation& evaluation, const std::string& hash)
 
 void for_each_record(const std::filesystem::path& csv, const Space& space,
                      const std::function<void(RecordedEvaluation&&)>& visit) {
+  if (std::filesystem::is_directory(csv))
+    throw InputError(SourceLocation{csv.string()}, "is a folder; a record file (such as evaluations.csv) was expected");
   const std::string contents = read_file(csv);
-  scan_records(contents, csv, space, visit, nullptr);
+  bool header_seen = false;
+  scan_records(contents, csv, space, visit, &header_seen);
+  if (!header_seen)
+    throw InputError(SourceLocation{csv.string(), 1},
+                     contents.empty() ? "the record file is empty: not even a header row"
+                                      : "the header row ends without its newline: the file was cut off");
 }
 
 void for_each_record_in_text(std::string_view text, const std::filesystem::path& name, const Space& space,
@@ -702,7 +712,8 @@ void ResumeState::add(Evaluation evaluation) {
 
 ResumeState load_resume_state(const std::filesystem::path& csv, const Space& space, const std::string& hash) {
   ResumeState state;
-  if (!std::filesystem::exists(csv)) return state;
+  // An empty file is a record whose header was never written (RecordWriter starts it afresh).
+  if (!std::filesystem::exists(csv) || std::filesystem::file_size(csv) == 0) return state;
   for_each_record(csv, space, [&](RecordedEvaluation&& record) {
     if (record.hash == hash) {
       state.add(std::move(record.evaluation));

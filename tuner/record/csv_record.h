@@ -95,7 +95,8 @@ struct RecordedEvaluation {
 
 // Reads a record file with the parameter text mapped back to typed values of space. The header must match
 // record_columns(space). A torn last row is skipped (the file is not changed); any other row that cannot be read
-// is an InputError naming file:line. A missing file is an InputError too.
+// is an InputError naming file:line. A missing file, a folder, an empty file and a header cut off are InputErrors
+// too; a header with no rows is an empty record.
 std::vector<RecordedEvaluation> read_records(const std::filesystem::path& csv, const Space& space);
 
 // Streams the rows instead of collecting them; same rules as read_records.

@@ -1,5 +1,6 @@
 #include "tuner/record/run_metadata.h"
 
+#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -81,9 +82,9 @@ std::filesystem::path metadata_path(const std::filesystem::path& csv) {
 
 void append_run_metadata(const std::filesystem::path& csv, const Space& space, const RunMetadata& metadata) {
   std::filesystem::path path = metadata_path(csv);
-  json document;
+  read_run_metadata(csv);  // a file that cannot be read is reported, never replaced
+  json document = json::object();
   if (std::filesystem::exists(path)) document = read_json_file(path);
-  if (!document.is_object()) document = json::object();
   document["records"] = csv.filename().string();
   json parameters = json::array();
   for (const Parameter& parameter : space.parameters) {
@@ -110,15 +111,33 @@ std::vector<RunMetadata> read_run_metadata(const std::filesystem::path& csv) {
   std::filesystem::path path = metadata_path(csv);
   if (!std::filesystem::exists(path)) return {};
   json document = read_json_file(path);
+  if (!document.is_object())
+    throw InputError(SourceLocation{path.string()},
+                     fmt::format("expected a JSON object, found {}", document.type_name()));
   std::vector<RunMetadata> runs;
   try {
     if (document.contains("runs")) {
+      if (!document["runs"].is_array())
+        throw InputError(SourceLocation{path.string()},
+                         fmt::format("\"runs\" is {}, expected an array of runs", document["runs"].type_name()));
       for (const json& run : document.at("runs")) runs.push_back(metadata_from_json(run));
     }
   } catch (const json::exception& error) {
     throw InputError(SourceLocation{path.string()}, fmt::format("unexpected run metadata layout: {}", error.what()));
   }
   return runs;
+}
+
+std::optional<double> extra_number(const RunMetadata& run, const std::string& key, const std::filesystem::path& csv) {
+  const auto found = run.extra.find(key);
+  if (found == run.extra.end()) return std::nullopt;
+  const std::string& text = found->second;
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size())
+    throw InputError(SourceLocation{metadata_path(csv).string()},
+                     fmt::format("extra.{} is '{}', which is not a number", key, text));
+  return value;
 }
 
 std::string iso8601_now() {

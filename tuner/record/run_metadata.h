@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ void append_run_metadata(const std::filesystem::path& csv, const Space& space, c
 
 // Every run recorded in the companion file, oldest first. Missing file -> empty; unreadable JSON -> InputError.
 std::vector<RunMetadata> read_run_metadata(const std::filesystem::path& csv);
+
+// The number a run keeps under `key` in its extra fields ("copy_bandwidth_gbps": "1450.2"); nullopt when absent.
+// Text that is not a number is an InputError naming the companion file of csv, the key and the text.
+std::optional<double> extra_number(const RunMetadata& run, const std::string& key, const std::filesystem::path& csv);
 
 // The current time as "2024-05-01T12:34:56Z".
 std::string iso8601_now();

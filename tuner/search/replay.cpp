@@ -24,7 +24,9 @@ ReplaySource::ReplaySource(const std::filesystem::path& csv, const SpaceEnumerat
   // First by configuration as written, the later row of one winning; then folded onto canonical forms.
   std::vector<Evaluation> rows;
   std::unordered_map<std::string, std::size_t> row_of;
+  std::size_t recorded_rows = 0;
   for_each_record(csv, space.space(), [&](RecordedEvaluation&& record) {
+    ++recorded_rows;
     if (!hash.empty() && record.hash != hash) return;
     auto [found, added] = row_of.try_emplace(configuration_key(record.evaluation.configuration), rows.size());
     if (added) {
@@ -33,6 +35,8 @@ ReplaySource::ReplaySource(const std::filesystem::path& csv, const SpaceEnumerat
       rows[found->second] = std::move(record.evaluation);
     }
   });
+  if (recorded_rows == 0)
+    throw InputError(SourceLocation{csv.string(), 2}, "the record holds its header and no rows: nothing to replay");
   add_canonical(std::move(rows), space);
   find_optimum();
 }

@@ -14,6 +14,7 @@
 #include "tuner/session/device_query.h"
 #include "tuner/session/measurer.h"
 #include "tuner/session/tuning_session.h"
+#include "tuner/space/configuration_checks.h"
 
 namespace kernlathe {
 namespace {
@@ -38,9 +39,9 @@ ScalarValue to_scalar(const Value& value) {
   throw InputError(fmt::format("a scalar kernel argument cannot be the string '{}'", std::get<std::string>(value)));
 }
 
-// The configuration the spec names as reference: its named values, the space defaults for the rest.
+// The configuration the spec names as reference: its named values, the run's default for the rest.
 Configuration reference_configuration(const KernelSpec& spec, const SpaceEnumerator& space) {
-  Configuration configuration = space.default_configuration();
+  Configuration configuration = run_default_configuration(spec, space).values;
   for (const auto& [name, value] : spec.verification.reference) {
     bool found = false;
     for (std::size_t i = 0; i < spec.space.parameters.size(); ++i) {

@@ -13,10 +13,9 @@ class ReplayMeasurer final : public Measurer {
   ReplayMeasurer(const std::filesystem::path& csv, DeviceProperties device) : device_(std::move(device)), csv_(csv) {
     // The copy ceiling the recorded run measured, so replayed results show the same fractions.
     for (const RunMetadata& run : read_run_metadata(csv)) {
-      auto found = run.extra.find("copy_bandwidth_gbps");
-      if (found != run.extra.end()) copy_bandwidth_gbps_ = std::stod(found->second);
-      if (auto baseline = run.extra.find("baseline_ms"); baseline != run.extra.end()) {
-        baseline_ms_ = std::stod(baseline->second);
+      if (std::optional<double> copy = extra_number(run, "copy_bandwidth_gbps", csv)) copy_bandwidth_gbps_ = *copy;
+      if (std::optional<double> baseline = extra_number(run, "baseline_ms", csv)) {
+        baseline_ms_ = *baseline;
         if (auto library = run.extra.find("baseline_library"); library != run.extra.end()) baseline_library_ = library->second;
       }
     }

@@ -10,6 +10,7 @@
 #include <deque>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <unordered_set>
@@ -109,12 +110,19 @@ Constants run_constants(const KernelSpec& spec, const DeviceProperties& device) 
 std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOptions& options,
                                         const MeasurementSettings& measurement, int device) {
   if (!options.replay_csv.empty()) {
-    std::string arch = options.replay_arch;
-    if (arch.empty()) {
-      const auto runs = read_run_metadata(options.replay_csv);
-      arch = runs.empty() ? "sm_90" : runs.back().arch;
+    if (!options.replay_arch.empty())
+      return make_replay_measurer(spec, options.replay_csv, device_profile(options.replay_arch));
+    const auto runs = read_run_metadata(options.replay_csv);
+    const std::string arch = runs.empty() ? "sm_90" : runs.back().arch;
+    std::optional<DeviceProperties> recorded;
+    try {
+      recorded = device_profile(arch);
+    } catch (const InputError&) {  // the arch is the file's, not an --arch the user passed
+      throw InputError(SourceLocation{metadata_path(options.replay_csv).string()},
+                       fmt::format("the recorded arch '{}' has no device profile (known: {}); pass --arch to replay "
+                                   "with one of them", arch, fmt::join(known_device_profiles(), ", ")));
     }
-    return make_replay_measurer(spec, options.replay_csv, device_profile(arch));
+    return make_replay_measurer(spec, options.replay_csv, *recorded);
   }
   GpuMeasurerOptions gpu;
   gpu.worker_executable = options.worker_executable.empty() ? current_executable() : options.worker_executable;
@@ -310,6 +318,11 @@ class TuningRun {
     // compiled or measured: a default or reference configuration that breaks the constraints, unusable buffer
     // counts, launch geometry or shared memory stop the run here with exit 2, not on the GPU host later.
     check_spec_configurations(spec_, space_);
+    run_default_ = run_default_configuration(spec_, space_);
+    static std::once_flag default_note_said;  // several models run a session each: the note is said once
+    if (!run_default_.fallback_note.empty())
+      std::call_once(default_note_said, [&] { fmt::print(stderr, "tune: note: {}\n", run_default_.fallback_note); });
+    for (const std::string& text : options_.given_configurations) given_.push_back(given_configuration(text, spec_, space_));
     arch_ = device_.arch_name();
     hash_ = spec_hash(spec_, arch_);
     describe_the_run();
@@ -356,6 +369,7 @@ class TuningRun {
     if (replay_ && std::filesystem::exists(report_.records) &&
         std::filesystem::equivalent(report_.records, options_.replay_csv))
       throw InputError(fmt::format("--out {} would append to the file being replayed", out_dir_.string()));
+    read_run_metadata(report_.records);  // a run.json that cannot be read stops the run before anything is measured
     if (options_.resume) {
       resume_ = load_resume_state(report_.records, spec_.space, hash_);
       report_.skipped_by_resume = resume_->count();
@@ -413,12 +427,14 @@ class TuningRun {
   // the best cache holds for this device and problem, stale or not: a short run after an edit of the template
   // measures the old winner again instead of risking a worse entry (replays store nothing). Then the strategy's.
   void queue_the_first_configurations() {
-    default_configuration_ = space_.default_configuration();
-    default_is_valid_ = space_.is_valid(default_configuration_);
+    default_configuration_ = run_default_.values;
+    default_is_valid_ = given_.empty();  // with --config the default is not measured
     for (const Evaluation& evaluation : recorded())
       if (default_is_valid_ && evaluation.configuration == default_configuration_) report_.default_evaluation = evaluation;
     if (default_is_valid_) enqueue(default_configuration_);
-    if (!replay_ && options_.update_best_cache) queue_the_stored_configuration();
+    if (!replay_ && options_.update_best_cache && given_.empty()) queue_the_stored_configuration();
+    for (const Configuration& configuration : given_) enqueue(configuration);
+    strategy_exhausted_ = !given_.empty();  // --config: these alone are measured
     refill();
   }
 
@@ -557,6 +573,9 @@ class TuningRun {
     if (report_.ceilings_measured_at > 0)
       metadata.extra["ceilings_measured_at"] = fmt::format("{:.0f}", report_.ceilings_measured_at);
     metadata.extra["objective"] = std::string(objective_name(options_.objective));
+    if (!run_default_.fallback_note.empty()) metadata.extra["default_configuration"] = run_default_.fallback_note;
+    if (!given_.empty())
+      metadata.extra["given_configurations"] = fmt::format("{}", fmt::join(options_.given_configurations, " "));
     if (!report_.prior_sources.empty())
       metadata.extra["prior"] = fmt::format("{} configurations first, from {}", report_.prior_transfers,
                                             fmt::join(report_.prior_sources, "; "));
@@ -1049,6 +1068,8 @@ class TuningRun {
   std::deque<PendingEvaluation> pending_;
   std::unordered_set<std::string> seen_;
   bool strategy_exhausted_ = false;
+  RunDefault run_default_;             // the default configuration, or the first valid one where it breaks a constraint
+  std::vector<Configuration> given_;   // --config: these alone are measured
   std::vector<Measurer*> lane_measurers_;
   std::optional<MeasurementLanes> lanes_;
   std::deque<Evaluation> ready_;

@@ -90,6 +90,9 @@ struct TuneOptions {
   std::vector<std::filesystem::path> prior_files;
   bool use_database_prior = true;
   std::filesystem::path prior_database_dir = "results/runs";
+  // `--config K=V,...`, one per configuration: these are measured (verified, recorded, ranked) and nothing else:
+  // neither the default nor the stored best, nor any the strategy proposes. Checked against the space (exit 2).
+  std::vector<std::string> given_configurations;
 };
 
 // The measurement settings a run uses for this spec: the defaults of its kind (kernels, or streamed passes)

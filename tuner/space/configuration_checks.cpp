@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace kernlathe {
 namespace {
@@ -37,33 +41,15 @@ SourceLocation space_location(const KernelSpec& spec) {
   return SourceLocation{spec.space.file.empty() ? spec.file.string() : spec.space.file.string()};
 }
 
-// The configuration the geometry checks evaluate: the default, which must be valid, except in a spec that verifies
-// against its baseline: there the runtime sizes buffers with the first valid configuration instead, which lets the
-// GEMM specs share one space whose defaults fit no single dtype (spaces/gemm.yaml, gemm_tf32).
-struct ProbeConfiguration {
-  Configuration values;
-  const char* described_as;
-};
-
-ProbeConfiguration probe_configuration(const KernelSpec& spec, const SpaceEnumerator& space) {
-  Configuration configuration = space.default_configuration();
-  if (space.is_valid(configuration)) return {std::move(configuration), "the default configuration"};
-  if (spec.verification.reference_is_baseline) return {space.at(0), "the first valid configuration"};
-  const Constraint* broken = broken_constraint(space, configuration);
-  throw InputError(broken ? broken->expression.where() : space_location(spec),
-                   fmt::format("the space's default configuration ({}) breaks {} with {}; change the parameters' "
-                               "defaults so that they meet every constraint (runs start from, and compare with, the "
-                               "default; only a spec with verify: {{reference: baseline}} may leave it invalid)",
-                               to_string(spec.space, configuration),
-                               broken ? fmt::format("the constraint '{}'", broken->expression.text())
-                                      : std::string("the space's constraints"),
-                               problem_values(spec)));
+std::string broken_text(const Constraint* broken) {
+  if (broken == nullptr) return "the space's constraints";
+  return fmt::format("the constraint '{}' ({})", broken->expression.text(), broken->expression.where().to_string());
 }
 
 void check_reference_configuration(const KernelSpec& spec, const SpaceEnumerator& space) {
   const Verification& verification = spec.verification;
   if (!verification.enabled || verification.reference_is_baseline || verification.reference.empty()) return;
-  Configuration configuration = space.default_configuration();
+  Configuration configuration = run_default_configuration(spec, space).values;
   for (std::size_t index = 0; index < spec.space.parameters.size(); ++index) {
     auto named = verification.reference.find(spec.space.parameters[index].name);
     if (named != verification.reference.end()) configuration[index] = named->second;
@@ -101,10 +87,12 @@ void check_buffer_counts(const KernelSpec& spec, const Bindings& bindings) {
   }
 }
 
-void check_launch_geometry(const KernelSpec& spec, const SpaceEnumerator& space, const ProbeConfiguration& probe) {
+void check_launch_geometry(const KernelSpec& spec, const SpaceEnumerator& space, const RunDefault& probe) {
   const Bindings bindings = space.bindings(probe.values);
   const std::string values =
-      fmt::format("{} {} and {}", probe.described_as, to_string(spec.space, probe.values), problem_values(spec));
+      fmt::format("{} {} and {}",
+                  probe.fallback_note.empty() ? "the default configuration" : "the first valid configuration",
+                  to_string(spec.space, probe.values), problem_values(spec));
   for (auto [dimensions, what] : {std::pair{&spec.launch.block, "launch.block"}, std::pair{&spec.launch.grid, "launch.grid"}}) {
     for (std::size_t axis = 0; axis < dimensions->size(); ++axis) {
       const Expression& dimension = (*dimensions)[axis];
@@ -130,8 +118,67 @@ void check_launch_geometry(const KernelSpec& spec, const SpaceEnumerator& space,
 
 }  // namespace
 
+RunDefault run_default_configuration(const KernelSpec& spec, const SpaceEnumerator& space) {
+  Configuration declared = space.default_configuration();
+  if (space.is_valid(declared)) return {std::move(declared), ""};
+  Configuration first = space.at(0);  // the enumerator refuses a space with no valid configuration
+  return {first, fmt::format("the declared default configuration ({}) breaks {}; the first valid configuration ({}) "
+                             "stands for the default",
+                             to_string(spec.space, declared), broken_text(broken_constraint(space, declared)),
+                             to_string(spec.space, first))};
+}
+
+Configuration given_configuration(const std::string& text, const KernelSpec& spec, const SpaceEnumerator& space,
+                                  const std::string& option) {
+  const std::string where = option + " " + text;
+  const std::vector<Parameter>& parameters = spec.space.parameters;
+  std::vector<std::string> names;
+  for (const Parameter& parameter : parameters) names.push_back(parameter.name);
+  Configuration configuration = run_default_configuration(spec, space).values;
+  std::vector<bool> named(parameters.size(), false);
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    const std::size_t equals = item.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == item.size())
+      throw InputError(fmt::format("{}: '{}' is not NAME=VALUE (configurations are given as {}=...,{}=...)", where,
+                                   item, names.empty() ? "P" : names.front(), names.size() > 1 ? names[1] : "Q"));
+    const std::string name = item.substr(0, equals);
+    const std::string value_text = item.substr(equals + 1);
+    const auto found = std::find(names.begin(), names.end(), name);
+    if (found == names.end()) {
+      const std::string suggestion = expr::closest_match(name, names);
+      throw InputError(fmt::format("{}: '{}' is not a parameter of the space{}; the parameters are {}", where, name,
+                                   suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
+                                   fmt::join(names, ", ")));
+    }
+    const std::size_t index = static_cast<std::size_t>(found - names.begin());
+    if (named[index]) throw InputError(fmt::format("{}: '{}' is given twice", where, name));
+    named[index] = true;
+    const Parameter& parameter = parameters[index];
+    const auto value = std::find_if(parameter.values.begin(), parameter.values.end(),
+                                    [&](const Value& candidate) { return expr::to_string(candidate) == value_text; });
+    if (value == parameter.values.end()) {
+      std::vector<std::string> values;
+      for (const Value& candidate : parameter.values) values.push_back(expr::to_string(candidate));
+      const std::string listed = values.size() <= 16 ? fmt::format("{}", fmt::join(values, ", "))
+                                                     : fmt::format("{} values from {} to {}", values.size(),
+                                                                   values.front(), values.back());
+      throw InputError(fmt::format("{}: {} is not one of the values of '{}' ({})", where, value_text, name, listed));
+    }
+    configuration[index] = *value;
+  }
+  if (!space.is_valid(configuration)) {
+    throw InputError(fmt::format("{}: the configuration {} breaks {}", where, to_string(spec.space, configuration),
+                                 broken_text(broken_constraint(space, configuration))));
+  }
+  return space.canonical(std::move(configuration));
+}
+
 void check_spec_configurations(const KernelSpec& spec, const SpaceEnumerator& space) {
-  const ProbeConfiguration probe = probe_configuration(spec, space);
+  const RunDefault probe = run_default_configuration(spec, space);
   check_reference_configuration(spec, space);
   check_buffer_counts(spec, space.bindings(probe.values));
   check_launch_geometry(spec, space, probe);

@@ -1,14 +1,15 @@
 #pragma once
 // Checks of a kernel spec that need its space enumerated against a device's properties and the problem's values,
 // so that `tune validate` rejects what a run would otherwise find late, one configuration or one allocation in:
-//   - the space's default configuration breaks a constraint (allowed only where verify: {reference: baseline}: the
-//     runtime then sizes buffers with the first valid configuration, and the GEMM specs share one space whose
-//     defaults fit no single dtype);
-//   - the verification reference configuration (its named values, the defaults for the rest) breaks a constraint;
+//   - the verification reference configuration (its named values, the run's default for the rest) breaks a
+//     constraint;
 //   - a buffer count is negative, or its size in bytes overflows 64 bits;
-//   - for the default configuration (or that first valid one), a block or grid dimension is below 1 or the dynamic
-//     shared memory is negative.
+//   - for the run's default configuration, a block or grid dimension is below 1 or the dynamic shared memory is
+//     negative.
 // Each failure is an InputError at the spec or space line that is wrong, naming the configuration and the values.
+// And the configurations a run starts from or is given: the run's default, and `--config K=V,...`.
+
+#include <string>
 
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
@@ -17,5 +18,20 @@ namespace kernlathe {
 
 // `space` enumerates spec.space with the constants (device properties, problem symbols) the checks evaluate with.
 void check_spec_configurations(const KernelSpec& spec, const SpaceEnumerator& space);
+
+// The configuration a run starts from and compares with: the declared defaults when they meet every constraint;
+// otherwise the first valid configuration, and fallback_note says so and why (a Kernel Tuner kernel ported as
+// written: Kernel Tuner has no default, and its first values may break a constraint).
+struct RunDefault {
+  Configuration values;
+  std::string fallback_note;  // empty when the declared defaults are valid
+};
+RunDefault run_default_configuration(const KernelSpec& spec, const SpaceEnumerator& space);
+
+// One `--config K=V,K=V` of `tune run`: the parameters it names take its values, the others the run's default.
+// InputError naming `option` and what is wrong: not K=V, a name that is no parameter, a name given twice, a value
+// not among the parameter's values, or a configuration that breaks a constraint (which one).
+Configuration given_configuration(const std::string& text, const KernelSpec& spec, const SpaceEnumerator& space,
+                                  const std::string& option = "--config");
 
 }  // namespace kernlathe

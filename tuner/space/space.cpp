@@ -926,7 +926,9 @@ SpaceEnumerator::SpaceEnumerator(const Space& space, Constants constants, const 
       if (group.count == 0) impl.throw_no_valid(group);
     }
     if (__builtin_mul_overflow(impl.valid, group.count, &impl.valid)) {
-      throw InputError(fmt::format("space '{}' has more than 2^64 valid configurations; constrain it further",
+      // Located at the first parameter: the space as a whole is too large, and that is where it begins.
+      throw InputError(impl.space.parameters.empty() ? SourceLocation{} : impl.space.parameters.front().where,
+                       fmt::format("space '{}' has more than 2^64 valid configurations; constrain it further",
                                    impl.space.name));
     }
   }

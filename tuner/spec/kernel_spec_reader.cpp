@@ -224,9 +224,8 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
   spec.template_file = (directory / read_text(document, template_node, "template")).lexically_normal();
   std::error_code error;
   if (!std::filesystem::is_regular_file(spec.template_file, error)) {
-    document.fail(template_node, fmt::format("template file '{}' does not exist (paths in a spec are relative to the "
-                                             "spec file)",
-                                             spec.template_file.string()));
+    document.fail(template_node, fmt::format("template file '{}' {} (paths in a spec are relative to the spec file)",
+                                             spec.template_file.string(), why_not_a_file(spec.template_file)));
   }
   check_entry_in_template(document, entry_node, spec.entry_point, spec.template_file);
 
@@ -257,9 +256,9 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
   } else {
     std::filesystem::path space_file = (directory / read_text(document, space_node, "space")).lexically_normal();
     if (!std::filesystem::is_regular_file(space_file, error)) {
-      document.fail(space_node, fmt::format("space file '{}' does not exist (paths in a spec are relative to the spec "
-                                            "file; or write the space inline as a mapping)",
-                                            space_file.string()));
+      document.fail(space_node, fmt::format("space file '{}' {} (paths in a spec are relative to the spec file; or "
+                                            "write the space inline as a mapping)",
+                                            space_file.string(), why_not_a_file(space_file)));
     }
     spec.space = parse_space_document(read_whole_file(space_file), space_file);
   }

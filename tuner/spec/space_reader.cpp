@@ -202,7 +202,7 @@ Value read_parameter_value(const Document& document, const YAML::Node& node, Par
     case ParameterType::integer:
       if (scalar.kind != ScalarValue::Kind::integer) {
         std::string hint = scalar.kind == ScalarValue::Kind::string ? "; declare type: enum for string values" : "";
-        document.fail(node, fmt::format("{} must be an integer, found '{}'{}", what, text, hint));
+        document.fail(node, not_an_integer(what, text) + hint);
       }
       return scalar.integer;
     case ParameterType::boolean:
@@ -238,7 +238,9 @@ Space read_space(const Document& document, const YAML::Node& node) {
     check_path_name(space.name, "space name", document.where(*name));
   }
   if (auto parameters = fields.find("parameters")) {
-    for (const YAML::Node& item : read_list(document, *parameters, "parameters")) {
+    const std::vector<YAML::Node> items = read_list(document, *parameters, "parameters");
+    if (items.empty()) document.fail(*parameters, "parameters is an empty list; give at least one parameter");
+    for (const YAML::Node& item : items) {
       space.parameters.push_back(read_parameter(document, item, space.parameters));
     }
   }

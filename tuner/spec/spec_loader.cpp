@@ -27,7 +27,7 @@ KernelSpec parse_kernel_spec(const std::string& yaml_text, const std::filesystem
 KernelSpec load_kernel_spec(const std::filesystem::path& file, const ProblemOverrides& overrides) {
   std::error_code error;
   if (!fs::is_regular_file(file, error)) {
-    throw InputError(SourceLocation{file.string()}, "kernel spec file does not exist");
+    throw InputError(SourceLocation{file.string()}, "kernel spec file " + spec_loading::why_not_a_file(file));
   }
   if (is_t1_file_name(file)) return load_t1_kernel_spec(file, overrides);
   return parse_kernel_spec(spec_loading::read_whole_file(file), file, overrides);
@@ -39,7 +39,8 @@ Space parse_space(const std::string& yaml_text, const std::filesystem::path& fil
 
 Space load_space(const std::filesystem::path& file) {
   std::error_code error;
-  if (!fs::is_regular_file(file, error)) throw InputError(SourceLocation{file.string()}, "space file does not exist");
+  if (!fs::is_regular_file(file, error))
+    throw InputError(SourceLocation{file.string()}, "space file " + spec_loading::why_not_a_file(file));
   return spec_loading::parse_space_document(spec_loading::read_whole_file(file), file);
 }
 
@@ -82,6 +83,8 @@ std::filesystem::path find_spec(std::string_view name_or_path) {
   std::error_code error;
   const fs::path given(name_or_path);
   if (fs::is_regular_file(given, error)) return given;
+  if (fs::is_directory(given, error))
+    throw InputError(SourceLocation{given.string()}, "is a folder; a kernel spec is a .yaml file (or a T1 .json file)");
   std::string tried = fmt::format("'{}'", given.string());
   const fs::path kernels_directory = "kernels";
   if (!given.has_parent_path() && !given.has_extension() && !name_or_path.empty()) {

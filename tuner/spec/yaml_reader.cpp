@@ -63,6 +63,20 @@ std::optional<double> parse_real_text(std::string_view text) {
   return value;
 }
 
+std::string why_not_a_file(const std::filesystem::path& file) {
+  std::error_code error;
+  return std::filesystem::is_directory(file, error) ? "is a folder, not a file" : "does not exist";
+}
+
+std::string not_an_integer(std::string_view what, std::string_view text) {
+  std::string_view digits = text;
+  if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) digits.remove_prefix(1);
+  if (!digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return fmt::format("{} is {}, past the range of a 64-bit integer (-9223372036854775808 to 9223372036854775807)",
+                       what, text);
+  return fmt::format("{} must be an integer, found '{}'", what, text);
+}
+
 std::string read_whole_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(SourceLocation{file.string()}, "cannot open the file for reading");
@@ -218,7 +232,7 @@ std::int64_t read_integer(const Document& document, const YAML::Node& node, std:
   read_text(document, node, what);
   ScalarValue scalar = classify(node);
   if (scalar.kind != ScalarValue::Kind::integer) {
-    document.fail(node, fmt::format("{} must be an integer, found '{}'", what, scalar.text));
+    document.fail(node, not_an_integer(what, scalar.text));
   }
   return scalar.integer;
 }

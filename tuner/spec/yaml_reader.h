@@ -36,6 +36,10 @@ std::optional<std::int64_t> parse_integer_text(std::string_view text);
 std::optional<double> parse_real_text(std::string_view text);
 // InputError naming the file when it cannot be opened.
 std::string read_whole_file(const std::filesystem::path& file);
+// Why a path a spec names cannot be read as a file: "is a folder, not a file" or "does not exist".
+std::string why_not_a_file(const std::filesystem::path& file);
+// "<what> must be an integer, found '<text>'", or, for digits past 64 bits, that they are.
+std::string not_an_integer(std::string_view what, std::string_view text);
 
 // ---------------------------------------------------------------- YAML with locations
 

@@ -1,0 +1,138 @@
+// `tune run` on recorded data (no GPU): a default configuration that breaks a constraint is replaced by the first
+// valid one, said once and recorded; `--config` measures exactly the configurations given, and refuses one that is
+// not in the space or breaks a constraint, naming which.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis_test_support.h"
+#include "cli_test_support.h"
+
+namespace kernlathe {
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::CommandResult;
+using cli_test::run_tune;
+using testing::integer_parameter;
+using testing::measured;
+using testing::TemporaryFolder;
+using testing::write_record;
+
+const fs::path source_directory(KERNLATHE_SOURCE_DIR);
+const fs::path first_valid_default = source_directory / "tests/data/cli/first_valid_default.yaml";
+const fs::path saxpy_spec = source_directory / "kernels/saxpy.yaml";
+const fs::path saxpy_csv = source_directory / "results/runs/saxpy/sm_90/N=67108864/evaluations.csv";
+
+std::size_t occurrences(const std::string& text, const std::string& piece) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++count;
+  return count;
+}
+
+std::size_t lines_of(const fs::path& file) {
+  std::ifstream input(file);
+  return static_cast<std::size_t>(std::count(std::istreambuf_iterator<char>(input), {}, '\n'));
+}
+
+nlohmann::json last_run(const fs::path& folder) {
+  std::ifstream input(folder / "run.json");
+  return nlohmann::json::parse(input)["runs"].back();
+}
+
+const std::string fallback_note =
+    "note: the declared default configuration (BLOCK=128) breaks the constraint 'BLOCK != 128' (" +
+    first_valid_default.string() + ":10:";
+
+TEST(FirstValidDefault, ValidateAcceptsTheSpecAndSaysWhichDefaultStandsIn) {
+  const CommandResult result = run_tune("validate '" + first_valid_default.string() + "' --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(occurrences(result.err, fallback_note), 1u) << result.err;
+  EXPECT_NE(result.err.find("the first valid configuration (BLOCK=64) stands for the default"), std::string::npos);
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["default"], nlohmann::json({{"BLOCK", 64}}));
+  EXPECT_NE(json["default_note"].get<std::string>().find("BLOCK=64"), std::string::npos);
+}
+
+TEST(FirstValidDefault, ARunStartsFromItSaysSoOnceAndRecordsIt) {
+  TemporaryFolder folder("first-valid-default");
+  const std::vector<Parameter> parameters = {integer_parameter("BLOCK", {64, 128, 256})};
+  const std::vector<Evaluation> rows = {measured({Value{std::int64_t{64}}}, 2.0),
+                                        measured({Value{std::int64_t{256}}}, 1.0)};
+  const fs::path csv =
+      write_record(folder.path() / "recorded", parameters, rows, "Replayed GPU", "first_valid_default", "N=4096");
+  const fs::path out = folder.path() / "out";
+  const CommandResult result = run_tune("run '" + first_valid_default.string() + "' --replay '" + csv.string() +
+                                        "' --out '" + out.string() + "' --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(occurrences(result.err, fallback_note), 1u) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["default_time_ms"], 2.0) << "the default is BLOCK=64's row";
+  EXPECT_EQ(json["best"][0]["configuration"], nlohmann::json({{"BLOCK", 256}}));
+  EXPECT_DOUBLE_EQ(json["best"][0]["speedup_over_default"].get<double>(), 2.0);
+  const std::string recorded = last_run(out)["extra"]["default_configuration"].get<std::string>();
+  EXPECT_NE(recorded.find("the first valid configuration (BLOCK=64) stands for the default"), std::string::npos)
+      << recorded;
+}
+
+TEST(GivenConfigurations, ExactlyTheGivenOnesAreMeasuredRecordedAndRanked) {
+  TemporaryFolder folder("given-configurations");
+  const fs::path out = folder.path() / "out";
+  // BLOCK=64 with the other parameters at their defaults; the second names every parameter.
+  const CommandResult result = run_tune(
+      "run '" + saxpy_spec.string() + "' --replay '" + saxpy_csv.string() + "' --out '" + out.string() +
+      "' --json --config BLOCK=64 --config BLOCK=512,VEC=4,ITEMS=2,GRID_STRIDE=false,BLOCKS_PER_SM=4");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const nlohmann::json json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["evaluated"], 2);
+  ASSERT_EQ(json["best"].size(), 2u);
+  std::vector<nlohmann::json> ranked;
+  for (const auto& entry : json["best"]) ranked.push_back(entry["configuration"]);
+  const auto saxpy = [](int block, int vec, int items) {
+    return nlohmann::json{{"BLOCK", block}, {"VEC", vec}, {"ITEMS", items}, {"GRID_STRIDE", false},
+                          {"BLOCKS_PER_SM", 4}};
+  };
+  const nlohmann::json first = saxpy(64, 1, 1);
+  const nlohmann::json second = saxpy(512, 4, 2);
+  EXPECT_NE(std::find(ranked.begin(), ranked.end(), first), ranked.end()) << json["best"].dump();
+  EXPECT_NE(std::find(ranked.begin(), ranked.end(), second), ranked.end()) << json["best"].dump();
+  EXPECT_LE(json["best"][0]["median_ms"].get<double>(), json["best"][1]["median_ms"].get<double>());
+  EXPECT_FALSE(json.contains("default_time_ms")) << "the default was not asked for";
+  EXPECT_EQ(lines_of(out / "evaluations.csv"), 3u) << "the header and the two rows";
+  EXPECT_NE(last_run(out)["extra"]["given_configurations"].get<std::string>().find("BLOCK=512"), std::string::npos);
+}
+
+TEST(GivenConfigurations, OneNotInTheSpaceOrBreakingAConstraintIsRefusedByName) {
+  TemporaryFolder folder("given-refused");
+  const fs::path out = folder.path() / "out";
+  const std::string run =
+      "run '" + saxpy_spec.string() + "' --replay '" + saxpy_csv.string() + "' --out '" + out.string() + "' ";
+  struct Refusal {
+    std::string given;
+    std::string what;
+  };
+  for (const Refusal& refusal : std::vector<Refusal>{
+           {"BLOCK=96", "--config BLOCK=96: 96 is not one of the values of 'BLOCK' (64, 128, 256, 512, 1024)"},
+           {"BLOK=64", "--config BLOK=64: 'BLOK' is not a parameter of the space (did you mean 'BLOCK'?)"},
+           {"BLOCK=64,BLOCK=128", "'BLOCK' is given twice"},
+           {"BLOCK", "'BLOCK' is not NAME=VALUE"},
+           {"BLOCKS_PER_SM=8", "--config BLOCKS_PER_SM=8: the configuration BLOCK=256 VEC=1 ITEMS=1 "
+                               "GRID_STRIDE=false BLOCKS_PER_SM=8 breaks the constraint 'GRID_STRIDE or "
+                               "BLOCKS_PER_SM == 4'"}}) {
+    SCOPED_TRACE(refusal.given);
+    const CommandResult result = run_tune(run + "--config BLOCK=128 --config " + refusal.given);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find(refusal.what), std::string::npos) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_FALSE(fs::exists(out)) << "nothing is written before the configurations are known good";
+  }
+}
+
+}  // namespace
+}  // namespace kernlathe
