@@ -9,7 +9,8 @@
 # TFLOP/s counted as 4 x batch x heads x seq x seq x dim, halved for causal, for both.
 # Floor: ours >= 1.05x cuDNN at every sequence. Exit 0 when every floor is met, 1 otherwise (or on a failed run).
 # Usage (on a GPU host): benchmarks/attention_models_bench.sh [BIN_DIR] [LOG_DIR]
-#   ATTENTION_BUDGET (evaluations per shape, default 40), ATTENTION_SEQUENCES ("1000 4096 8192").
+#   ATTENTION_BUDGET (evaluations per shape, default 40), ATTENTION_SEQUENCES ("1000 4096 8192"), KERNLATHE_COMMIT
+#   (the commit to report where the tree has no .git).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-build}"
@@ -52,7 +53,8 @@ python3 - "$logs" <<'PY'
 import json, os, subprocess, sys, datetime
 
 logs = sys.argv[1]
-commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip() or "unknown"
+commit = os.environ.get("KERNLATHE_COMMIT") or subprocess.run(
+    ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip() or "unknown"
 print(f"Llama-3-8B attention: bf16, 32 query / 8 key-value heads, head dim 128, causal, BSHD; "
       f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, commit {commit}")
 print("TFLOP/s = 4 x batch x heads x seq x seq x dim / 2 (causal) over the median time")
