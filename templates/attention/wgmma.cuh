@@ -375,6 +375,19 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
     };
     const auto stage_of = [&](int tile) { return (ring + tile) % stages; };
     const auto phase_of = [&](int tile) { return static_cast<unsigned>((ring + tile) / stages % 2); };
+    // The block's tiles past this consumer's last, in order: once the producer has loaded each (its stage's previous
+    // use is then over), this consumer's part of the stage's release, and with turns an empty turn, so every
+    // consumer takes as many. Each tile's release comes before its turn: a later tile's load, which the other
+    // consumers' turns wait for, needs this consumer's release of the tile `stages` before it.
+    const auto release_skipped = [&](int block_tiles, int own_tiles, bool final_unit) {
+      for (int tile = own_tiles; tile < block_tiles; ++tile) {
+        barrier_wait(k_full(stage_of(tile)), phase_of(tile));
+        release(empty(stage_of(tile)));
+        last_turn = final_unit && tile == block_tiles - 1;
+        take_turn();
+        end_turn();
+      }
+    };
 
     float output[output_count];
 #pragma unroll
@@ -451,15 +464,11 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
       issue_output(output, p, last);
       wgmma_commit();
       end_turn();
-      // Empty turns for the tiles this consumer skips, so every consumer takes as many.
-      for (int tile = kv_tiles; tile < work.kv_tiles; ++tile) {
-        last_turn = last_unit && tile == work.kv_tiles - 1;
-        take_turn();
-        end_turn();
-      }
       wgmma_wait<0>();
       accumulators_ready(output);
       release(empty(last));
+      // With turns, the tiles skipped before the stores: the other consumers' next turns wait for these.
+      if (pingpong) release_skipped(work.kv_tiles, kv_tiles, last_unit);
     }
 
     // Each row's sum over its four threads, then O / sum into the output rows, two elements per store; rows past
@@ -484,12 +493,7 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
       }
     }
 
-    // The block's tiles past this consumer's last: once the producer has loaded each (its stage's previous use is
-    // then over), this consumer's part of the stage's release.
-    for (int tile = kv_tiles; tile < work.kv_tiles; ++tile) {
-      barrier_wait(k_full(stage_of(tile)), phase_of(tile));
-      release(empty(stage_of(tile)));
-    }
+    if (!pingpong) release_skipped(work.kv_tiles, kv_tiles, last_unit);
     ring += work.kv_tiles;
   }
 }

@@ -349,8 +349,9 @@ TEST_F(RuntimeOnDevice, GemmVerifiesAtRaggedShapesInBothLayouts) {
 // grouped-query ratios 1, 4 and 8 (8 query heads over 8, 2 and 1 key/value heads), each sequence and each ratio in
 // both layouts (BHSD and BSHD), causal and not, and a prefill of 63 and 1000 queries against 1000 cached keys. Each
 // problem launches one wgmma configuration through the runtime (the four kinds in turn: two consumers taking turns
-// over 128-key tiles, three persistent consumers over 64-key tiles in "tiles" order, one consumer with the products
-// one after another, two persistent consumers over 64-key tiles) and compares every output element with the
+// over 128-key tiles, three persistent consumers taking turns over 64-key tiles in "tiles" order, where causal
+// masking has the first consumers skip up to two tiles, one consumer with the products one after another, two
+// persistent consumers over 64-key tiles) and compares every output element with the
 // reference path's (fp32 on CUDA cores) on the same inputs; outputs are poisoned first, so a row never stored fails.
 TEST_F(RuntimeOnDevice, AttentionVerifiesAtRaggedSequencesGroupedHeadsAndBothLayouts) {
   if (properties_.arch_major != 9) GTEST_SKIP() << "the wgmma path needs sm_90 (this device is " << properties_.arch_name() << ")";
@@ -368,7 +369,8 @@ TEST_F(RuntimeOnDevice, AttentionVerifiesAtRaggedSequencesGroupedHeadsAndBothLay
   using Assignment = std::vector<std::pair<std::string, Value>>;
   const std::vector<Assignment> configurations = {
       {{"AT_CONSUMERS", std::int64_t{2}}, {"AT_BN", std::int64_t{128}}, {"AT_PINGPONG", true}, {"AT_PERSISTENT", false}},
-      {{"AT_CONSUMERS", std::int64_t{3}}, {"AT_BN", std::int64_t{64}}, {"AT_PERSISTENT", true}, {"AT_ORDER", std::string("tiles")}},
+      {{"AT_CONSUMERS", std::int64_t{3}}, {"AT_BN", std::int64_t{64}}, {"AT_STAGES", std::int64_t{3}}, {"AT_PINGPONG", true},
+       {"AT_PERSISTENT", true}, {"AT_ORDER", std::string("tiles")}},
       {{"AT_CONSUMERS", std::int64_t{1}}, {"AT_BN", std::int64_t{128}}, {"AT_OVERLAP", false}, {"AT_PINGPONG", false}},
       {{"AT_CONSUMERS", std::int64_t{2}}, {"AT_BN", std::int64_t{64}}, {"AT_PERSISTENT", true}, {"AT_STAGES", std::int64_t{3}}},
   };
