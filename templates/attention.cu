@@ -36,7 +36,6 @@ constexpr int head_dim = AT_HEAD_DIM;
 constexpr bool causal = AT_CAUSAL;
 constexpr int heads = AT_HEADS;                 // query heads
 constexpr int kv_group = AT_KV_GROUP;           // query heads per key/value head
-constexpr int kv_heads = heads / kv_group;
 constexpr bool rows_outside_heads = AT_LAYOUT == 1;  // BSHD
 
 static_assert(heads % kv_group == 0, "key/value heads divide the query heads");

@@ -161,6 +161,38 @@ TEST_P(AttentionTemplate, Sm80OffersOnlyTheReferenceAndItCompiles) {
   EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
 }
 
+// Head dimension 256 (issue 33): a narrower space, 64-key tiles and one or two consumers only (128 fp32 output
+// accumulators a thread leave no room for more), and the reference with 16-key tiles; each of those compiles.
+TEST(AttentionTemplateHeadDim256, TheNarrowerSpaceCompilesOnSm90) {
+  const AttentionProblem problem{"attention_bf16", 256, true, 1000, 32, 8, 1};
+  KernelSpec spec = load_spec(problem);
+  SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
+  ASSERT_GT(space.valid_count(), 0u);
+  std::set<std::string> kinds;
+  std::vector<Configuration> chosen;
+  for (std::uint64_t index = 0; index < space.valid_count(); ++index) {
+    const Configuration configuration = space.at(index);
+    const Lookup values{space.bindings(configuration)};
+    if (!values.wgmma()) {
+      if (kinds.insert("reference").second) chosen.push_back(configuration);
+      continue;
+    }
+    EXPECT_EQ(values.integer("AT_BN"), 64) << to_string(spec.space, configuration);
+    EXPECT_LE(values.integer("AT_CONSUMERS"), 2) << to_string(spec.space, configuration);
+    const std::string kind = "wgmma_" + std::to_string(values.integer("AT_CONSUMERS")) +
+                             (values.flag("AT_PINGPONG") ? "_ping_pong" : "");
+    if (kinds.insert(kind).second) chosen.push_back(configuration);
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"reference", "wgmma_1", "wgmma_2", "wgmma_2_ping_pong"}));
+  TemporaryDirectory cache;
+  for (const Configuration& configuration : chosen) {
+    SCOPED_TRACE(to_string(spec.space, configuration));
+    CompileResult result = compile_cubin(instantiate(spec, space, configuration, "sm_90"), cache.path(),
+                                         /*use_cache=*/false);
+    ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+  }
+}
+
 // Both element types, both head dimensions, causal and not, ragged sequences (one row, less than a tile, a
 // thousand, 4096 + 77), grouped-query ratios 1, 4 and 8, both layouts, keys cached before the queries; each spec
 // meets each head dimension, each masking and each layout.

@@ -480,11 +480,12 @@ std::vector<double> attention_in_double(const AttentionInputs& inputs, const Att
 }
 
 // What the fp32 arithmetic may add before the output's rounding, worst case. A score sums head_dim products
-// (|q k| <= 4) per lane in groups of head_dim / 32 and then over 5 shuffle steps: at most (4 + 5) roundings of
-// 2^-24 times the sum of |q k| (<= 4 x 128), times scale (<= 1/8): 2.7e-5 absolute at most (about 1e-6 typical),
-// which is the relative error of that key's weight (exp's own error is an ulp or two, 1e-7). A relative error d in
-// every weight moves the normalised sum of values in [-1, 1] by at most 2d; the running rescaling adds one
-// rounding per key (<= 50 keys here: 3e-6). So 1e-4 bounds the fp32 part with room to spare, while one key too
+// (|q k| <= 4) per lane in groups of head_dim / 32 and then over 5 shuffle steps: at most (head_dim / 32 + 5)
+// roundings of 2^-24 times the sum of |q k| (<= 4 head_dim), times scale (1 / sqrt(head_dim)): 2.7e-5 absolute at
+// most at head_dim 128, 5e-5 at 256 (about 1e-6 typical), which is the relative error of that key's weight (exp's
+// own error is an ulp or two, 1e-7). A relative error d in every weight moves the normalised sum of values in
+// [-1, 1] by at most 2d; the running rescaling adds one rounding per key (<= 50 keys here: 3e-6). Typical errors
+// sit far below the worst case, so 1e-4 bounds the fp32 part, while one key too
 // many or too few moves an output by about |v - o| / (keys + 1), 1e-2 at 40 keys. Measured on these shapes: no
 // output is more than 3e-8 beyond its rounding bound; the bf16 outputs are the double results rounded to bf16.
 constexpr double fp32_allowance = 1.0e-4;
@@ -583,7 +584,8 @@ std::string attention_build_name(const ::testing::TestParamInfo<AttentionBuild>&
 // bf16 at head dimension 64 with two rows per block (as many as each warp of the spec's verification configuration
 // owns), fp16 at 128 with eight: 3 batches of one block's rows (fewer keys than a tile), one whole tile, and 2
 // batches across the tile boundary to a partial second tile. Then grouped-query heads (4 over 2, 8 over 1) in both
-// layouts, sequences no block divides, and keys cached before the queries (causal masking aligned at the end).
+// layouts, sequences no block divides, and keys cached before the queries (causal masking aligned at the end); head
+// dimension 256 (16-key tiles).
 INSTANTIATE_TEST_SUITE_P(
     Builds, AttentionReferenceOnHost,
     ::testing::Values(AttentionBuild{&bf16, 64, false, 2, {{3, 6}, {1, 32}, {2, 38}}},
@@ -593,7 +595,8 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionBuild{&bf16, 64, true, 2, {{2, 7}, {1, 1}, {1, 37, 5}}, {4, 2, true}},
                       AttentionBuild{&bf16, 64, false, 8, {{2, 13}, {1, 35, 12}}, {4, 2, false}},
                       AttentionBuild{&f16, 128, true, 8, {{1, 13}, {2, 33, 9}}, {8, 8, false}},
-                      AttentionBuild{&f16, 128, false, 8, {{1, 1}, {2, 21, 30}}, {8, 8, true}}),
+                      AttentionBuild{&f16, 128, false, 8, {{1, 1}, {2, 21, 30}}, {8, 8, true}},
+                      AttentionBuild{&bf16, 256, true, 8, {{1, 19}, {1, 13, 8}}, {2, 2, true}}),
     attention_build_name);
 
 // The comparison above cannot pass vacuously: against attention with a wrong mask it fails, by far on early rows

@@ -3,7 +3,8 @@
 //
 // A block of REF_WARPS warps takes REF_ROWS consecutive query rows of one (batch, head) pair (the last block of a
 // pair may reach past the sequence: those rows are neither read nor written); keys and values of the pair's
-// key/value head come through shared memory in tiles of 32 rows, converted to fp32 (zeros past the last key). Each warp owns REF_ROWS / REF_WARPS query rows and
+// key/value head come through shared memory in tiles of 32 rows (16 past head dimension 128), converted to fp32
+// (zeros past the last key). Each warp owns REF_ROWS / REF_WARPS query rows and
 // walks the keys one by one: lane l holds elements l, l + 32, ... of the query row and of its output row, the score
 // is a warp-wide sum, and the softmax is the online one (running maximum, rescaled sum and output) with expf and a
 // final division. Causal masking skips keys after the query's position, aligned at the end (query i sees keys up to
@@ -15,7 +16,8 @@ namespace reference_path {
 constexpr int warps = REF_WARPS;
 constexpr int rows = REF_ROWS;
 constexpr int rows_per_warp = rows / warps;
-constexpr int key_tile = 32;
+constexpr int key_tile = head_dim > 128 ? 16 : 32;  // K and V tiles in 32 KiB of static shared memory
+constexpr int kv_heads = heads / kv_group;
 constexpr int per_lane = head_dim / 32;
 
 static_assert(THREADS == warps * 32, "REF_WARPS warps per block");
