@@ -55,9 +55,21 @@ __device__ __forceinline__ long long row_offset(int batch, int head, int row, in
 #include "attention/wgmma.cuh"
 #endif
 
+// -DATTENTION_LOG_SUM_EXP (the *_lse specs): the kernel also writes, for every query row, the natural logarithm of its
+// softmax denominator, log(sum over the keys it sees of exp(scale q k)), into lse[batch][head][row] (fp32, whatever
+// the layout): what a backward pass or a split-KV decode combines partial results with.
+#if defined(ATTENTION_LOG_SUM_EXP)
+#define ATTENTION_LSE_PARAMETER float* __restrict__ lse,
+#define ATTENTION_LSE_ARGUMENT lse
+#else
+#define ATTENTION_LSE_PARAMETER
+#define ATTENTION_LSE_ARGUMENT nullptr
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     attention(int sequence, int keys, float scale, const Element* __restrict__ q, const Element* __restrict__ k,
-              const Element* __restrict__ v, Element* __restrict__ o, const __grid_constant__ TensorMap q_map,
-              const __grid_constant__ TensorMap k_map, const __grid_constant__ TensorMap v_map) {
-  attention_path(sequence, keys, scale, q, k, v, o, q_map, k_map, v_map);
+              const Element* __restrict__ v, Element* __restrict__ o, ATTENTION_LSE_PARAMETER
+              const __grid_constant__ TensorMap q_map, const __grid_constant__ TensorMap k_map,
+              const __grid_constant__ TensorMap v_map) {
+  attention_path(sequence, keys, scale, q, k, v, o, ATTENTION_LSE_ARGUMENT, q_map, k_map, v_map);
 }

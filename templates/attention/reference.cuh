@@ -27,8 +27,8 @@ static_assert(head_dim % 32 == 0, "a query row is spread over the 32 lanes of a 
 }  // namespace reference_path
 
 __device__ __forceinline__ void attention_path(int sequence, int key_count, float scale, const Element* q,
-                                               const Element* k, const Element* v, Element* o, const TensorMap&,
-                                               const TensorMap&, const TensorMap&) {
+                                               const Element* k, const Element* v, Element* o, float* lse,
+                                               const TensorMap&, const TensorMap&, const TensorMap&) {
   using namespace reference_path;
   __shared__ float keys[key_tile][head_dim];
   __shared__ float values[key_tile][head_dim];
@@ -91,6 +91,9 @@ __device__ __forceinline__ void attention_path(int sequence, int key_count, floa
   for (int row = 0; row < rows_per_warp; ++row) {
     const int position = first_row + warp * rows_per_warp + row;
     if (position >= sequence) continue;
+    if (lse != nullptr && lane == 0) {
+      lse[(static_cast<long long>(blockIdx.x)) * sequence + position] = running_max[row] + logf(running_sum[row]);
+    }
     for (int index = 0; index < per_lane; ++index) {
       o[row_offset(batch, head, position, heads, sequence) + lane + 32 * index] =
           from_float<Element>(output[row][index] / running_sum[row]);

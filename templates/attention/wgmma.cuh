@@ -194,7 +194,7 @@ __device__ __forceinline__ void copy_rows(unsigned shared_destination, const Ten
 
 
 __device__ __forceinline__ void attention_path(int sequence, int keys, float scale, const Element*, const Element*,
-                                               const Element*, Element* o, const TensorMap& q_map,
+                                               const Element*, Element* o, float* lse, const TensorMap& q_map,
                                                const TensorMap& k_map, const TensorMap& v_map) {
   using namespace wgmma_path;
   extern __shared__ unsigned char attention_shared[];
@@ -479,6 +479,12 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
       total[half] = state.sum[half];
       total[half] += __shfl_xor_sync(0xffffffffu, total[half], 1);
       total[half] += __shfl_xor_sync(0xffffffffu, total[half], 2);
+      // The log-sum-exp of the row's scaled scores: the maximum and the sum are in powers of two.
+      const int row = row0 + half * 8;
+      if (lse != nullptr && lane % 4 == 0 && row < sequence) {
+        lse[(static_cast<long long>(work.batch) * heads + work.head) * sequence + row] =
+            (state.max[half] + __log2f(total[half])) * 0.6931471805599453f;
+      }
       total[half] = 1.0f / total[half];
     }
 #pragma unroll
