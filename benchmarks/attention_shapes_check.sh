@@ -4,7 +4,7 @@
 # ping-pong, persistent, either block order, 64- and 128-key tiles, two and three stages) and verifies each against
 # the fp32 reference path.
 # Sequences 1, 63, 200, 1000, 4096 and 4096 + 77; grouped-query ratios 1, 4 and 8; both layouts; causal and not;
-# prefills of 63 and 1000 queries against 1000 and 3000 cached keys. Exit 1 when a configuration fails verification
+# prefills of 63 and 1000 queries against 1000 and 3000 cached keys; head dimension 256; the log-sum-exp output. Exit 1 when a configuration fails verification
 # or faults (statuses other than ok), or a run fails.
 # Usage (on a GPU host): benchmarks/attention_shapes_check.sh [BIN_DIR] [LOG_DIR]
 set -uo pipefail
@@ -29,7 +29,7 @@ cat >>"$space" <<'EOF2'
     (AT_CONSUMERS == 2 and AT_BN == 64 and AT_STAGES == 2 and AT_OVERLAP and not AT_PINGPONG and AT_PERSISTENT and AT_ORDER == "heads") or
     (AT_CONSUMERS == 3 and AT_BN == 128 and AT_STAGES == 2 and AT_PINGPONG and not AT_PERSISTENT and AT_ORDER == "tiles")))
 EOF2
-for spec in attention_bf16 attention_f16; do
+for spec in attention_bf16 attention_f16 attention_bf16_lse; do
   sed -e "s|^template: .*|template: $PWD/templates/attention.cu|" -e "s|^space: .*|space: $space|" \
     "kernels/$spec.yaml" >"$logs/$spec.yaml"
 done
@@ -45,7 +45,11 @@ attention_bf16 2 8 8 4173 0 64 1 0
 attention_bf16 2 32 8 63 1000 128 1 1
 attention_f16 2 8 2 1000 3000 128 1 1
 attention_bf16 2 8 8 4096 0 128 1 0
-attention_bf16 3 16 4 200 0 64 0 1}"
+attention_bf16 3 16 4 200 0 64 0 1
+attention_bf16 1 8 2 1000 0 256 1 1
+attention_f16 2 8 8 77 100 256 0 0
+attention_bf16_lse 2 8 2 1000 0 128 1 1
+attention_bf16_lse 2 8 1 63 500 64 0 0}"
 failed=0
 while read -r spec batch heads kv_heads sequence cached head_dim causal layout; do
   [[ -z $spec ]] && continue

@@ -1,7 +1,7 @@
 // Attention forward on Hopper tensor cores, FlashAttention-style (sm_90a only).
 //
 // A block computes the output of AT_BM = 64 * AT_CONSUMERS query rows of one (batch, head) pair:
-//   - Warpgroup 0 is the producer: one thread loads the block's Q tile once, then the K and V tiles of AT_BN keys
+//   - Warpgroup 0 is the producer: one thread loads the block's Q tile once, then the K and V tiles of AT_KEY_TILE keys
 //     each, with TMA bulk tensor copies into a ring of AT_STAGES shared-memory stages. K and V of a stage complete
 //     on separate mbarriers, so the S = Q K^T of a stage can start before its V has arrived.
 //   - Warpgroups 1..AT_CONSUMERS are consumers, 64 query rows each. Per K/V tile: S = Q K^T (wgmma, Q and K from
@@ -19,7 +19,7 @@
 //     barriers (consumer c waits on barrier 1 + c, then lets the next consumer go), so one consumer's softmax runs
 //     while the other's products keep the tensor cores busy, instead of both reaching their exponentials at once.
 //   - setmaxnreg moves registers from the producer to the consumers' accumulators (O: AT_HEAD_DIM / 2 fp32 per
-//     thread, S: AT_BN / 2, P: AT_BN / 4).
+//     thread, S: AT_KEY_TILE / 2, P: AT_KEY_TILE / 4).
 //   - AT_PERSISTENT: one block per SM walks the query tiles (units) b, b + gridDim.x, ... in AT_ORDER's order; the
 //     producer loads the next unit's Q as soon as every consumer's last score product of the current unit is done
 //     (the q_empty barrier), and its first K / V tiles as stages free up, while the consumers finish and store the
@@ -37,7 +37,7 @@
 //
 // Layouts (tensor maps encoded by the evaluation worker with 128-byte swizzle): Q, K and V are 4-D maps, innermost
 // first [head_dim, rows, heads, batch] (BHSD) or [head_dim, heads, rows, batch] (BSHD), so either layout arrives the
-// same way: head_dim / 64 boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_BN rows of one head,
+// same way: head_dim / 64 boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_KEY_TILE rows of one head,
 // every box starting on a 1024-byte boundary: wgmma's K-major layout for Q and K, and its N-major layout, 64
 // columns per chunk, for V. Grouped-query heads: a block of query head h loads the K / V of head h / AT_KV_GROUP,
 // and the blocks of the heads of one group run next to each other ("heads" order), so those tiles come from L2.
@@ -55,7 +55,7 @@
 namespace wgmma_path {
 
 constexpr int block_m = AT_BM;
-constexpr int block_n = AT_BN;
+constexpr int block_n = AT_KEY_TILE;  // AT_BN, or 64 at head dimension 256
 constexpr int stages = AT_STAGES;
 constexpr int consumers = AT_CONSUMERS;
 constexpr bool overlap = AT_OVERLAP;
