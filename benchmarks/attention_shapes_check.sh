@@ -4,8 +4,8 @@
 # ping-pong, persistent, either block order, 64- and 128-key tiles, two and three stages) and verifies each against
 # the fp32 reference path.
 # Sequences 1, 63, 200, 1000, 4096 and 4096 + 77; grouped-query ratios 1, 4 and 8; both layouts; causal and not;
-# prefills of 63 and 1000 queries against 1000 and 3000 cached keys; head dimension 256; the log-sum-exp output. Exit 1 when a configuration fails verification
-# or faults (statuses other than ok), or a run fails.
+# prefills of 63 and 1000 queries against 1000 and 3000 cached keys; head dimension 256; the log-sum-exp output.
+# Exit 1 when a configuration fails verification or faults (statuses other than ok), or a run fails.
 # Usage (on a GPU host): benchmarks/attention_shapes_check.sh [BIN_DIR] [LOG_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
