@@ -6,6 +6,10 @@ specs draw it), so a benchmark can print our fused kernel's time beside PyTorch'
   torch_reference.py gemm M N K                      bf16: mm, addmm(bias), gelu(addmm(bias)), addmm(bias) + r
   torch_reference.py attention B H S D CAUSAL DTYPE  scaled_dot_product_attention on [B, H, S, D] tensors with
                                                      each backend (cuDNN, flash, memory-efficient) forced in turn
+  torch_reference.py attention_models B H KV_H S D CAUSAL DTYPE LAYOUT
+                                                     the same with grouped-query heads (KV_H key/value heads) on
+                                                     tensors in LAYOUT bshd ([B, S, H, D], passed as transposed
+                                                     views, no copy) or bhsd, cuDNN and flash backends
   torch_reference.py rows CASES_FILE                 row kernels (issue 30) in eager mode and through torch.compile,
                                                      all cases in this one process: each line of CASES_FILE is
                                                      "OP DTYPE ROWS COLS MODE", OP rmsnorm or softmax, MODE warm or
@@ -135,6 +139,54 @@ def attention(batch, heads, sequence, head_dim, causal, dtype_name):
     return report
 
 
+def attention_models(batch, heads, kv_heads, sequence, head_dim, causal, dtype_name, layout):
+    """Attention as models call it: grouped-query heads (enable_gqa, query head h reads key/value head
+    h // (heads // kv_heads)) on [B, S, H, D] tensors viewed as [B, H, S, D] (layout bshd) or on [B, H, S, D]
+    tensors (bhsd). Where a backend refuses enable_gqa, K and V are expanded to every query head outside the timed
+    call and the report says so ("gqa": "expanded")."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    dtype = DTYPES[dtype_name]
+    generator = torch.Generator(device="cuda").manual_seed(41)
+
+    def tensor(head_count, low, high):
+        if layout == "bshd":
+            return uniform((batch, sequence, head_count, head_dim), low, high, dtype, generator).transpose(1, 2)
+        return uniform((batch, head_count, sequence, head_dim), low, high, dtype, generator)
+
+    q, k, v = tensor(heads, -2, 2), tensor(kv_heads, -2, 2), tensor(kv_heads, -1, 1)
+    flops = 4 * batch * heads * sequence * sequence * head_dim // (2 if causal else 1)
+    report = {"dtype": dtype_name, "flops": flops, "batch": batch, "heads": heads, "kv_heads": kv_heads,
+              "sequence": sequence, "head_dim": head_dim, "causal": bool(causal), "layout": layout}
+    backends = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
+    for name, backend in backends.items():
+        timing = None
+        try:
+            with sdpa_kernel(backend):
+                timing = time_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal),
+                                                                          enable_gqa=True))
+            timing["gqa"] = "native"
+        except RuntimeError as error:
+            native_error = str(error).splitlines()[0][:200]
+            group = heads // kv_heads
+            if layout == "bshd":
+                k_all = k.transpose(1, 2).repeat_interleave(group, dim=2).transpose(1, 2)
+                v_all = v.transpose(1, 2).repeat_interleave(group, dim=2).transpose(1, 2)
+            else:
+                k_all, v_all = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+            try:
+                with sdpa_kernel(backend):
+                    timing = time_call(lambda: F.scaled_dot_product_attention(q, k_all, v_all,
+                                                                              is_causal=bool(causal)))
+                timing["gqa"] = "expanded"
+                timing["native_error"] = native_error
+            except RuntimeError as second:
+                timing = {"error": str(second).splitlines()[0][:200], "native_error": native_error}
+        if "median_ms" in timing:
+            timing["tflops"] = flops / (timing["median_ms"] * 1e-3) / 1e12
+        report[name] = timing
+    return report
+
+
 def time_cold(call):
     """Median and spread of one call per sample with the L2 cache flushed before it, as `tune run --cold` measures
     (tuner/measure/measurement.h: a write over twice the L2 size, outside the timed region). A GPU-side sleep is
@@ -227,6 +279,8 @@ def main(arguments):
         report = gemm(int(arguments[1]), int(arguments[2]), int(arguments[3]))
     elif len(arguments) == 7 and arguments[0] == "attention":
         report = attention(*(int(value) for value in arguments[1:6]), arguments[6])
+    elif len(arguments) == 9 and arguments[0] == "attention_models" and arguments[8] in ("bshd", "bhsd"):
+        report = attention_models(*(int(value) for value in arguments[1:7]), arguments[7], arguments[8])
     else:
         raise SystemExit(__doc__)
     report["torch"] = torch.__version__

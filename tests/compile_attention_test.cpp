@@ -1,8 +1,10 @@
-// The attention template compiles with NVRTC in each of its code paths (issue 19): the fp32 reference, and the
-// wgmma path with one, two and three consumer warpgroups, with the products one after another or overlapped with
+// The attention template compiles with NVRTC in each of its code paths (issues 19 and 33): the fp32 reference, and
+// the wgmma path with one, two and three consumer warpgroups, with the products one after another or overlapped with
 // the softmax, with consumers taking turns (ping-pong), walking the query tiles of every pair together, and with key
-// tiles of 64 and 128 rows; for bf16 and fp16, head dimensions 64 and 128, causal and not, on sm_90 (where the specs
-// ask for sm_90a). On sm_80 the space offers the reference path only, and that compiles.
+// tiles of 64 and 128 rows; for bf16 and fp16, head dimensions 64 and 128, causal and not, at sequences no tile
+// divides (1, 63, 1000, 4096 + 77, and keys cached before the queries), grouped-query ratios 1, 4 and 8, in both
+// layouts, on sm_90 (where the specs ask for sm_90a). On sm_80 the space offers the reference path only, and that
+// compiles.
 // Each case is the first configuration of a deterministic sample of the shipped space that matches it, so the test
 // also fails if the space stops offering a path.
 #include <gtest/gtest.h>
@@ -28,29 +30,40 @@ using compile_test::constants_for;
 using compile_test::read_file;
 using compile_test::TemporaryDirectory;
 
-// One spec at one problem: the element type comes with the spec, head dimension and masking with the problem.
+// One spec at one problem: the element type comes with the spec, the rest with the problem.
 struct AttentionProblem {
   std::string spec;
   std::int64_t head_dim;
   bool causal;
+  std::int64_t sequence;
+  std::int64_t heads, kv_heads;
+  std::int64_t layout;  // 0: BHSD, 1: BSHD
+  std::int64_t cached = 0;
 };
 
 void PrintTo(const AttentionProblem& problem, std::ostream* stream) {
-  *stream << problem.spec << " HEAD_DIM " << problem.head_dim << " CAUSAL " << (problem.causal ? 1 : 0);
+  *stream << problem.spec << " HEAD_DIM " << problem.head_dim << " CAUSAL " << (problem.causal ? 1 : 0) << " SEQ "
+          << problem.sequence << " HEADS " << problem.heads << " KV_HEADS " << problem.kv_heads << " LAYOUT "
+          << problem.layout << " CACHED " << problem.cached;
 }
 
 std::string problem_name(const testing::TestParamInfo<AttentionProblem>& info) {
-  return info.param.spec + "_hd" + std::to_string(info.param.head_dim) + (info.param.causal ? "_causal" : "");
+  const AttentionProblem& problem = info.param;
+  return problem.spec + "_hd" + std::to_string(problem.head_dim) + (problem.causal ? "_causal" : "") + "_seq" +
+         std::to_string(problem.sequence) + "_gqa" + std::to_string(problem.heads / problem.kv_heads) +
+         (problem.layout == 1 ? "_bshd" : "_bhsd") + (problem.cached > 0 ? "_cached" : "");
 }
 
-// Sequences of 3072 tokens: whole query tiles of 64, 128 and 192 rows (one, two and three consumers) and key tiles
-// of 64 and 128. The specs' default 4096 is no multiple of 192, so its space has no three-consumer configuration.
-constexpr std::int64_t sequence = 3072;
-
 KernelSpec load_spec(const AttentionProblem& problem) {
-  return load_kernel_spec(
-      std::filesystem::path(KERNLATHE_SOURCE_DIR) / "kernels" / (problem.spec + ".yaml"),
-      {{"SEQ", sequence}, {"HEAD_DIM", problem.head_dim}, {"CAUSAL", problem.causal ? 1 : 0}});
+  return load_kernel_spec(std::filesystem::path(KERNLATHE_SOURCE_DIR) / "kernels" / (problem.spec + ".yaml"),
+                          {{"SEQ", problem.sequence},
+                           {"HEAD_DIM", problem.head_dim},
+                           {"CAUSAL", problem.causal ? 1 : 0},
+                           {"BATCH", 2},
+                           {"HEADS", problem.heads},
+                           {"KV_HEADS", problem.kv_heads},
+                           {"LAYOUT", problem.layout},
+                           {"CACHED", problem.cached}});
 }
 
 // A configuration's bindings, with the path it takes.
@@ -80,7 +93,7 @@ std::vector<PathCase> path_cases() {
   };
 }
 
-// A sample of the space, not all of it (one problem's space holds 74 to 102 configurations).
+// A sample of the space, not all of it (one problem's space holds 200 to 300 configurations).
 constexpr std::uint64_t sample_size = 48;
 constexpr std::uint64_t sample_seed = 19;
 
@@ -108,6 +121,9 @@ TEST_P(AttentionTemplate, EveryPathCompilesOnSm90) {
     // The problem reaches the template through the derived values.
     EXPECT_EQ(values.integer("AT_HEAD_DIM"), problem.head_dim);
     EXPECT_EQ(values.integer("AT_CAUSAL"), problem.causal ? 1 : 0);
+    EXPECT_EQ(values.integer("AT_HEADS"), problem.heads);
+    EXPECT_EQ(values.integer("AT_KV_GROUP"), problem.heads / problem.kv_heads);
+    EXPECT_EQ(values.integer("AT_LAYOUT"), problem.layout);
     CompileRequest request = instantiate(spec, space, *found, "sm_90");
     EXPECT_EQ(request.arch, "sm_90a");  // arch_specific: wgmma and setmaxnreg exist on sm_90a only
     CompileResult result = compile_cubin(request, cache.path(), /*use_cache=*/false);
@@ -145,12 +161,50 @@ TEST_P(AttentionTemplate, Sm80OffersOnlyTheReferenceAndItCompiles) {
   EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
 }
 
-// Both element types, both head dimensions, causal and not; each spec meets each head dimension and each masking.
+// Head dimension 256 (issue 33): a narrower space, 64-key tiles and one or two consumers only (128 fp32 output
+// accumulators a thread leave no room for more), and the reference with 16-key tiles; each of those compiles, and the
+// default configuration is one of them (tune run starts from it, the runtime falls back to it).
+TEST(AttentionTemplateHeadDim256, TheNarrowerSpaceCompilesOnSm90) {
+  const AttentionProblem problem{"attention_bf16", 256, true, 1000, 32, 8, 1};
+  KernelSpec spec = load_spec(problem);
+  SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
+  ASSERT_GT(space.valid_count(), 0u);
+  EXPECT_TRUE(space.is_valid(space.default_configuration()));
+  std::set<std::string> kinds;
+  std::vector<Configuration> chosen;
+  for (std::uint64_t index = 0; index < space.valid_count(); ++index) {
+    const Configuration configuration = space.at(index);
+    const Lookup values{space.bindings(configuration)};
+    if (!values.wgmma()) {
+      if (kinds.insert("reference").second) chosen.push_back(configuration);
+      continue;
+    }
+    EXPECT_EQ(values.integer("AT_KEY_TILE"), 64) << to_string(spec.space, configuration);
+    EXPECT_LE(values.integer("AT_CONSUMERS"), 2) << to_string(spec.space, configuration);
+    const std::string kind = "wgmma_" + std::to_string(values.integer("AT_CONSUMERS")) +
+                             (values.flag("AT_PINGPONG") ? "_ping_pong" : "");
+    if (kinds.insert(kind).second) chosen.push_back(configuration);
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"reference", "wgmma_1", "wgmma_2", "wgmma_2_ping_pong"}));
+  TemporaryDirectory cache;
+  for (const Configuration& configuration : chosen) {
+    SCOPED_TRACE(to_string(spec.space, configuration));
+    CompileResult result = compile_cubin(instantiate(spec, space, configuration, "sm_90"), cache.path(),
+                                         /*use_cache=*/false);
+    ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+  }
+}
+
+// Both element types, both head dimensions, causal and not, ragged sequences (one row, less than a tile, a
+// thousand, 4096 + 77), grouped-query ratios 1, 4 and 8, both layouts, keys cached before the queries; each spec
+// meets each head dimension, each masking and each layout.
 INSTANTIATE_TEST_SUITE_P(Problems, AttentionTemplate,
-                         testing::Values(AttentionProblem{"attention_bf16", 128, false},
-                                         AttentionProblem{"attention_bf16", 64, true},
-                                         AttentionProblem{"attention_f16", 64, false},
-                                         AttentionProblem{"attention_f16", 128, true}),
+                         testing::Values(AttentionProblem{"attention_bf16", 128, false, 1000, 16, 16, 0},
+                                         AttentionProblem{"attention_bf16", 64, true, 4173, 32, 8, 1},
+                                         AttentionProblem{"attention_bf16", 128, true, 63, 32, 4, 1, 1000},
+                                         AttentionProblem{"attention_f16", 64, false, 1, 8, 1, 1, 77},
+                                         AttentionProblem{"attention_f16", 128, true, 1000, 16, 2, 0},
+                                         AttentionProblem{"attention_f16", 64, true, 4173, 8, 1, 0}),
                          problem_name);
 
 }  // namespace

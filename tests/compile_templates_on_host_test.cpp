@@ -10,7 +10,8 @@
 //     past the row (cols 250: ROW_ITEMS rounded up) and a third path, at that ragged width and a whole one;
 //   - the GELU of the fused GEMM epilogue against x Phi(x) in double;
 //   - attention's verification reference (templates/attention.cu, PATH reference) with one warp per block, in
-//     bf16 and fp16, head dimensions 64 and 128, causal and not, against attention in double on the same inputs.
+//     bf16 and fp16, head dimensions 64 and 128, causal and not, grouped-query heads in both layouts, ragged
+//     sequences and cached keys, against attention in double on the same inputs.
 //     That build includes the CUDA toolkit's cuda_fp16.h and cuda_bf16.h (host code) and defines
 //     HOST_BLOCK_SHARED_MEMORY, so the lanes of a block share the staged key and value tiles.
 // A template change that breaks that arithmetic fails here without a GPU; what only a GPU runs (warpgroups, TMA,
@@ -299,10 +300,10 @@ TEST(GeluOnHost, IsTheExactGeluToFp32Accuracy) {
 }
 
 // Attention's verification reference (templates/attention/reference.cuh) on host threads. The element type, head
-// dimension, masking and rows per block are compile-time constants of the template (the space derives them from the
-// problem), so each combination is its own host build. One warp per block (REF_WARPS 1) owns all REF_ROWS query rows
-// (each warp of the specs' verification configuration, 8 warps over 16 rows, owns two).
-using RunAttention = int (*)(int, int, float, const std::uint16_t*, const std::uint16_t*, const std::uint16_t*,
+// dimension, masking, rows per block, head counts and layout are compile-time constants of the template (the space
+// derives them from the problem), so each combination is its own host build. One warp per block (REF_WARPS 1) owns
+// all REF_ROWS query rows (each warp of the specs' verification configuration, 8 warps over 16 rows, owns two).
+using RunAttention = int (*)(int, int, int, float, const std::uint16_t*, const std::uint16_t*, const std::uint16_t*,
                              std::uint16_t*);
 
 // A 16-bit element type as the host sees it: its bit patterns, rounding to nearest even, and its unit roundoff
@@ -322,8 +323,24 @@ const ElementType f16{"f16", "ATTENTION_INPUT_F16", float_to_half_bits, half_bit
                       0x7e00};
 
 struct AttentionShape {
-  int pairs;  // batch x heads
-  int sequence;
+  int batch;
+  int sequence;    // query rows
+  int cached = 0;  // keys before the queries' own: sequence + cached keys
+  int keys() const { return sequence + cached; }
+};
+
+// Heads and layout, compile-time constants of a build.
+struct HeadLayout {
+  int heads = 1;
+  int kv_group = 1;   // query heads per key/value head
+  bool bshd = false;  // [batch][rows][heads][dim]; otherwise [batch][heads][rows][dim]
+  int kv_heads() const { return heads / kv_group; }
+  // The element offset of row `row` of head `head` of batch `batch` in a tensor of head_count heads of `rows` rows.
+  std::size_t offset(int batch, int head, int row, int head_count, int rows, int head_dim) const {
+    const std::size_t b = static_cast<std::size_t>(batch), h = static_cast<std::size_t>(head),
+                      r = static_cast<std::size_t>(row);
+    return (bshd ? (b * rows + r) * head_count + h : (b * head_count + h) * rows + r) * head_dim;
+  }
 };
 
 struct AttentionBuild {
@@ -332,18 +349,23 @@ struct AttentionBuild {
   bool causal;
   int rows_per_block;  // REF_ROWS
   // Sequences within one tile of 32 keys, exactly one tile, and across the tile boundary to a partial tile (the
-  // reference zero-fills and skips keys at or past the sequence); several pairs where the grid's x walks them.
+  // reference zero-fills and skips keys at or past the last one); sequences no block of rows divides (rows past the
+  // end neither read nor written); several batches; keys cached before the queries.
   std::vector<AttentionShape> shapes;
+  HeadLayout layout = {};
 };
 
 void PrintTo(const AttentionBuild& build, std::ostream* stream) {
   *stream << build.element->name << " HEAD_DIM " << build.head_dim << " CAUSAL " << (build.causal ? 1 : 0)
-          << " REF_ROWS " << build.rows_per_block;
+          << " REF_ROWS " << build.rows_per_block << " HEADS " << build.layout.heads << " KV_HEADS "
+          << build.layout.kv_heads() << " LAYOUT " << (build.layout.bshd ? 1 : 0);
 }
 
 std::string build_name(const AttentionBuild& build) {
   return "attention_" + build.element->name + "_hd" + std::to_string(build.head_dim) +
-         (build.causal ? "_causal" : "") + "_rows" + std::to_string(build.rows_per_block);
+         (build.causal ? "_causal" : "") + "_rows" + std::to_string(build.rows_per_block) + "_heads" +
+         std::to_string(build.layout.heads) + "_group" + std::to_string(build.layout.kv_group) +
+         (build.layout.bshd ? "_bshd" : "_bhsd");
 }
 
 std::string attention_source(const AttentionBuild& build) {
@@ -354,10 +376,13 @@ std::string attention_source(const AttentionBuild& build) {
          "#include \"host_device_stand_ins.h\"\n"
          "#define " + build.element->define + "\n" +
          // What instantiate defines for a reference configuration: the enumeration's name flag and index, the
-         // derived head dimension and masking, THREADS = REF_WARPS * 32.
+         // derived head dimension, masking, heads and layout, THREADS = REF_WARPS * 32.
          "#define PATH_reference 1\n#define PATH 0\n"
          "#define AT_HEAD_DIM " + std::to_string(build.head_dim) + "\n"
          "#define AT_CAUSAL " + (build.causal ? "1" : "0") + "\n"
+         "#define AT_HEADS " + std::to_string(build.layout.heads) + "\n"
+         "#define AT_KV_GROUP " + std::to_string(build.layout.kv_group) + "\n"
+         "#define AT_LAYOUT " + (build.layout.bshd ? "1" : "0") + "\n"
          "#define REF_WARPS 1\n#define THREADS 32\n"
          "#define REF_ROWS " + std::to_string(build.rows_per_block) + "\n"
          "#include \"attention.cu\"\n"
@@ -395,8 +420,10 @@ struct AttentionInputs {
   std::vector<float> q_values, k_values, v_values;
 };
 
-AttentionInputs attention_inputs(const ElementType& element, const AttentionShape& shape, int head_dim) {
-  const std::size_t count = static_cast<std::size_t>(shape.pairs) * shape.sequence * head_dim;
+AttentionInputs attention_inputs(const ElementType& element, const AttentionShape& shape, int head_dim,
+                                 const HeadLayout& layout) {
+  const std::size_t query_count = static_cast<std::size_t>(shape.batch) * layout.heads * shape.sequence * head_dim;
+  const std::size_t key_count = static_cast<std::size_t>(shape.batch) * layout.kv_heads() * shape.keys() * head_dim;
   AttentionInputs inputs;
   auto round = [&](const std::vector<float>& values, std::vector<std::uint16_t>& bits, std::vector<float>& rounded) {
     for (float value : values) {
@@ -404,71 +431,82 @@ AttentionInputs attention_inputs(const ElementType& element, const AttentionShap
       rounded.push_back(element.widen(bits.back()));
     }
   };
-  round(uniform(count, -2, 2, 41), inputs.q, inputs.q_values);
-  round(uniform(count, -2, 2, 42), inputs.k, inputs.k_values);
-  round(uniform(count, -1, 1, 43), inputs.v, inputs.v_values);
+  round(uniform(query_count, -2, 2, 41), inputs.q, inputs.q_values);
+  round(uniform(key_count, -2, 2, 42), inputs.k, inputs.k_values);
+  round(uniform(key_count, -1, 1, 43), inputs.v, inputs.v_values);
   return inputs;
 }
 
-// softmax(scale q k^T) v in double for every (pair, position) row, over keys [0, key_count(position)). Keys at or
-// past the sequence count as rows of zeros (what the reference stages there), so a mask that forgot the sequence's
-// end can be modelled too.
+// softmax(scale q k^T) v in double for every (batch, head, position) row, over keys [0, key_count(position)) of the
+// key/value head kv_head_of(head). Keys at or past the last one count as rows of zeros (what the reference stages
+// there), so a mask that forgot the end can be modelled too. The result is in the queries' layout.
 std::vector<double> attention_in_double(const AttentionInputs& inputs, const AttentionShape& shape, int head_dim,
-                                        float scale, const std::function<int(int)>& key_count) {
-  std::vector<double> result(static_cast<std::size_t>(shape.pairs) * shape.sequence * head_dim);
-  for (int pair = 0; pair < shape.pairs; ++pair) {
-    const std::size_t head = static_cast<std::size_t>(pair) * shape.sequence * head_dim;
-    for (int position = 0; position < shape.sequence; ++position) {
-      const float* query = &inputs.q_values[head + static_cast<std::size_t>(position) * head_dim];
-      const int keys = key_count(position);
-      std::vector<double> scores(keys, 0.0);
-      for (int key = 0; key < keys && key < shape.sequence; ++key) {
-        const float* key_row = &inputs.k_values[head + static_cast<std::size_t>(key) * head_dim];
-        double dot = 0;
-        for (int index = 0; index < head_dim; ++index) dot += static_cast<double>(query[index]) * key_row[index];
-        scores[key] = static_cast<double>(scale) * dot;
+                                        float scale, const std::function<int(int)>& key_count,
+                                        const HeadLayout& layout = {},
+                                        const std::function<int(int)>& kv_head_of = nullptr) {
+  std::vector<double> result(inputs.q.size());
+  for (int batch = 0; batch < shape.batch; ++batch) {
+    for (int head = 0; head < layout.heads; ++head) {
+      const int kv_head = kv_head_of ? kv_head_of(head) : head / layout.kv_group;
+      const auto key_at = [&](int key) {
+        return layout.offset(batch, kv_head, key, layout.kv_heads(), shape.keys(), head_dim);
+      };
+      for (int position = 0; position < shape.sequence; ++position) {
+        const std::size_t query_at = layout.offset(batch, head, position, layout.heads, shape.sequence, head_dim);
+        const float* query = &inputs.q_values[query_at];
+        const int keys = key_count(position);
+        std::vector<double> scores(keys, 0.0);
+        for (int key = 0; key < keys && key < shape.keys(); ++key) {
+          const float* key_row = &inputs.k_values[key_at(key)];
+          double dot = 0;
+          for (int index = 0; index < head_dim; ++index) dot += static_cast<double>(query[index]) * key_row[index];
+          scores[key] = static_cast<double>(scale) * dot;
+        }
+        const double largest = *std::max_element(scores.begin(), scores.end());
+        double total = 0;
+        std::vector<double> output(head_dim, 0.0);
+        for (int key = 0; key < keys; ++key) {
+          const double weight = std::exp(scores[key] - largest);
+          total += weight;
+          if (key >= shape.keys()) continue;
+          const float* value_row = &inputs.v_values[key_at(key)];
+          for (int index = 0; index < head_dim; ++index) output[index] += weight * value_row[index];
+        }
+        for (int index = 0; index < head_dim; ++index) result[query_at + index] = output[index] / total;
       }
-      const double largest = *std::max_element(scores.begin(), scores.end());
-      double total = 0;
-      std::vector<double> output(head_dim, 0.0);
-      for (int key = 0; key < keys; ++key) {
-        const double weight = std::exp(scores[key] - largest);
-        total += weight;
-        if (key >= shape.sequence) continue;
-        const float* value_row = &inputs.v_values[head + static_cast<std::size_t>(key) * head_dim];
-        for (int index = 0; index < head_dim; ++index) output[index] += weight * value_row[index];
-      }
-      for (int index = 0; index < head_dim; ++index)
-        result[head + static_cast<std::size_t>(position) * head_dim + index] = output[index] / total;
     }
   }
   return result;
 }
 
 // What the fp32 arithmetic may add before the output's rounding, worst case. A score sums head_dim products
-// (|q k| <= 4) per lane in groups of head_dim / 32 and then over 5 shuffle steps: at most (4 + 5) roundings of
-// 2^-24 times the sum of |q k| (<= 4 x 128), times scale (<= 1/8): 2.7e-5 absolute at most (about 1e-6 typical),
-// which is the relative error of that key's weight (exp's own error is an ulp or two, 1e-7). A relative error d in
-// every weight moves the normalised sum of values in [-1, 1] by at most 2d; the running rescaling adds one
-// rounding per key (<= 40 keys here: 2.4e-6). So 1e-4 bounds the fp32 part with room to spare, while one key too
+// (|q k| <= 4) per lane in groups of head_dim / 32 and then over 5 shuffle steps: at most (head_dim / 32 + 5)
+// roundings of 2^-24 times the sum of |q k| (<= 4 head_dim), times scale (1 / sqrt(head_dim)): 2.7e-5 absolute at
+// most at head_dim 128, 5e-5 at 256 (about 1e-6 typical), which is the relative error of that key's weight (exp's
+// own error is an ulp or two, 1e-7). A relative error d in every weight moves the normalised sum of values in
+// [-1, 1] by at most 2d; the running rescaling adds one rounding per key (<= 50 keys here: 3e-6). Typical errors
+// sit far below the worst case, so 1e-4 bounds the fp32 part, while one key too
 // many or too few moves an output by about |v - o| / (keys + 1), 1e-2 at 40 keys. Measured on these shapes: no
 // output is more than 3e-8 beyond its rounding bound; the bf16 outputs are the double results rounded to bf16.
 constexpr double fp32_allowance = 1.0e-4;
 
 // Where the output exceeds the allowed error the most: |output - expected| - (unit roundoff x |expected| + fp32
-// allowance), over the rows [first_row, end_row) of every pair; infinity where an output is NaN (never written).
+// allowance), over the rows [first_row, end_row) of every head; infinity where an output is NaN (never written).
 double largest_excess(const std::vector<std::uint16_t>& output, const ElementType& element,
                       const std::vector<double>& expected, const AttentionShape& shape, int head_dim, int first_row,
-                      int end_row) {
+                      int end_row, const HeadLayout& layout = {}) {
   double excess = -std::numeric_limits<double>::infinity();
-  for (int pair = 0; pair < shape.pairs; ++pair) {
-    for (int position = first_row; position < end_row; ++position) {
-      for (int index = 0; index < head_dim; ++index) {
-        const std::size_t at = (static_cast<std::size_t>(pair) * shape.sequence + position) * head_dim + index;
-        const double value = element.widen(output[at]);
-        if (std::isnan(value)) return std::numeric_limits<double>::infinity();
-        const double allowed = element.unit_roundoff * std::abs(expected[at]) + fp32_allowance;
-        excess = std::max(excess, std::abs(value - expected[at]) - allowed);
+  for (int batch = 0; batch < shape.batch; ++batch) {
+    for (int head = 0; head < layout.heads; ++head) {
+      for (int position = first_row; position < end_row; ++position) {
+        const std::size_t row = layout.offset(batch, head, position, layout.heads, shape.sequence, head_dim);
+        for (int index = 0; index < head_dim; ++index) {
+          const std::size_t at = row + index;
+          const double value = element.widen(output[at]);
+          if (std::isnan(value)) return std::numeric_limits<double>::infinity();
+          const double allowed = element.unit_roundoff * std::abs(expected[at]) + fp32_allowance;
+          excess = std::max(excess, std::abs(value - expected[at]) - allowed);
+        }
       }
     }
   }
@@ -477,46 +515,63 @@ double largest_excess(const std::vector<std::uint16_t>& output, const ElementTyp
 
 float attention_scale(int head_dim) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim))); }
 
-// The reference's output for one shape, from poisoned (NaN) outputs.
+// Elements after the output, poisoned like it: a store past the last row lands there.
+constexpr std::size_t guard_elements = 4096;
+
+// The reference's output for one shape, from poisoned (NaN) outputs; the guard after it must stay poisoned.
 std::vector<std::uint16_t> run_reference(AttentionLibrary& library, const ElementType& element,
                                          const AttentionInputs& inputs, const AttentionShape& shape, int head_dim) {
-  std::vector<std::uint16_t> output(inputs.q.size(), element.nan);
-  const int status = library.run(shape.pairs, shape.sequence, attention_scale(head_dim), inputs.q.data(),
-                                 inputs.k.data(), inputs.v.data(), output.data());
+  std::vector<std::uint16_t> output(inputs.q.size() + guard_elements, element.nan);
+  const int status = library.run(shape.batch, shape.sequence, shape.keys(), attention_scale(head_dim),
+                                 inputs.q.data(), inputs.k.data(), inputs.v.data(), output.data());
   EXPECT_EQ(status, 0);
+  const std::size_t written = static_cast<std::size_t>(
+      std::count_if(output.begin() + static_cast<std::ptrdiff_t>(inputs.q.size()), output.end(),
+                    [&](std::uint16_t bits) { return bits != element.nan; }));
+  EXPECT_EQ(written, 0u) << "elements written past the output";
+  output.resize(inputs.q.size());
   return output;
 }
 
-std::function<int(int)> causal_keys() {
-  return [](int position) { return position + 1; };
+// Causal masking aligned at the end: query `position` sees keys up to position + cached.
+std::function<int(int)> causal_keys(int cached = 0) {
+  return [cached](int position) { return position + cached + 1; };
 }
-std::function<int(int)> every_key(int sequence) {
-  return [sequence](int) { return sequence; };
+std::function<int(int)> every_key(int keys) {
+  return [keys](int) { return keys; };
 }
 
 class AttentionReferenceOnHost : public ::testing::TestWithParam<AttentionBuild> {};
 
 TEST_P(AttentionReferenceOnHost, MatchesAttentionInDouble) {
   const AttentionBuild& build = GetParam();
+  const HeadLayout& layout = build.layout;
   ASSERT_NE(cuda_include_directory(), "") << "the host build includes the CUDA toolkit's cuda_fp16.h and cuda_bf16.h";
   AttentionLibrary& library = attention_library(build);
   ASSERT_EQ(library.error(), "");
   ASSERT_NE(library.run, nullptr);
   for (const AttentionShape& shape : build.shapes) {
-    SCOPED_TRACE(std::to_string(shape.pairs) + " pairs, sequence " + std::to_string(shape.sequence));
-    const AttentionInputs inputs = attention_inputs(*build.element, shape, build.head_dim);
+    SCOPED_TRACE(std::to_string(shape.batch) + " batches, sequence " + std::to_string(shape.sequence) + ", cached " +
+                 std::to_string(shape.cached));
+    const AttentionInputs inputs = attention_inputs(*build.element, shape, build.head_dim, layout);
     const std::vector<std::uint16_t> output = run_reference(library, *build.element, inputs, shape, build.head_dim);
     const std::vector<double> expected =
         attention_in_double(inputs, shape, build.head_dim, attention_scale(build.head_dim),
-                            build.causal ? causal_keys() : every_key(shape.sequence));
-    EXPECT_LE(largest_excess(output, *build.element, expected, shape, build.head_dim, 0, shape.sequence), 0.0);
-    if (build.causal) {
+                            build.causal ? causal_keys(shape.cached) : every_key(shape.keys()), layout);
+    EXPECT_LE(largest_excess(output, *build.element, expected, shape, build.head_dim, 0, shape.sequence, layout),
+              0.0);
+    if (build.causal && shape.cached == 0) {
       // The first query sees only the first key: weight exp(0) = 1 after a correction of exp(-inf) = 0, so its
-      // output is that key's value row, bit for bit.
-      for (int pair = 0; pair < shape.pairs; ++pair) {
-        const std::size_t row = static_cast<std::size_t>(pair) * shape.sequence * build.head_dim;
-        for (int index = 0; index < build.head_dim; ++index)
-          ASSERT_EQ(output[row + index], inputs.v[row + index]) << "pair " << pair << ", element " << index;
+      // output is that key's value row (of its key/value head), bit for bit.
+      for (int batch = 0; batch < shape.batch; ++batch) {
+        for (int head = 0; head < layout.heads; ++head) {
+          const std::size_t row = layout.offset(batch, head, 0, layout.heads, shape.sequence, build.head_dim);
+          const std::size_t value_row =
+              layout.offset(batch, head / layout.kv_group, 0, layout.kv_heads(), shape.keys(), build.head_dim);
+          for (int index = 0; index < build.head_dim; ++index)
+            ASSERT_EQ(output[row + index], inputs.v[value_row + index])
+                << "batch " << batch << ", head " << head << ", element " << index;
+        }
       }
     }
   }
@@ -527,14 +582,21 @@ std::string attention_build_name(const ::testing::TestParamInfo<AttentionBuild>&
 }
 
 // bf16 at head dimension 64 with two rows per block (as many as each warp of the spec's verification configuration
-// owns), fp16 at 128 with eight: 3 pairs of one block's rows (fewer keys than a tile), one whole tile, and 2 pairs
-// across the tile boundary to a partial second tile.
+// owns), fp16 at 128 with eight: 3 batches of one block's rows (fewer keys than a tile), one whole tile, and 2
+// batches across the tile boundary to a partial second tile. Then grouped-query heads (4 over 2, 8 over 1) in both
+// layouts, sequences no block divides, and keys cached before the queries (causal masking aligned at the end); head
+// dimension 256 (16-key tiles).
 INSTANTIATE_TEST_SUITE_P(
     Builds, AttentionReferenceOnHost,
     ::testing::Values(AttentionBuild{&bf16, 64, false, 2, {{3, 6}, {1, 32}, {2, 38}}},
                       AttentionBuild{&bf16, 64, true, 2, {{3, 6}, {1, 32}, {2, 38}}},
                       AttentionBuild{&f16, 128, false, 8, {{3, 8}, {1, 32}, {2, 40}}},
-                      AttentionBuild{&f16, 128, true, 8, {{3, 8}, {1, 32}, {2, 40}}}),
+                      AttentionBuild{&f16, 128, true, 8, {{3, 8}, {1, 32}, {2, 40}}},
+                      AttentionBuild{&bf16, 64, true, 2, {{2, 7}, {1, 1}, {1, 37, 5}}, {4, 2, true}},
+                      AttentionBuild{&bf16, 64, false, 8, {{2, 13}, {1, 35, 12}}, {4, 2, false}},
+                      AttentionBuild{&f16, 128, true, 8, {{1, 13}, {2, 33, 9}}, {8, 8, false}},
+                      AttentionBuild{&f16, 128, false, 8, {{1, 1}, {2, 21, 30}}, {8, 8, true}},
+                      AttentionBuild{&bf16, 256, true, 8, {{1, 19}, {1, 13, 8}}, {2, 2, true}}),
     attention_build_name);
 
 // The comparison above cannot pass vacuously: against attention with a wrong mask it fails, by far on early rows
@@ -550,7 +612,7 @@ TEST(AttentionReferenceOnHost, TheComparisonCatchesAWrongMask) {
   const AttentionShape shape{1, 38};
   const int head_dim = 64;
   const float scale = attention_scale(head_dim);
-  const AttentionInputs inputs = attention_inputs(bf16, shape, head_dim);
+  const AttentionInputs inputs = attention_inputs(bf16, shape, head_dim, {});
   const std::vector<std::uint16_t> causal = run_reference(causal_library, bf16, inputs, shape, head_dim);
   const std::vector<std::uint16_t> full = run_reference(full_library, bf16, inputs, shape, head_dim);
   const double tolerance_at_most = bf16.unit_roundoff + fp32_allowance;  // |expected| <= 1
@@ -575,6 +637,27 @@ TEST(AttentionReferenceOnHost, TheComparisonCatchesAWrongMask) {
   // And both outputs pass against their own masking (the test above, on this shape).
   EXPECT_LE(largest_excess(causal, bf16, with_mask, shape, head_dim, 0, 38), 0.0);
   EXPECT_LE(largest_excess(full, bf16, without_mask, shape, head_dim, 0, 38), 0.0);
+}
+
+// Nor with grouped heads and cached keys: a query head reading the wrong key/value head (h mod KV_HEADS instead of
+// h / group), or causal masking aligned at the start instead of the end, fails the comparison.
+TEST(AttentionReferenceOnHost, TheComparisonCatchesAWrongHeadOrAlignment) {
+  const HeadLayout layout{4, 2, true};
+  const AttentionBuild build{&bf16, 64, true, 2, {}, layout};
+  AttentionLibrary& library = attention_library(build);
+  ASSERT_EQ(library.error(), "");
+  const AttentionShape shape{1, 20, 7};
+  const int head_dim = 64;
+  const float scale = attention_scale(head_dim);
+  const AttentionInputs inputs = attention_inputs(bf16, shape, head_dim, layout);
+  const std::vector<std::uint16_t> output = run_reference(library, bf16, inputs, shape, head_dim);
+  const std::vector<double> right = attention_in_double(inputs, shape, head_dim, scale, causal_keys(7), layout);
+  const std::vector<double> interleaved = attention_in_double(
+      inputs, shape, head_dim, scale, causal_keys(7), layout, [&](int head) { return head % layout.kv_heads(); });
+  const std::vector<double> aligned_at_start = attention_in_double(inputs, shape, head_dim, scale, causal_keys(), layout);
+  EXPECT_LE(largest_excess(output, bf16, right, shape, head_dim, 0, 20, layout), 0.0);
+  EXPECT_GT(largest_excess(output, bf16, interleaved, shape, head_dim, 0, 20, layout), 0.0);
+  EXPECT_GT(largest_excess(output, bf16, aligned_at_start, shape, head_dim, 0, 20, layout), 0.0);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Attention forward on Hopper tensor cores, FlashAttention-style (sm_90a only).
 //
 // A block computes the output of AT_BM = 64 * AT_CONSUMERS query rows of one (batch, head) pair:
-//   - Warpgroup 0 is the producer: one thread loads the block's Q tile once, then the K and V tiles of AT_BN keys
+//   - Warpgroup 0 is the producer: one thread loads the block's Q tile once, then the K and V tiles of AT_KEY_TILE keys
 //     each, with TMA bulk tensor copies into a ring of AT_STAGES shared-memory stages. K and V of a stage complete
 //     on separate mbarriers, so the S = Q K^T of a stage can start before its V has arrived.
 //   - Warpgroups 1..AT_CONSUMERS are consumers, 64 query rows each. Per K/V tile: S = Q K^T (wgmma, Q and K from
@@ -19,21 +19,28 @@
 //     barriers (consumer c waits on barrier 1 + c, then lets the next consumer go), so one consumer's softmax runs
 //     while the other's products keep the tensor cores busy, instead of both reaching their exponentials at once.
 //   - setmaxnreg moves registers from the producer to the consumers' accumulators (O: AT_HEAD_DIM / 2 fp32 per
-//     thread, S: AT_BN / 2, P: AT_BN / 4).
+//     thread, S: AT_KEY_TILE / 2, P: AT_KEY_TILE / 4).
 //   - AT_PERSISTENT: one block per SM walks the query tiles (units) b, b + gridDim.x, ... in AT_ORDER's order; the
 //     producer loads the next unit's Q as soon as every consumer's last score product of the current unit is done
 //     (the q_empty barrier), and its first K / V tiles as stages free up, while the consumers finish and store the
 //     current unit. Without it, each block computes one query tile and the pipeline fills again per block.
-//   - Causal: a block reads keys up to its last query row only, and masks scores of keys past each row's position
-//     in the tiles that straddle the diagonal. AT_ORDER picks the blocks' order: "heads" walks the query tiles of
-//     one (batch, head) pair together (they share K and V in L2), "tiles" walks one query tile of every pair
-//     together, last tiles first, so under causal masking the longest blocks start first.
+//   - Causal: a block loads keys up to its last query row's last key only, and each consumer computes only the
+//     tiles its own 64 rows see (a consumer whose rows all end before a tile releases that stage without touching
+//     it); scores of keys past each row's position are masked in the tiles that straddle the diagonal. AT_ORDER
+//     picks the blocks' order: "heads" walks the query tiles of one (batch, head) pair together (they share K and V
+//     in L2; causal: last tiles, the longest, first), "tiles" walks one query tile of every pair together, last
+//     tiles first, so under causal masking the longest blocks start first.
+//   - Ragged shapes: any sequence and key count >= 1. TMA fills a box's rows past the tensor's end with zeros (the
+//     maps are 4-D, rows within one head, so a box never reaches into the next head's rows); the scores of keys
+//     past the last one are masked in the last K / V tile; query rows past the sequence are computed from the zeros
+//     and never stored; a consumer whose rows all lie past the sequence computes one tile only.
 //
-// Layouts (tensor maps encoded by the evaluation worker with 128-byte swizzle): Q, K and V arrive as head_dim / 64
-// boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_BN rows, every box starting on a 1024-byte
-// boundary: wgmma's K-major layout for Q and K, and its N-major layout, 64 columns per chunk, for V.
-// Shapes: the sequence must be whole K / V tiles (a multiple of AT_BN) and of 64 query rows; a last query tile that
-// reaches past it is computed and not stored.
+// Layouts (tensor maps encoded by the evaluation worker with 128-byte swizzle): Q, K and V are 4-D maps, innermost
+// first [head_dim, rows, heads, batch] (BHSD) or [head_dim, heads, rows, batch] (BSHD), so either layout arrives the
+// same way: head_dim / 64 boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_KEY_TILE rows of one head,
+// every box starting on a 1024-byte boundary: wgmma's K-major layout for Q and K, and its N-major layout, 64
+// columns per chunk, for V. Grouped-query heads: a block of query head h loads the K / V of head h / AT_KV_GROUP,
+// and the blocks of the heads of one group run next to each other ("heads" order), so those tiles come from L2.
 #pragma once
 
 #if defined(ATTENTION_INPUT_BF16)
@@ -48,7 +55,7 @@
 namespace wgmma_path {
 
 constexpr int block_m = AT_BM;
-constexpr int block_n = AT_BN;
+constexpr int block_n = AT_KEY_TILE;  // AT_BN, or 64 at head dimension 256
 constexpr int stages = AT_STAGES;
 constexpr int consumers = AT_CONSUMERS;
 constexpr bool overlap = AT_OVERLAP;
@@ -118,16 +125,18 @@ struct RowState {
 // Masks, exponentiates and sums one tile of scores. Returns the factors the output must be multiplied by (the old
 // maximum over the new one, as powers of two), and leaves P = 2^(scaled S - max) in `scores`.
 // Register j * 4 + {0, 1} of the S fragment holds row lane / 4 (half 0), columns 8 j + 2 (lane % 4) + {0, 1};
-// j * 4 + {2, 3} the same columns of row lane / 4 + 8 (half 1).
+// j * 4 + {2, 3} the same columns of row lane / 4 + 8 (half 1). With `masked`, scores of keys at or past
+// key_end[half] (the keys the row sees: causal masking, the last key) become -inf. Every row sees key 0, so a row's
+// maximum is finite from the first tile on, and a later tile masked whole leaves it as it was.
 __device__ __forceinline__ void online_softmax(float (&scores)[score_count], RowState& state, float scale_log2,
-                                               bool masked, int row0, int key0, float (&correction)[2]) {
+                                               bool masked, const int (&key_end)[2], int key0,
+                                               float (&correction)[2]) {
   const int lane = threadIdx.x % 32;
   if (masked) {
 #pragma unroll
     for (int index = 0; index < score_count; ++index) {
-      const int row = row0 + index % 4 / 2 * 8;
       const int key = key0 + index / 4 * 8 + lane % 4 * 2 + index % 2;
-      if (key > row) scores[index] = NEGATIVE_INFINITY;
+      if (key >= key_end[index % 4 / 2]) scores[index] = NEGATIVE_INFINITY;
     }
   }
 #pragma unroll
@@ -170,10 +179,22 @@ __device__ __forceinline__ void rescale_output(float (&output)[output_count], co
   for (int index = 0; index < output_count; ++index) output[index] *= correction[index % 4 / 2];
 }
 
+// The box of `map` at column `column` of row `row` of head `head` of batch `batch`: the 4-D maps order rows and
+// heads as the layout does.
+__device__ __forceinline__ void copy_rows(unsigned shared_destination, const TensorMap& map, unsigned barrier,
+                                          int column, int row, int head, int batch) {
+  if constexpr (rows_outside_heads) {
+    copy_tile_4d(shared_destination, map, barrier, column, head, row, batch);
+  } else {
+    copy_tile_4d(shared_destination, map, barrier, column, row, head, batch);
+  }
+}
+
 }  // namespace wgmma_path
 
-__device__ __forceinline__ void attention_path(int sequence, float scale, const Element*, const Element*,
-                                               const Element*, Element* o, const TensorMap& q_map,
+
+__device__ __forceinline__ void attention_path(int sequence, int keys, float scale, const Element*, const Element*,
+                                               const Element*, Element* o, float* lse, const TensorMap& q_map,
                                                const TensorMap& k_map, const TensorMap& v_map) {
   using namespace wgmma_path;
   extern __shared__ unsigned char attention_shared[];
@@ -190,18 +211,25 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
 
   // A unit of work is one query tile of one (batch, head) pair. Without AT_PERSISTENT a block has one, named by its
   // block index; with it, the grid is at most one block per SM and block b takes units b, b + gridDim.x, ..., in the
-  // order AT_ORDER gives them.
-  // The last query tile of a pair may reach past the sequence (64-row steps, e.g. 192-row tiles of a 4096 sequence):
-  // its extra rows are computed from whatever the map holds there (the next pair's rows, or zeros past the tensor)
-  // and never stored.
+  // order AT_ORDER gives them. Causal masking aligns the last query row with the last key: row i sees keys up to
+  // i + cached.
+  const int cached = keys - sequence;
   const int q_tiles = (sequence + block_m - 1) / block_m;
+  const int key_tiles = (keys + block_n - 1) / block_n;
   const int unit_count = persistent ? PAIRS * q_tiles : 1;
   const int first_unit = persistent ? static_cast<int>(blockIdx.x) : 0;
   const int unit_step = persistent ? static_cast<int>(gridDim.x) : 1;
+  // K / V tiles seen by query rows [first_row, first_row + row_count): causal, up to the last row's last key (rows
+  // past the sequence need none); otherwise all of them.
+  const auto tiles_seen = [&](int first_row, int row_count) {
+    if (!causal) return key_tiles;
+    const int last_key = min(first_row + row_count, sequence) + cached;  // one past the last row's last key
+    return min(key_tiles, (last_key + block_n - 1) / block_n);
+  };
   struct Unit {
-    int row_base;   // the pair's first row in the [pairs * sequence] maps
+    int batch, head, kv_head;
     int first_row;  // the tile's first query row within the sequence
-    int kv_tiles;   // causal: keys up to the tile's last row, whole tiles, the last ones masked
+    int kv_tiles;   // K / V tiles the producer loads: those the block's last row sees
   };
   const auto unit_at = [&](int unit) {
     int pair, tile_index;
@@ -215,11 +243,14 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
       pair = unit / q_tiles;
       tile_index = unit % q_tiles;
     }
+    // Causal, "heads" order: a pair's longest tiles (its last rows) first.
+    if (causal && !tiles_first) tile_index = q_tiles - 1 - tile_index;
     Unit result;
-    result.row_base = pair * sequence;
+    result.batch = pair / heads;
+    result.head = pair % heads;
+    result.kv_head = result.head / kv_group;
     result.first_row = tile_index * block_m;
-    result.kv_tiles = causal ? min(sequence / block_n, (result.first_row + block_m + block_n - 1) / block_n)
-                             : sequence / block_n;
+    result.kv_tiles = tiles_seen(result.first_row, block_m);
     return result;
   };
   const int warpgroup = threadIdx.x / warpgroup_threads;
@@ -245,26 +276,29 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
         const Unit work = unit_at(unit);
         // The next Q overwrites the last: wait until every consumer's last score product has read it.
         if (round > 0) barrier_wait(q_empty, (round - 1) % 2);
-        barrier_arrive_expect_bytes(q_full, q_bytes);
+        barrier_arrive_expect_bytes(q_full, q_bytes);  // the whole box, rows past the end zero-filled included
 #pragma unroll
         for (int chunk = 0; chunk < chunks; ++chunk) {
-          copy_tile(q_tile + chunk * q_box_bytes, q_map, q_full, chunk * box_columns, work.row_base + work.first_row);
+          copy_rows(q_tile + chunk * q_box_bytes, q_map, q_full, chunk * box_columns, work.first_row, work.head,
+                    work.batch);
         }
         for (int tile = 0; tile < work.kv_tiles; ++tile, ++ring) {
           const int stage = ring % stages;
           barrier_wait(empty(stage), (ring / stages % 2) ^ 1);
           const unsigned k_tile = stages_base + stage * stage_bytes;
           const unsigned v_tile = k_tile + kv_tile_bytes;
-          const int key_row = work.row_base + tile * block_n;
+          const int key_row = tile * block_n;
           barrier_arrive_expect_bytes(k_full(stage), kv_tile_bytes);
 #pragma unroll
           for (int chunk = 0; chunk < chunks; ++chunk) {
-            copy_tile(k_tile + chunk * kv_box_bytes, k_map, k_full(stage), chunk * box_columns, key_row);
+            copy_rows(k_tile + chunk * kv_box_bytes, k_map, k_full(stage), chunk * box_columns, key_row, work.kv_head,
+                      work.batch);
           }
           barrier_arrive_expect_bytes(v_full(stage), kv_tile_bytes);
 #pragma unroll
           for (int chunk = 0; chunk < chunks; ++chunk) {
-            copy_tile(v_tile + chunk * kv_box_bytes, v_map, v_full(stage), chunk * box_columns, key_row);
+            copy_rows(v_tile + chunk * kv_box_bytes, v_map, v_full(stage), chunk * box_columns, key_row, work.kv_head,
+                      work.batch);
           }
         }
       }
@@ -308,9 +342,10 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
     if (lane == 0) barrier_arrive(barrier);
   };
 
-  // Turns (AT_PINGPONG): per unit, one for tile 0's scores, one per later tile for both its products, one for the
-  // last output product. The last consumer opens consumer 0's first turn and, to leave no arrival pending at exit,
-  // does not pass on its very last turn.
+  // Turns (AT_PINGPONG): per unit, one for tile 0's scores, one per later tile of the block for both its products
+  // (an empty turn for a tile this consumer skips), one for the last output product: kv_tiles + 1 for every
+  // consumer. The last consumer opens consumer 0's first turn and, to leave no arrival pending at exit, does not
+  // pass on its very last turn.
   bool last_turn = false;
   const auto take_turn = [&] {
     if (pingpong) wait_turn(consumer);
@@ -325,13 +360,34 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
   for (int unit = first_unit; unit < unit_count; unit += unit_step, ++round) {
     const Unit work = unit_at(unit);
     const bool last_unit = unit + unit_step >= unit_count;
-    const int kv_tiles = work.kv_tiles;
-    const int row0 = work.first_row + consumer * instruction_m + thread / 32 * 16 + lane / 4;  // the thread's first row
-    // Tiles whose last key lies past the consumer's first row straddle the diagonal.
     const int consumer_first_row = work.first_row + consumer * instruction_m;
-    const auto straddles = [&](int tile) { return causal && (tile + 1) * block_n - 1 > consumer_first_row; };
+    // The tiles this consumer's rows see (one where they all lie past the sequence: a tile must be computed for the
+    // pipeline's shape, and none is stored); the block's later tiles are released untouched.
+    const int kv_tiles = consumer_first_row >= sequence ? 1 : tiles_seen(consumer_first_row, instruction_m);
+    const int row0 = consumer_first_row + thread / 32 * 16 + lane / 4;  // the thread's first row
+    int key_end[2];  // keys each of the thread's two rows sees
+#pragma unroll
+    for (int half = 0; half < 2; ++half) key_end[half] = causal ? min(keys, row0 + half * 8 + cached + 1) : keys;
+    // Tiles reaching past the last key, or (causal) past the consumer's first row's last key, are masked.
+    const auto masked = [&](int tile) {
+      const int tile_end = (tile + 1) * block_n;
+      return tile_end > keys || (causal && tile_end > consumer_first_row + cached + 1);
+    };
     const auto stage_of = [&](int tile) { return (ring + tile) % stages; };
     const auto phase_of = [&](int tile) { return static_cast<unsigned>((ring + tile) / stages % 2); };
+    // The block's tiles past this consumer's last, in order: once the producer has loaded each (its stage's previous
+    // use is then over), this consumer's part of the stage's release, and with turns an empty turn, so every
+    // consumer takes as many. Each tile's release comes before its turn: a later tile's load, which the other
+    // consumers' turns wait for, needs this consumer's release of the tile `stages` before it.
+    const auto release_skipped = [&](int block_tiles, int own_tiles, bool final_unit) {
+      for (int tile = own_tiles; tile < block_tiles; ++tile) {
+        barrier_wait(k_full(stage_of(tile)), phase_of(tile));
+        release(empty(stage_of(tile)));
+        last_turn = final_unit && tile == block_tiles - 1;
+        take_turn();
+        end_turn();
+      }
+    };
 
     float output[output_count];
 #pragma unroll
@@ -352,7 +408,7 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
         wgmma_wait<0>();
         accumulators_ready(scores);
         if (tile == kv_tiles - 1) release(q_empty);
-        online_softmax(scores, state, scale_log2, straddles(tile), row0, tile * block_n, correction);
+        online_softmax(scores, state, scale_log2, masked(tile), key_end, tile * block_n, correction);
         rescale_output(output, correction);
         pack_probabilities(scores, p);
         barrier_wait(v_full(stage), phase_of(tile));
@@ -376,7 +432,7 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
       wgmma_wait<0>();
       accumulators_ready(scores);
       if (kv_tiles == 1) release(q_empty);
-      online_softmax(scores, state, scale_log2, straddles(0), row0, 0, correction);
+      online_softmax(scores, state, scale_log2, masked(0), key_end, 0, correction);
       pack_probabilities(scores, p);
       for (int tile = 1; tile < kv_tiles; ++tile) {
         const int stage = stage_of(tile);
@@ -393,7 +449,7 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
         wgmma_wait<1>();
         accumulators_ready(scores);
         if (tile == kv_tiles - 1) release(q_empty);
-        online_softmax(scores, state, scale_log2, straddles(tile), row0, tile * block_n, correction);
+        online_softmax(scores, state, scale_log2, masked(tile), key_end, tile * block_n, correction);
         wgmma_wait<0>();
         accumulators_ready(output);
         release(empty(previous));
@@ -402,7 +458,7 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
       }
       const int last = stage_of(kv_tiles - 1);
       barrier_wait(v_full(last), phase_of(kv_tiles - 1));
-      last_turn = last_unit;
+      last_turn = last_unit && kv_tiles == work.kv_tiles;
       take_turn();
       wgmma_fence();
       issue_output(output, p, last);
@@ -411,27 +467,39 @@ __device__ __forceinline__ void attention_path(int sequence, float scale, const 
       wgmma_wait<0>();
       accumulators_ready(output);
       release(empty(last));
+      // With turns, the tiles skipped before the stores: the other consumers' next turns wait for these.
+      if (pingpong) release_skipped(work.kv_tiles, kv_tiles, last_unit);
     }
-    ring += kv_tiles;
 
-    // Each row's sum over its four threads, then O / sum into the output rows, two elements per store.
+    // Each row's sum over its four threads, then O / sum into the output rows, two elements per store; rows past
+    // the sequence are not stored.
     float total[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       total[half] = state.sum[half];
       total[half] += __shfl_xor_sync(0xffffffffu, total[half], 1);
       total[half] += __shfl_xor_sync(0xffffffffu, total[half], 2);
+      // The log-sum-exp of the row's scaled scores: the maximum and the sum are in powers of two.
+      const int row = row0 + half * 8;
+      if (lse != nullptr && lane % 4 == 0 && row < sequence) {
+        lse[(static_cast<long long>(work.batch) * heads + work.head) * sequence + row] =
+            (state.max[half] + __log2f(total[half])) * 0.6931471805599453f;
+      }
       total[half] = 1.0f / total[half];
     }
 #pragma unroll
-    for (int chunk = 0; chunk < output_count / 4; ++chunk) {
+    for (int half = 0; half < 2; ++half) {
+      const int row = row0 + half * 8;
+      if (row >= sequence) continue;
+      Element* const out_row = o + row_offset(work.batch, work.head, row, heads, sequence) + lane % 4 * 2;
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        if (row0 + half * 8 >= sequence) continue;
-        const long long row = work.row_base + row0 + half * 8;
-        *reinterpret_cast<unsigned*>(o + row * head_dim + chunk * 8 + lane % 4 * 2) =
+      for (int chunk = 0; chunk < output_count / 4; ++chunk) {
+        *reinterpret_cast<unsigned*>(out_row + chunk * 8) =
             pack_two(output[chunk * 4 + half * 2] * total[half], output[chunk * 4 + half * 2 + 1] * total[half]);
       }
     }
+
+    if (!pingpong) release_skipped(work.kv_tiles, kv_tiles, last_unit);
+    ring += work.kv_tiles;
   }
 }

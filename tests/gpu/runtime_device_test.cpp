@@ -345,6 +345,75 @@ TEST_F(RuntimeOnDevice, GemmVerifiesAtRaggedShapesInBothLayouts) {
   EXPECT_GE(verified, 80);
 }
 
+// Attention as models run it (issue 33): sequences 1, 63, 1000 and 4096 + 77 (no tile divides them), each with
+// grouped-query ratios 1, 4 and 8 (8 query heads over 8, 2 and 1 key/value heads), each sequence and each ratio in
+// both layouts (BHSD and BSHD), causal and not, and a prefill of 63 and 1000 queries against 1000 cached keys. Each
+// problem launches one wgmma configuration through the runtime (the four kinds in turn: two consumers taking turns
+// over 128-key tiles, three persistent consumers taking turns over 64-key tiles in "tiles" order, where causal
+// masking has the first consumers skip up to two tiles, one consumer with the products one after another, two
+// persistent consumers over 64-key tiles) and compares every output element with the
+// reference path's (fp32 on CUDA cores) on the same inputs; outputs are poisoned first, so a row never stored fails.
+TEST_F(RuntimeOnDevice, AttentionVerifiesAtRaggedSequencesGroupedHeadsAndBothLayouts) {
+  if (properties_.arch_major != 9) GTEST_SKIP() << "the wgmma path needs sm_90 (this device is " << properties_.arch_name() << ")";
+  struct Problem {
+    std::int64_t sequence, kv_heads, layout, causal, cached;
+  };
+  std::vector<Problem> problems;
+  const std::int64_t sequences[] = {1, 63, 1000, 4096 + 77};
+  const std::int64_t kv_heads[] = {8, 2, 1};
+  for (std::size_t s = 0; s < 4; ++s)
+    for (std::size_t g = 0; g < 3; ++g)  // every sequence and every ratio in both layouts, causal and not
+      problems.push_back({sequences[s], kv_heads[g], static_cast<std::int64_t>((s / 2 + g) % 2), static_cast<std::int64_t>(g % 2 == s % 2), 0});
+  problems.push_back({63, 2, 1, 1, 1000});
+  problems.push_back({1000, 8, 0, 1, 1000});
+  using Assignment = std::vector<std::pair<std::string, Value>>;
+  const std::vector<Assignment> configurations = {
+      {{"AT_CONSUMERS", std::int64_t{2}}, {"AT_BN", std::int64_t{128}}, {"AT_PINGPONG", true}, {"AT_PERSISTENT", false}},
+      {{"AT_CONSUMERS", std::int64_t{3}}, {"AT_BN", std::int64_t{64}}, {"AT_STAGES", std::int64_t{3}}, {"AT_PINGPONG", true},
+       {"AT_PERSISTENT", true}, {"AT_ORDER", std::string("tiles")}},
+      {{"AT_CONSUMERS", std::int64_t{1}}, {"AT_BN", std::int64_t{128}}, {"AT_OVERLAP", false}, {"AT_PINGPONG", false}},
+      {{"AT_CONSUMERS", std::int64_t{2}}, {"AT_BN", std::int64_t{64}}, {"AT_PERSISTENT", true}, {"AT_STAGES", std::int64_t{3}}},
+  };
+  int verified = 0;
+  for (std::size_t index = 0; index < problems.size(); ++index) {
+    const Problem& problem = problems[index];
+    const char* name = index % 2 == 0 ? "attention_bf16" : "attention_f16";
+    KernelSpec spec = load_kernel_spec(source_directory / "kernels" / (std::string(name) + ".yaml"));
+    for (auto& [symbol, value] : spec.problem) {
+      if (symbol == "BATCH") value = 2;
+      if (symbol == "HEADS") value = 8;
+      if (symbol == "KV_HEADS") value = problem.kv_heads;
+      if (symbol == "SEQ") value = problem.sequence;
+      if (symbol == "CACHED") value = problem.cached;
+      if (symbol == "LAYOUT") value = problem.layout;
+      if (symbol == "CAUSAL") value = problem.causal;
+    }
+    SpaceEnumerator space(spec.space, constants(spec));
+    ConfigurationValues values = configuration_values(spec.space, space.default_configuration());
+    values["PATH"] = std::string("wgmma");
+    for (const auto& [parameter, value] : configurations[index % configurations.size()]) values[parameter] = value;
+    std::optional<Configuration> configuration = configuration_from_values(spec.space, values);
+    ASSERT_TRUE(configuration.has_value()) << name;
+    SCOPED_TRACE(fmt::format("{} SEQ={} CACHED={} HEADS=8 KV_HEADS={} LAYOUT={} CAUSAL={} {}", name, problem.sequence,
+                             problem.cached, problem.kv_heads, problem.layout, problem.causal,
+                             to_string(spec.space, *configuration)));
+    ASSERT_TRUE(space.is_valid(*configuration));
+    auto got = run_through_runtime(spec, database_with(spec, space, *configuration, properties_.name, properties_.arch_name()));
+    Configuration reference = space.default_configuration();
+    for (const auto& [parameter, value] : spec.verification.reference)
+      for (std::size_t at = 0; at < spec.space.parameters.size(); ++at)
+        if (spec.space.parameters[at].name == parameter) reference[at] = value;
+    auto expected = run_through_runtime(spec, database_with(spec, space, reference, properties_.name, properties_.arch_name()));
+    const double worst = expect_outputs_match(spec, got, expected);
+    std::printf("[ runtime  ] %s SEQ=%lld CACHED=%lld KV_HEADS=%lld LAYOUT=%lld CAUSAL=%lld %s verified, largest relative error %.2e\n",
+                name, static_cast<long long>(problem.sequence), static_cast<long long>(problem.cached),
+                static_cast<long long>(problem.kv_heads), static_cast<long long>(problem.layout),
+                static_cast<long long>(problem.causal), to_string(spec.space, *configuration).c_str(), worst);
+    ++verified;
+  }
+  EXPECT_EQ(verified, 14);
+}
+
 TEST_F(RuntimeOnDevice, ArchMissingFromTheDatabaseFallsBackToTheDefaultAndVerifies) {
   KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "softmax.yaml");
   SpaceEnumerator space(spec.space, constants(spec));
