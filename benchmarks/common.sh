@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Bookkeeping shared by the benchmark scripts and scripts/gpu-check.sh (issue 31: a benchmark that misses a floor or
 # whose step failed must not exit 0). Sourced, never run:
 #   source "$(dirname "$0")/common.sh"   (from benchmarks/; scripts/gpu-check.sh sources benchmarks/common.sh)

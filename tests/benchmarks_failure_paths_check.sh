@@ -7,7 +7,7 @@
 # Usage: tests/benchmarks_failure_paths_check.sh [SOURCE_DIR]
 set -uo pipefail
 source_dir="$(cd "${1:-$(dirname "$0")/..}" && pwd)"
-cd "$source_dir"
+cd "$source_dir" || exit 1
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export CUDA_VISIBLE_DEVICES="" TMPDIR="$work"
