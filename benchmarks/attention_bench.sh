@@ -15,11 +15,16 @@
 # Usage (on a GPU host, from anywhere): benchmarks/attention_bench.sh [BIN_DIR] [LOG_DIR] [SPEC]
 #   SPEC: attention_bf16 (default) or attention_f16. ATTENTION_SHAPES ("HEAD_DIM SEQ CAUSAL" lines) replaces the
 #   built-in list.
+# Exits 1 when a floor is missed or a step failed (the other shapes are still measured), 2 on bad usage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source benchmarks/common.sh
+bench_begin attention_bench
+(($# <= 3)) || bench_usage "at most three arguments"
 bin="${1:-build}"
 logs="${2:-attention-logs}"
 spec="${3:-attention_bf16}"
+[[ -f "kernels/$spec.yaml" ]] || bench_usage "no kernels/$spec.yaml"
 mkdir -p "$logs"
 logs="$(cd "$logs" && pwd)"
 export KERNLATHE_SOURCE_DIR="$PWD"
@@ -57,17 +62,22 @@ while read -r head_dim sequence causal; do
   problem="BATCH=$batch,HEADS=$heads,SEQ=$sequence,HEAD_DIM=$head_dim,CAUSAL=$causal"
   echo "== $tag ($problem)" >&2
   rm -rf "$logs/$tag"
-  timeout 400 "$bin/tune" run "$logs/$spec.yaml" --problem "$problem" --budget 200 --out "$logs/$tag" --best-dir "$logs/best" --json \
-    >"$logs/$tag.json" 2>"$logs/$tag.err" || echo "$tag: tune run failed (exit $?), see $logs/$tag.err" >&2
-  python3 benchmarks/torch_reference.py attention "$batch" "$heads" "$sequence" "$head_dim" "$causal" "$dtype" \
-    >"$logs/$tag.torch.json" 2>"$logs/$tag.torch.err" || echo "$tag: PyTorch failed, see $logs/$tag.torch.err" >&2
+  bench_step "$tag: tune run, see $logs/$tag.err" timeout 400 "$bin/tune" run "$logs/$spec.yaml" \
+    --problem "$problem" --budget 200 --out "$logs/$tag" --best-dir "$logs/best" --json \
+    >"$logs/$tag.json" 2>"$logs/$tag.err"
+  bench_step "$tag: PyTorch, see $logs/$tag.torch.err" python3 benchmarks/torch_reference.py attention "$batch" \
+    "$heads" "$sequence" "$head_dim" "$causal" "$dtype" >"$logs/$tag.torch.json" 2>"$logs/$tag.torch.err"
   printf '%s\t%s\t%s\t%s\n' "$tag" "$head_dim" "$sequence" "$causal" >>"$logs/cases.tsv"
 done <<<"$shapes"
 
-python3 - "$logs" "$spec" <<'PY'
-import csv, json, os, statistics, sys
+bench_step "report" python3 - "$logs" "$spec" <<'PY'
+import csv, json, math, os, statistics, sys
+sys.path.insert(0, "benchmarks")
+from bench_outcome import Outcome
 
 logs, spec = sys.argv[1:]
+outcome = Outcome("attention_bench report")
+run = torch_report = None
 print(f"Attention forward, {spec}, 16 heads, batch x sequence = 32768 tokens; TFLOP/s (4 B H S^2 D, half causal)")
 print()
 print("| head dim | sequence | causal | ours | cuDNN | flash | efficient | ours / fastest | ours / flash | floors | "
@@ -80,6 +90,7 @@ for line in open(os.path.join(logs, "cases.tsv")):
         torch_report = json.load(open(os.path.join(logs, tag + ".torch.json")))
     except (OSError, ValueError):
         print(f"| {head_dim} | {sequence} | {causal} | failed, see {tag}.err / {tag}.torch.err |")
+        outcome.missed(f"{tag}: no tuned or no PyTorch result, floors not met")
         continue
     best = run["best"][0] if run.get("best") else None
     ours = best["gflops"] / 1000 if best and best["configuration"]["PATH"] == "wgmma" else float("nan")
@@ -87,6 +98,9 @@ for line in open(os.path.join(logs, "cases.tsv")):
     fastest = max(value for value in backends.values() if value) if any(backends.values()) else float("nan")
     flash = backends["flash"] or float("nan")
     floors = "met" if ours >= 0.75 * fastest and ours >= 1.3 * flash else "MISSED"
+    if floors != "met":  # a NaN (no wgmma winner, no backend time) compares false: missed
+        outcome.missed(f"{tag}: ours {ours:.0f} TFLOP/s, fastest PyTorch {fastest:.0f}, flash {flash:.0f} "
+                       "(floors 0.75x fastest, 1.3x flash)")
     records = run["records"]
     if os.path.isdir(records):
         records = os.path.join(records, "evaluations.csv")
@@ -100,5 +114,8 @@ for line in open(os.path.join(logs, "cases.tsv")):
           f"{run['evaluated']} ({run['statuses'].get('ok', 0)}) | {run['evaluations_per_second']:.1f} | {compile_text} | "
           f"{configuration} |")
 print()
-print(f"PyTorch {torch_report['torch']} on {torch_report['device']}; tune on {run['device']}.")
+if run and torch_report:
+    print(f"PyTorch {torch_report['torch']} on {torch_report['device']}; tune on {run['device']}.")
+outcome.finish()
 PY
+bench_finish

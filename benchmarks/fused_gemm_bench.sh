@@ -23,12 +23,16 @@
 # Usage (on a GPU host, from anywhere): benchmarks/fused_gemm_bench.sh [BIN_DIR] [LOG_DIR] [PROBLEM [VARIANT...]]
 #   PROBLEM defaults to M=8192,N=8192,K=8192. Each VARIANT is passed on to fused_gemm_versus_torch.py (see its usage:
 #   EPILOGUE:NAME=VALUE,..., a variant of the plain GEMM's best configuration timed in the same process).
+# Exits 1 when a floor is missed or a step failed (the other steps still run), 2 on bad usage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source benchmarks/common.sh
+bench_begin fused_gemm_bench
 bin="${1:-build}"
 logs="${2:-fused-gemm-logs}"
 problem="${3:-M=8192,N=8192,K=8192}"
 variants=("${@:4}")
+[[ $problem =~ ^M=[0-9]+,N=[0-9]+,K=[0-9]+$ ]] || bench_usage "PROBLEM must read M=..,N=..,K=.., not '$problem'"
 mkdir -p "$logs"
 logs="$(cd "$logs" && pwd)"
 export KERNLATHE_SOURCE_DIR="$PWD"
@@ -52,30 +56,33 @@ run_spec() {  # run_spec SPEC TAG: tunes kernels/SPEC.yaml over the candidates i
     "kernels/$spec.yaml" >"$logs/$tag.yaml"
   rm -rf "$logs/$tag"
   echo "== $tag" >&2
-  "$bin/tune" run "$logs/$tag.yaml" --problem "$problem" --strategy exhaustive --final 5 --final-rounds 15 \
-    --out "$logs/$tag" --best-dir "$logs/best" --json >"$logs/$tag.json" 2>"$logs/$tag.err" ||
-    echo "$tag: tune run failed (exit $?), see $logs/$tag.err" >&2
+  bench_step "$tag: tune run, see $logs/$tag.err" "$bin/tune" run "$logs/$tag.yaml" --problem "$problem" \
+    --strategy exhaustive --final 5 --final-rounds 15 --out "$logs/$tag" --best-dir "$logs/best" --json \
+    >"$logs/$tag.json" 2>"$logs/$tag.err"
 }
 
 read -r m n k <<<"$(sed 's/M=\([0-9]*\),N=\([0-9]*\),K=\([0-9]*\)/\1 \2 \3/' <<<"$problem")"
 torch_reference() {  # torch_reference TAG
-  python3 benchmarks/torch_reference.py gemm "$m" "$n" "$k" >"$logs/$1.json" 2>"$logs/$1.err" ||
-    echo "PyTorch reference failed, see $logs/$1.err" >&2
+  bench_step "PyTorch reference $1, see $logs/$1.err" python3 benchmarks/torch_reference.py gemm "$m" "$n" "$k" \
+    >"$logs/$1.json" 2>"$logs/$1.err"
 }
-echo "tune $("$bin/tune" --version)" >&2
+echo "tune $("$bin/tune" --version 2>&1)" >&2
 torch_reference torch  # first, which also brings the GPU to its working clocks
 run_spec gemm_bf16 plain
 run_spec gemm_bf16_bias_gelu bias_gelu
 run_spec gemm_bf16_bias_residual bias_residual
 run_spec gemm_bf16 plain_again
 torch_reference torch_again
-python3 benchmarks/fused_gemm_versus_torch.py "$logs" "$problem" "${variants[@]}" >"$logs/versus.json" 2>"$logs/versus.txt" ||
-  echo "the in-process comparison failed, see $logs/versus.txt" >&2
+bench_step "the in-process comparison, see $logs/versus.txt" python3 benchmarks/fused_gemm_versus_torch.py \
+  "$logs" "$problem" "${variants[@]}" >"$logs/versus.json" 2>"$logs/versus.txt"
 
-python3 - "$logs" "$problem" <<'PY'
+bench_step "report" python3 - "$logs" "$problem" <<'PY'
 import csv, json, os, sys
+sys.path.insert(0, "benchmarks")
+from bench_outcome import Outcome
 
 logs, problem = sys.argv[1:]
+outcome = Outcome("fused_gemm_bench report")
 
 def load(tag):
     try:
@@ -117,11 +124,16 @@ for tag in ("plain", "bias_gelu", "bias_residual", "plain_again"):
     result = best(tag)
     if result is None:
         print(f"| {tag} | run failed | | | | | | |")
+        if tag in ("bias_gelu", "bias_residual"):
+            outcome.missed(f"{tag}: no tuned result, floors not met")
         continue
     configuration = " ".join(f"{k}={v}" for k, v in result["configuration"].items() if k.startswith("WG_") or k == "PATH")
     cublas = run.get("baseline_ms", 0.0)
     raw = result["median_ms"] / plain["median_ms"] if plain else float("nan")
     normalised = (result["median_ms"] / cublas) / (plain["median_ms"] / runs["plain"][0]["baseline_ms"]) if plain and cublas else float("nan")
+    # Floor: the fused kernel within 3% of the plain GEMM, best against best.
+    if tag in ("bias_gelu", "bias_residual") and not raw <= 1.03:
+        outcome.missed(f"{tag}: {result['median_ms']:.4f} ms, {100 * (raw - 1):+.2f}% over the plain GEMM (floor +3%)")
     print(f"| {tag} | {result['median_ms']:.4f} | {result['gflops'] / 1000:.1f} | {cublas:.4f} | "
           f"{result['median_ms'] / cublas:.3f} | {100 * (raw - 1):+.2f}% | {100 * (normalised - 1):+.2f}% | {configuration} |")
 print()
@@ -132,6 +144,8 @@ for tag in ("bias_gelu", "bias_residual"):
         if plain_ms:
             print(f"  {tag:14s} {key}: {fused_ms:.4f} / {plain_ms:.4f} ms = {100 * (fused_ms / plain_ms - 1):+.2f}%")
 cublas = {tag: runs[tag][0]["baseline_ms"] for tag in runs if runs[tag][0] and runs[tag][0].get("baseline_ms")}
+if not torch_report:
+    outcome.missed("no PyTorch reference: the floor against gelu(addmm) cannot be checked")
 for label, report in (("before the tune runs", torch_report), ("after them", torch_again)):
     if not report:
         continue
@@ -147,9 +161,15 @@ for label, report in (("before the tune runs", torch_report), ("after them", tor
             ratio = result["median_ms"] / report[name]["median_ms"]
             # Both over the same plain cuBLAS GEMM (PyTorch's mm is cuBLAS's): the drift between the runs cancels.
             normalised = (result["median_ms"] / cublas[tag]) / (report[name]["median_ms"] / report["mm"]["median_ms"])
+            slower = max(ratio, normalised) > 1
             print(f"  ours {tag} / PyTorch {name}: {ratio:.3f} raw, {normalised:.3f} each over its plain cuBLAS GEMM "
-                  f"({'at least as fast' if max(ratio, normalised) <= 1 else 'SLOWER'})")
+                  f"({'SLOWER' if slower else 'at least as fast'})")
+            if slower and tag == "bias_gelu" and report is torch_report:  # the floor: at least as fast as gelu(addmm)
+                outcome.missed(f"bias_gelu over PyTorch gelu(addmm): {ratio:.3f} raw, {normalised:.3f} normalised "
+                               "(floor <= 1)")
+outcome.finish()
 PY
 echo
 echo "In one process, one timing method (benchmarks/fused_gemm_versus_torch.py):"
 cat "$logs/versus.txt"
+bench_finish

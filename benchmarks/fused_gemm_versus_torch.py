@@ -25,6 +25,9 @@ Usage: fused_gemm_versus_torch.py LOG_DIR [PROBLEM [EPILOGUE:KEY=VALUE,... ...]]
   configuration with the given parameters changed, with the named epilogue (plain, bias_gelu or bias_residual),
   e.g. bias_residual:WG_STAGES=3. A name that starts with GEMM_ is a template macro instead of a parameter of the
   space, e.g. bias_residual:GEMM_RESIDUAL_PREFETCH_BLOCKS=0 (gemm/wgmma.cuh).
+
+Exits 1 when an output fails its check (every variant is still timed; the last line on stderr names it), 2 on bad
+usage.
 """
 import ctypes
 import json
@@ -35,8 +38,13 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-import torch
-import torch.nn.functional as F
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_outcome import Outcome  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+outcome = Outcome("fused_gemm_versus_torch")
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUNDS = int(os.environ.get("VERSUS_ROUNDS", "15"))
@@ -162,7 +170,7 @@ def best_configuration(log_dir, tag):
 
 def main(arguments):
     if not arguments:
-        raise SystemExit(__doc__)
+        outcome.usage("no LOG_DIR", __doc__)
     log_dir = arguments[0]
     problem_text = arguments[1] if len(arguments) > 1 else "M=8192,N=8192,K=8192"
     problem = {key: int(value) for key, value in (item.split("=") for item in problem_text.split(","))}
@@ -187,7 +195,7 @@ def main(arguments):
             if configuration[key] is None:
                 configuration[key] = int(value)
         if epilogue not in EPILOGUES:
-            raise SystemExit(f"unknown epilogue {epilogue}")
+            outcome.usage(f"unknown epilogue {epilogue}", __doc__)
         variants.append(Variant(epilogue, configuration, problem, sm_count))
     names = [variant.name for variant in variants]
     variants = [variant for index, variant in enumerate(variants) if variant.name not in names[:index]]
@@ -229,6 +237,8 @@ def main(arguments):
         allowed = 2e-3 + 1.6e-2 * reference.abs()
         failing = int((difference > allowed).sum().item()) + int(torch.isnan(variant.output).sum().item())
         report["checks"][variant.name] = {"failing": failing, "largest_difference": difference.max().item()}
+        if failing:
+            outcome.failed(f"{variant.name}: {failing} elements outside the tolerance")
     calls = {variant.name: variant.launch for variant in variants}
     calls.update(sequences)
     if os.environ.get("VERSUS_PROFILE") == "1":  # for ncu --profile-from-start off: one launch of each, in order
@@ -240,7 +250,7 @@ def main(arguments):
             call()
             torch.cuda.synchronize()
         torch.cuda.profiler.stop()
-        return
+        outcome.finish(sys.stderr)
 
     # Warm-up: every call in turn for at least two seconds, then the timed rounds.
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -296,6 +306,7 @@ def main(arguments):
     for name, ratios in comparisons.items():
         text = ", ".join(f"{key} {100 * (value - 1):+.2f}%" for key, value in ratios.items())
         print(f"  {name}: {text}", file=sys.stderr)
+    outcome.finish(sys.stderr)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,13 @@
 #      them elsewhere: see benchmarks/kernel_tuner/offline-wheels.txt for the pip download line;
 #   3. else a virtual environment $KT_VENV (default .deps/kernel-tuner-venv) that also sees the system's packages
 #      (CuPy, NumPy) gets the requirements from PyPI.
+# Exits 1 when the setup failed, a case failed or a case missed the 10x goal (kt_compare.py), 2 on bad usage.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+source benchmarks/common.sh
+bench_begin kernel_tuner_bench
+# A setup step that failed: nothing can be measured after it.
+setup_failed() { bench_failed "$1"; bench_finish; }
 tune="${1:-build/tune}"
 out="${2:-kernel-tuner-logs}"
 shift $(($# < 2 ? $# : 2))
@@ -24,6 +29,7 @@ python="${PYTHON:-python3}"
 wheels="${KT_WHEELS:-.whl}"
 export KERNLATHE_SOURCE_DIR="${KERNLATHE_SOURCE_DIR:-$PWD}"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[[ -x "$tune" ]] || bench_usage "no $tune (build it, or name it)"
 mkdir -p "$out"
 
 imports_kernel_tuner() { "$1" -c 'import kernel_tuner, numpy, yaml' 2>/dev/null; }
@@ -35,31 +41,31 @@ elif compgen -G "$wheels/*.whl" >/dev/null; then
   rm -rf "$site"
   echo "kernel_tuner_bench: installing the wheels of $wheels into $site" >&2
   "$python" -m pip install --quiet --disable-pip-version-check --no-index --no-deps --target "$site" "$wheels"/*.whl \
-    || { echo "kernel_tuner_bench: pip could not install the wheels of $wheels" >&2; exit 1; }
+    || setup_failed "pip could not install the wheels of $wheels"
   export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 else
   venv="${KT_VENV:-.deps/kernel-tuner-venv}"
   if [[ ! -x "$venv/bin/python" ]]; then
     echo "kernel_tuner_bench: creating $venv (with the system's packages) for Kernel Tuner" >&2
-    "$python" -m venv --system-site-packages "$venv" || exit 1
+    "$python" -m venv --system-site-packages "$venv" || setup_failed "could not create $venv"
   fi
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r benchmarks/kernel_tuner/requirements.txt \
-    || { echo "kernel_tuner_bench: pip could not install benchmarks/kernel_tuner/requirements.txt" >&2; exit 1; }
+    || setup_failed "pip could not install benchmarks/kernel_tuner/requirements.txt"
   python="$venv/bin/python"
 fi
 if ! imports_kernel_tuner "$python"; then
   echo "kernel_tuner_bench: $python cannot import kernel_tuner, numpy and yaml:" >&2
   "$python" -c 'import kernel_tuner, numpy, yaml' 2>&1 | tail -3 >&2
-  exit 1
+  setup_failed "$python cannot import kernel_tuner, numpy and yaml"
 fi
 if [[ " $* " != *" --dry-run "* ]] && ! "$python" -c 'import cupy' 2>/dev/null; then
-  echo "kernel_tuner_bench: $python cannot import cupy (install the cupy-cuda12x or cupy-cuda13x of the driver)" >&2
-  exit 1
+  setup_failed "$python cannot import cupy (install the cupy-cuda12x or cupy-cuda13x of the driver)"
 fi
 version=$("$python" -c 'import kernel_tuner; print(kernel_tuner.__version__)')
 [[ "$version" == 1.5.0 ]] \
   || echo "kernel_tuner_bench: note: Kernel Tuner $version; the benchmark was written for 1.5.0" >&2
 
-"$python" benchmarks/kernel_tuner/kt_compare.py --tune "$tune" --out "$out" --python "$python" "$@" 2>&1 \
+bench_step "kt_compare.py (a case failed or missed the goal: see $out/kt_compare.log)" \
+  "$python" benchmarks/kernel_tuner/kt_compare.py --tune "$tune" --out "$out" --python "$python" "$@" 2>&1 \
   | tee "$out/kt_compare.log"
-exit "${PIPESTATUS[0]}"
+bench_finish

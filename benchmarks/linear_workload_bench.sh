@@ -9,16 +9,22 @@
 #      tuned, C is checked element by element against cuBLAS's, and both are timed back to back (a burst of 20
 #      launches after 5; README "GEMM against cuBLAS" says how that harness differs from tune's rounds). Floors: no
 #      shape with a wrong element or an error, none below 0.5 of cuBLAS.
-# Prints one table per part and exits 1 when a floor is missed or a step failed.
+# Prints one table per part and exits 1 when a floor is missed or a step failed (the other steps still run), 2 on
+# bad usage.
 # Usage (on a GPU host, from anywhere): benchmarks/linear_workload_bench.sh [BIN_DIR] [LOG_DIR] [SECONDS] [WORKLOAD]
 #   BIN_DIR holds tune and kernlathe_gemm_example (scripts/package-for-device.sh puts both in .device/bin);
 #   SECONDS of tuning per shape (default 20); WORKLOAD defaults to workloads/llama3-8b.yaml.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bin="$(cd "${1:-build}" && pwd)"
+source benchmarks/common.sh
+bench_begin linear_workload_bench
+(($# <= 4)) || bench_usage "at most four arguments"
+bin="$(cd "${1:-build}" 2>/dev/null && pwd)" || bench_usage "no folder ${1:-build}"
 logs="${2:-linear-workload-logs}"
 seconds="${3:-20}"
 workload="${4:-workloads/llama3-8b.yaml}"
+[[ -f "$workload" ]] || bench_usage "no workload file $workload"
+[[ $seconds =~ ^[0-9]+$ ]] || bench_usage "SECONDS must be a whole number, not '$seconds'"
 mkdir -p "$logs"
 logs="$(cd "$logs" && pwd)"
 export KERNLATHE_SOURCE_DIR="$PWD"
@@ -43,9 +49,10 @@ for m in tokens:
         print(m, gemm["N"], gemm["K"], gemm["name"])
 PY
 )
-((${#shapes[@]})) || { echo "no shapes read from $workload" >&2; exit 1; }
+((${#shapes[@]})) || { bench_failed "no shapes read from $workload"; bench_finish; }
 echo "tune $("$bin/tune" --version 2>&1 | head -n 1); ${#shapes[@]} shapes from $workload; $seconds s of tuning each" >&2
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv >"$logs/gpu.csv" 2>&1
+bench_step "nvidia-smi" nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv \
+  >"$logs/gpu.csv" 2>&1
 
 for shape in "${shapes[@]}"; do
   read -r m n k name <<<"$shape"
@@ -55,27 +62,28 @@ for shape in "${shapes[@]}"; do
   [[ $m == 4096 ]] && best="$logs/best-4096"
   echo "== tune $name $tag" >&2
   rm -rf "${logs:?}/$tag"
-  "$bin/tune" run "$spec" --problem "M=$m,N=$n,K=$k,B_LAYOUT=1" --time "${seconds}s" --out "$logs/$tag" \
-    --best-dir "$best" --json >"$logs/$tag.json" 2>"$logs/$tag.err" ||
-    echo "$tag: tune run failed (exit $?), see $logs/$tag.err" >&2
+  bench_step "$tag: tune run, see $logs/$tag.err" "$bin/tune" run "$spec" --problem "M=$m,N=$n,K=$k,B_LAYOUT=1" \
+    --time "${seconds}s" --out "$logs/$tag" --best-dir "$best" --json >"$logs/$tag.json" 2>"$logs/$tag.err"
 done
 
 rm -rf "$logs/export"
-"$bin/tune" export gemm_bf16 --dir "$logs/best-4096" -o "$logs/export" >"$logs/export.log" 2>&1 ||
-  echo "tune export failed (exit $?), see $logs/export.log" >&2
+bench_step "tune export, see $logs/export.log" "$bin/tune" export gemm_bf16 --dir "$logs/best-4096" -o "$logs/export" \
+  >"$logs/export.log" 2>&1
 for shape in "${shapes[@]}"; do
   read -r m n k name <<<"$shape"
   "$example" "$logs/export" "$m" "$n" "$k" nk >"$logs/runtime_M${m}_N${n}_K${k}.txt" 2>&1
   echo "exit $?" >>"$logs/runtime_M${m}_N${n}_K${k}.txt"
 done
 
-python3 - "$logs" "${shapes[@]}" <<'PY'
+bench_step "report" python3 - "$logs" "${shapes[@]}" <<'PY'
 import json, math, os, re, sys
+sys.path.insert(0, "benchmarks")
+from bench_outcome import Outcome
 
 logs, shapes = sys.argv[1], [line.split() for line in sys.argv[2:]]
 missed = []
 with open(os.path.join(logs, "gpu.csv")) as gpu:
-    print("GPU:", gpu.read().strip().splitlines()[-1])
+    print("GPU:", (gpu.read().strip().splitlines() or ["unknown"])[-1])
 print()
 print("1. Each shape tuned (tune's rounds; cuBLAS in the same rounds, B transposed: CUBLAS_OP_T)")
 print()
@@ -125,8 +133,9 @@ for m, n, k, name in shapes:
     elif not percent or float(percent.group(1)) < 50:
         missed.append(f"runtime M={m} N={n} K={k}: below 0.5 of cuBLAS")
 print()
-if missed:
-    print("MISSED:", "; ".join(missed))
-    sys.exit(1)
-print("every floor held")
+outcome = Outcome("linear_workload_bench report")
+for what in missed:
+    outcome.missed(what)
+outcome.finish()
 PY
+bench_finish

@@ -22,12 +22,16 @@
 #   <example>.txt/.err/.csv  `tune run` of conv3x3_stream_small (95 s) and stream_heavy (25 s), with the default
 #                      strategy (no --strategy: the path users take), seed 1
 #   floors.txt         the issue's floors from those runs, PASS or FAIL
-set -u
+# Exits 1 when a floor fails or a step failed (the other steps still run), 2 on bad usage.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+source benchmarks/common.sh
+bench_begin loader_bench
+(($# <= 2)) || bench_usage "at most two arguments"
 BIN=$(realpath -m "${1:-build}")
 LOG=$(realpath -m "${2:-loader-logs}")
 for binary in tune test_gpu_device; do
-  [[ -x "$BIN/$binary" ]] || { echo "loader_bench.sh: no $BIN/$binary (build it, or name its folder)" >&2; exit 2; }
+  [[ -x "$BIN/$binary" ]] || bench_usage "no $BIN/$binary (build it, or name its folder)"
 done
 mkdir -p "$LOG"
 export KERNLATHE_STREAM_DATA=${KERNLATHE_STREAM_DATA:-/tmp/kernlathe-stream}
@@ -40,12 +44,13 @@ elapsed() { echo $(( $(date +%s) - start )); }
 { date -u; nproc; free -g; } > "$LOG/system.txt" 2>&1
 echo "system: done after $(elapsed) s"
 
-{ timeout 40 scripts/make_stream_data.sh small; timeout 40 scripts/make_stream_data.sh heavy; } > "$LOG/data.log" 2>&1
-echo "data: exit $? after $(elapsed) s"
+bench_step "stream data small, see $LOG/data.log" timeout 40 scripts/make_stream_data.sh small > "$LOG/data.log" 2>&1
+bench_step "stream data heavy, see $LOG/data.log" timeout 40 scripts/make_stream_data.sh heavy >> "$LOG/data.log" 2>&1
+echo "data: done after $(elapsed) s"
 # Read once so the page cache holds the shards, as on every pass after the first.
-cat "$KERNLATHE_STREAM_DATA"/conv3x3_small/images_*.npy > /dev/null
+cat "$KERNLATHE_STREAM_DATA"/conv3x3_small/images_*.npy > /dev/null 2>&1
 
-timeout 45 "$BIN/test_gpu_device" --gtest_also_run_disabled_tests \
+bench_step "diagnostic, see $LOG/diagnostic.log" timeout 45 "$BIN/test_gpu_device" --gtest_also_run_disabled_tests \
     --gtest_filter='LoaderOnDevice.DISABLED_TransferBoundBreakdownSweep' > "$LOG/diagnostic.log" 2>&1
 echo "diagnostic: exit $? after $(elapsed) s"
 {
@@ -64,7 +69,8 @@ run_example() {
   rm -rf "/tmp/loader-runs/$name"
   # --fresh-ceilings: the pinned host-to-device ceiling the floors are judged against is measured in this run, not
   # taken from the ceiling cache.
-  timeout "$limit" "$TUNE" run "$spec" --seed 1 --timeout 30 --fresh-ceilings "$@" \
+  bench_step "$name: tune run, see $LOG/$name.err" timeout "$limit" "$TUNE" run "$spec" --seed 1 --timeout 30 \
+      --fresh-ceilings "$@" \
       --out "/tmp/loader-runs/$name" --best-dir /tmp/loader-runs/best > "$LOG/$name.txt" 2> "$LOG/$name.err"
   echo "$name: exit $? after $(elapsed) s"
   cp "/tmp/loader-runs/$name"/*.csv "$LOG/$name.csv" 2>/dev/null
@@ -72,9 +78,12 @@ run_example() {
 run_example conv3x3_stream_small kernels/conv3x3_stream_small.yaml 110 --time 95s
 run_example stream_heavy kernels/stream_heavy.yaml 40 --time 25s
 
-python3 - "$LOG" <<'PY' | tee "$LOG/floors.txt"
+bench_step "floors report" python3 - "$LOG" <<'PY' | tee "$LOG/floors.txt"
 import csv, os, re, sys
+sys.path.insert(0, "benchmarks")
+from bench_outcome import Outcome
 log = sys.argv[1]
+outcome = Outcome("loader_bench floors")
 def load(name):
     """(pinned ceiling GB/s, ok rows sorted by end-to-end time) of one example's run."""
     try:
@@ -102,6 +111,8 @@ ceiling, ok = load("conv3x3_stream_small")
 if ok:
     fraction = float(ok[0]["stream_input_gbps"]) / max(ceiling, 1e-9)
     print(f"floor transfer-bound: {fraction * 100:.1f}% of the pinned H2D ceiling (>= 90%): {'PASS' if fraction >= 0.9 else 'FAIL'}")
+    if fraction < 0.9:
+        outcome.missed(f"transfer-bound: {fraction * 100:.1f}% of the pinned H2D ceiling, floor 90%")
     # Not the issue's floor, for reading it: the same copies in while results go out, from the diagnostic.
     try:
         diagnostic = open(os.path.join(log, "diagnostic.log")).read()
@@ -113,11 +124,19 @@ if ok:
                       f"tuned input = {100 * float(ok[0]['stream_input_gbps']) / duplex:.1f}% of it")
     except OSError:
         pass
+else:
+    outcome.missed("transfer-bound: no configuration of conv3x3_stream_small passed")
 ceiling, ok = load("stream_heavy")
 if ok:
     best = ok[0]
     stages = [float(best[c]) for c in ("stream_copy_in_ms", "stream_kernel_ms", "stream_copy_out_ms")]
     ratio = float(best["stream_end_to_end_ms"]) / max(max(stages), 1e-9)
     print(f"floor compute-heavier: tuned total / max(H2D, kernel, D2H) = {ratio:.3f} (<= 1.10): {'PASS' if ratio <= 1.10 else 'FAIL'}")
+    if ratio > 1.10:
+        outcome.missed(f"compute-heavier: tuned total / max(H2D, kernel, D2H) = {ratio:.3f}, floor 1.10")
+else:
+    outcome.missed("compute-heavier: no configuration of stream_heavy passed")
+outcome.finish()
 PY
 echo "loader: done after $(elapsed) s"
+bench_finish

@@ -13,11 +13,16 @@
 # Records go to $RESULTS_DIR/runs/<kernel>/<arch>/<problem>/, best configurations to $RESULTS_DIR/best/
 # (RESULTS_DIR defaults to results/). MEMORY_BOUND_CASES (newline-separated "kernel problem floor [budget]" lines)
 # replaces the built-in list of cases, e.g. to re-run only the kernels a change touched.
+# Exits 1 when a case is BELOW its floor or a step failed (the other cases are still measured), 2 on bad usage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source benchmarks/common.sh
+bench_begin memory_bound_bench
+(($# <= 3)) || bench_usage "at most three arguments"
 bin="${1:-build}"
 logs="${2:-memory-bound-logs}"
 budget="${3:-150}"
+[[ $budget =~ ^[0-9]+$ ]] || bench_usage "BUDGET must be a whole number, not '$budget'"
 results="${RESULTS_DIR:-results}"
 mkdir -p "$logs"
 export KERNLATHE_SOURCE_DIR="$PWD"
@@ -69,20 +74,24 @@ for case in "${cases[@]}"; do
   rm -rf "$out"
   echo "== $kernel $problem" >&2
   mkdir -p "$best_dir"
-  timeout "${CASE_TIMEOUT:-120}" "$bin/tune" run "kernels/$kernel.yaml" --problem "$problem" --budget "${case_budget:-$budget}" \
-    --out "$out" --best-dir "$best_dir" --json >"$logs/$tag.json" 2>"$logs/$tag.err"
+  bench_step "$tag: tune run, see $logs/$tag.err" timeout "${CASE_TIMEOUT:-120}" "$bin/tune" run "kernels/$kernel.yaml" \
+    --problem "$problem" --budget "${case_budget:-$budget}" --out "$out" --best-dir "$best_dir" --json \
+    >"$logs/$tag.json" 2>"$logs/$tag.err"
   status=$?
   : >"$logs/$tag.torch.json"
   if [[ $kernel == add_layernorm* ]]; then
     read -r rows_count cols_count <<<"$(sed 's/ROWS=\([0-9]*\),COLS=\([0-9]*\)/\1 \2/' <<<"$problem")"
     dtype=f32; [[ $kernel == *_bf16 ]] && dtype=bf16
-    python3 benchmarks/torch_reference.py add_layernorm "$rows_count" "$cols_count" "$dtype" \
-      >"$logs/$tag.torch.json" 2>"$logs/$tag.torch.err"
+    bench_step "$tag: PyTorch, see $logs/$tag.torch.err" python3 benchmarks/torch_reference.py add_layernorm \
+      "$rows_count" "$cols_count" "$dtype" >"$logs/$tag.torch.json" 2>"$logs/$tag.torch.err"
   fi
-  python3 - "$logs/$tag.json" "$out/evaluations.csv" "$kernel" "$problem" "$floor" "$status" "$logs/$tag.torch.json" \
-    >>"$rows" <<'PY'
+  bench_step "$tag: row" python3 - "$logs/$tag.json" "$out/evaluations.csv" "$kernel" "$problem" "$floor" "$status" \
+    "$logs/$tag.torch.json" >>"$rows" <<'PY'
 import csv, json, sys
+sys.path.insert(0, "benchmarks")
+from bench_outcome import Outcome
 json_path, csv_path, kernel, problem, floor, status, torch_path = sys.argv[1:]
+outcome = Outcome(f"memory_bound_bench {kernel} {problem}")
 try:
     run = json.load(open(json_path))
     best = run["best"][0]
@@ -92,6 +101,8 @@ try:
     default_ms = run.get("default_time_ms")
     fraction = best["fraction_of_copy_bandwidth"]
     verdict = "-" if floor == "-" else ("meets" if fraction >= float(floor) else "BELOW")
+    if verdict == "BELOW":
+        outcome.missed(f"{kernel} {problem}: {100 * fraction:.1f}% of copy, floor {100 * float(floor):.0f}%")
     torch_columns = ["-", "-", "-"]
     torch_text = open(torch_path).read().strip()
     if torch_text:  # PyTorch's unfused sequence, on the tune run's copy-ceiling scale
@@ -107,6 +118,11 @@ try:
                      f"{fastest['registers']} regs, occupancy {float(fastest['occupancy']):.2f}"]))
 except Exception as error:  # a failed run is a row too, never a silent gap
     print("\t".join([kernel, problem, f"run failed (exit {status}): {error}"] + [""] * 13))
+    if floor != "-":
+        outcome.missed(f"{kernel} {problem}: no result, floor {100 * float(floor):.0f}% not met")
+# The table goes to stdout (the rows file): the final line to stderr.
+if outcome.records:
+    outcome.finish(sys.stderr)
 PY
   tail -n 1 "$rows" >&2
 done
@@ -116,3 +132,4 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 while IFS=$'\t' read -r -a field; do
   (IFS='|'; echo "| ${field[*]} |" | sed 's/|/ | /g; s/^ | /| /; s/ | $/ |/')
 done <"$rows"
+bench_finish

@@ -10,11 +10,17 @@
 # Usage (on a host with 2 or more GPUs): benchmarks/multi_gpu_bench.sh [TUNE_BINARY] [OUT_DIR] [N]
 # Env: SPECS (default "saxpy conv3x3 gemm_bf16"), STRATEGIES (default "default random"), BUDGET_<spec> to change
 # a budget.
+# Exits 1 when a run failed or the worker check failed (the other runs still go on), 2 on bad usage.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+source benchmarks/common.sh
+bench_begin multi_gpu_bench
+(($# <= 3)) || bench_usage "at most three arguments"
 tune="${1:-build/tune}"
 out="${2:-multi-gpu-logs}"
 gpus="${3:-2}"
+[[ $gpus =~ ^[0-9]+$ ]] && ((gpus >= 2)) || bench_usage "N must be a number of GPUs, 2 or more, not '$gpus'"
+[[ -x "$tune" ]] || bench_usage "no $tune (build it, or name it)"
 mkdir -p "$out"
 export KERNLATHE_SOURCE_DIR="${KERNLATHE_SOURCE_DIR:-$PWD}"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -33,7 +39,8 @@ run_one() {  # spec strategy devices label -> prints the JSON path
   local dir="$out/$spec-$strategy-$label"
   rm -rf "$dir" && mkdir -p "$dir/cache"
   # shellcheck disable=SC2086
-  XDG_CACHE_HOME="$dir/cache" "$tune" run "$spec" ${!problem_var:-} --devices "$devices" --budget "$b" --final 0 \
+  XDG_CACHE_HOME="$dir/cache" bench_step "$spec $strategy on devices $devices, see $dir/run.log" \
+    "$tune" run "$spec" ${!problem_var:-} --devices "$devices" --budget "$b" --final 0 \
     "${strategy_args[@]}" --out "$dir/records" --best-dir "$dir/best" --ceiling-cache "$out/ceilings" --json \
     > "$dir/run.json" 2> "$dir/run.log"
   echo "$dir/run.json"
@@ -97,9 +104,14 @@ else
   echo "no evaluation worker found to kill"
 fi
 wait "$run_pid"
-echo "exit status of the run: $?"
-python3 - "$dir" <<'PYTHON'
+run_status=$?
+echo "exit status of the run: $run_status"
+((run_status == 0)) || bench_failed "worker check: the run exited with $run_status, see $dir/run.log"
+bench_step "worker check report" python3 - "$dir" <<'PYTHON'
 import csv, json, os, sys
+sys.path.insert(0, "benchmarks")
+from bench_outcome import Outcome
+outcome = Outcome("multi_gpu_bench worker check")
 d = sys.argv[1]
 report = json.load(open(os.path.join(d, "run.json")))
 rows = list(csv.DictReader(open(os.path.join(d, "records", "evaluations.csv"))))
@@ -112,4 +124,9 @@ for r in again:
     print(f"  measured again: status {r['status']} on device {r['device']}: {r['message'][:160]}")
 ok = len(rows) == report["evaluated"] and len(keys) == len(set(keys))
 print("worker check:", "PASS" if ok and again else "FAIL")
+if not (ok and again):
+    outcome.missed(f"worker check: {len(rows)} rows for {report['evaluated']} evaluated, {len(set(keys))} distinct, "
+                   f"{len(again)} measured again (every configuration once, one measured again)")
+outcome.finish()
 PYTHON
+bench_finish

@@ -4,11 +4,17 @@
 # configuration, or final-round intervals that overlap), the best times' difference, the baseline ratios'
 # difference, and the default configuration's energy per launch in both runs.
 # Usage (GPU host, repository root): benchmarks/reproducibility_bench.sh BIN_DIR LOG_DIR [BUDGET]
+# Exits 1 when a run failed or two winners DIFFER (neither the same configuration nor overlapping intervals), 2 on
+# bad usage. REPRODUCIBILITY_CASES ("SPEC|PROBLEM" lines) replaces the built-in list.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source benchmarks/common.sh
+bench_begin reproducibility_bench
+(($# <= 3)) || bench_usage "at most three arguments"
 bin="${1:-build}"
 logs="${2:-reproducibility-logs}"
 budget="${3:-100}"
+[[ $budget =~ ^[0-9]+$ ]] || bench_usage "BUDGET must be a whole number, not '$budget'"
 mkdir -p "$logs"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 
@@ -19,6 +25,9 @@ cases=(
   "kernels/conv3x3.yaml|W=8192,H=8192"
   "kernels/gemm_bf16.yaml|M=4096,N=4096,K=4096"
 )
+if [[ -n "${REPRODUCIBILITY_CASES:-}" ]]; then
+  mapfile -t cases < <(grep -v '^[[:space:]]*$' <<<"$REPRODUCIBILITY_CASES")
+fi
 for entry in "${cases[@]}"; do
   spec="${entry%%|*}"
   problem="${entry#*|}"
@@ -28,15 +37,19 @@ for entry in "${cases[@]}"; do
     rm -rf "$out" "$logs/$name/best$run"
     problem_option=()
     [[ -n "$problem" ]] && problem_option=(--problem "$problem")
-    "$bin/tune" run "$spec" "${problem_option[@]}" --budget "$budget" --seed "$run" --out "$out" \
-      --best-dir "$logs/$name/best$run" --json >"$logs/$name.run$run.json" 2>"$logs/$name.run$run.err"
+    bench_step "$name run $run, see $logs/$name.run$run.err" "$bin/tune" run "$spec" "${problem_option[@]}" \
+      --budget "$budget" --seed "$run" --out "$out" --best-dir "$logs/$name/best$run" --json \
+      >"$logs/$name.run$run.json" 2>"$logs/$name.run$run.err"
     echo "$name run $run: exit $?" >&2
   done
 done
 
-python3 - "$logs" "${cases[@]}" <<'PY'
+bench_step "report" python3 - "$logs" "${cases[@]}" <<'PY'
 import json, os, sys
+sys.path.insert(0, "benchmarks")
+from bench_outcome import Outcome
 logs = sys.argv[1]
+outcome = Outcome("reproducibility_bench report")
 print(f"{'kernel':<10} {'winners':<9} {'best ms run1':>22} {'best ms run2':>22} {'diff':>7} {'of base 1':>9} "
       f"{'of base 2':>9} {'diff':>7} {'energy mJ 1':>12} {'energy mJ 2':>12} {'diff':>7}")
 for entry in sys.argv[2:]:
@@ -45,12 +58,15 @@ for entry in sys.argv[2:]:
         runs = [json.load(open(f"{logs}/{name}.run{r}.json")) for r in (1, 2)]
     except (OSError, ValueError) as error:
         print(f"{name:<10} no result ({error})")
+        outcome.missed(f"{name}: no result from both runs to compare")
         continue
     best = [r["best"][0] for r in runs]
     final = [b.get("final_round", {}) for b in best]
     same = best[0]["configuration"] == best[1]["configuration"]
     overlap = final[0] and final[1] and final[0]["low_ms"] <= final[1]["high_ms"] and final[1]["low_ms"] <= final[0]["high_ms"]
     verdict = "same" if same else ("overlap" if overlap else "DIFFER")
+    if verdict == "DIFFER":
+        outcome.missed(f"{name}: the two runs' winners differ and their final-round intervals do not overlap")
     times = [f.get("mean_ms", b["median_ms"]) for f, b in zip(final, best)]
     text = [f"{f.get('mean_ms', 0):.5g} [{f.get('low_ms', 0):.5g}, {f.get('high_ms', 0):.5g}]" for f in final]
     ratio = [b.get("fraction_of_baseline", 0) for b in best]
@@ -63,4 +79,6 @@ for entry in sys.argv[2:]:
     for r, run in zip(runs, (1, 2)):
         b = r["best"][0]
         print(f"    run {run}: {' '.join(f'{k}={v}' for k, v in b['configuration'].items())}")
+outcome.finish()
 PY
+bench_finish

@@ -15,8 +15,12 @@
 # comes first: 36 runs and the PyTorch pass take about 6 minutes on an H200. ROWS_BENCH_SPECS and
 # ROWS_BENCH_SHAPES (space-separated, e.g. "rmsnorm_bf16" and "16384x4096") narrow the grid.
 # Records and best configurations go under LOG_DIR (runs/, best/), not results/.
+# A failed step (a tune run, the PyTorch pass) exits 1 too, after the rest was measured; bad usage exits 2.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source benchmarks/common.sh
+bench_begin rows_bench
+(($# <= 2)) || bench_usage "at most two arguments"
 bin="${1:-build}"
 logs="${2:-rows-bench-logs}"
 time_budget="${ROWS_BENCH_TIME:-4s}"
@@ -41,8 +45,9 @@ for spec in "${specs[@]}"; do
     out="$logs/runs/$spec/$tag"
     rm -rf "$out"
     echo "== $spec $problem ($mode)" >&2
-    timeout "${CASE_TIMEOUT:-90}" "$bin/tune" run "kernels/$spec.yaml" --problem "$problem" --budget "$budget" \
-      --time "$time_budget" "--$mode" --out "$out" --best-dir "$logs/best" --json >"$logs/$tag.json" 2>"$logs/$tag.err"
+    bench_step "$tag: tune run, see $logs/$tag.err" timeout "${CASE_TIMEOUT:-90}" "$bin/tune" run "kernels/$spec.yaml" \
+      --problem "$problem" --budget "$budget" --time "$time_budget" "--$mode" --out "$out" --best-dir "$logs/best" \
+      --json >"$logs/$tag.json" 2>"$logs/$tag.err"
     echo "$? $spec $rows_count $cols_count $mode" >>"$logs/tune_status.txt"
     op="${spec%_bf16}"
     dtype=f32
@@ -52,12 +57,14 @@ for spec in "${specs[@]}"; do
 done
 
 echo "== PyTorch eager and torch.compile, $(wc -l <"$cases") cases in one process" >&2
-python3 benchmarks/torch_reference.py rows "$cases" >"$logs/torch.jsonl" 2>"$logs/torch.err"
+bench_step "the PyTorch pass, see $logs/torch.err" python3 benchmarks/torch_reference.py rows "$cases" \
+  >"$logs/torch.jsonl" 2>"$logs/torch.err"
 torch_status=$?
-[[ $torch_status -ne 0 ]] && echo "PyTorch pass failed (exit $torch_status): see $logs/torch.err" >&2
 
-python3 - "$logs" "$torch_status" <<'PY'
+bench_step "report" python3 - "$logs" "$torch_status" <<'PY'
 import json, os, sys
+sys.path.insert(0, "benchmarks")
+from bench_outcome import Outcome
 
 logs, torch_status = sys.argv[1], int(sys.argv[2])
 torch_cases = {}
@@ -81,8 +88,8 @@ for (spec, rows, cols), (status, mode) in latest.items():
     try:
         run = json.load(open(os.path.join(logs, f"{spec}_{shape}.json")))
         best = run["best"][0]
-    except Exception as error:  # a failed run is a row too, never a silent gap
-        failures.append(f"{spec} {shape}: tune run failed (exit {status}): {error}")
+    except Exception as error:  # a failed run is a row too, never a silent gap (its step is counted as failed)
+        failures.append(f"{spec} {shape}: no tuned result (exit {status}): {error}")
         print(f"| {spec} | {shape} | {mode} | run failed (exit {status}) |" + " |" * (len(header) - 4))
         continue
     ours_ms = best["median_ms"]
@@ -129,10 +136,15 @@ print(f"\nPyTorch / device: {', '.join(f'{t} on {d}' for t, d in versions) or 'n
       "compile / ours > 1 means ours is faster.")
 if torch_status != 0:
     error_lines = [line.strip() for line in open(os.path.join(logs, "torch.err")) if line.strip()]
-    failures.append(f"the PyTorch pass exited with {torch_status}: {error_lines[-1] if error_lines else ''} "
-                    f"(all of it in {os.path.join(logs, 'torch.err')})")
+    print(f"\nThe PyTorch pass exited with {torch_status}: {error_lines[-1] if error_lines else ''} "
+          f"(all of it in {os.path.join(logs, 'torch.err')})")
 if failures:
     print("\nFloors missed:\n" + "\n".join(f"  - {failure}" for failure in failures))
-    sys.exit(1)
-print("\nEvery floor met.")
+else:
+    print("\nEvery floor met.")
+outcome = Outcome("rows_bench report")
+for failure in failures:
+    outcome.missed(failure)
+outcome.finish()
 PY
+bench_finish

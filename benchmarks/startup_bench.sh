@@ -11,8 +11,12 @@
 # Usage (on a GPU host, from anywhere): benchmarks/startup_bench.sh [BIN_DIR] [LOG_DIR]
 #   STARTUP_SPECS       spec names (default: every kernels/*.yaml; the streamed specs' data is written first)
 #   STARTUP_COLD_SPECS  default "gemm_bf16 saxpy transpose conv3x3"
+# Exits 1 when a run failed or a start-up took more than 1 s (the floor), 2 on bad usage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source benchmarks/common.sh
+bench_begin startup_bench
+(($# <= 2)) || bench_usage "at most two arguments"
 bin="${1:-build}"
 logs="${2:-startup-logs}"
 runs="${STARTUP_RUNS:-2}"
@@ -27,7 +31,7 @@ else
 fi
 read -r -a cold_specs <<<"${STARTUP_COLD_SPECS:-gemm_bf16 saxpy transpose conv3x3}"
 if [[ " ${specs[*]} " == *stream* ]]; then
-  scripts/make_stream_data.sh all >"$logs/stream_data.log" 2>&1 || echo "startup_bench: no stream data (see $logs/stream_data.log)"
+  bench_step "stream data, see $logs/stream_data.log" scripts/make_stream_data.sh all >"$logs/stream_data.log" 2>&1
 fi
 
 caches="$(mktemp -d)"
@@ -42,7 +46,7 @@ run_once() {
   mkdir -p "$out"
   local start end
   start=$(date +%s.%N)
-  env "${environment[@]}" "$bin/tune" run "$spec" --budget 3 --final 0 --ceiling-cache "$ceilings" \
+  bench_step "$name: tune run, see $out/stderr.log" env "${environment[@]}" "$bin/tune" run "$spec" --budget 3 --final 0 --ceiling-cache "$ceilings" \
     --out "$out" --best-dir "$caches/best" --json >"$out/report.json" 2>"$out/stderr.log"
   local code=$?
   end=$(date +%s.%N)
@@ -59,8 +63,11 @@ for spec in "${specs[@]}"; do
   fi
 done
 
-python3 - "$logs" <<'EOF'
+bench_step "report" python3 - "$logs" <<'EOF'
 import json, os, sys
+sys.path.insert(0, "benchmarks")
+from bench_outcome import Outcome
+outcome = Outcome("startup_bench report")
 
 logs = sys.argv[1]
 rows = []
@@ -97,4 +104,9 @@ for spec, kind, startup, request, result, wall, top in rows:
     print(f"{spec:24} {kind:11} {number(startup):>8} {number(request):>8} {number(result):>10} {wall:6.2f}  {top}")
 over = [row for row in rows if row[2] is None or row[2] > 1.0]
 print(f"\nstart-up above 1 s: {len(over)} of {len(rows)} runs" + (": " + ", ".join(f"{r[0]} ({r[1]})" for r in over) if over else ""))
+for spec, kind, startup, *_ in over:
+    outcome.missed(f"{spec} ({kind}): start-up " + (f"{startup:.2f} s" if startup is not None else "not measured") +
+                   ", floor 1 s")
+outcome.finish()
 EOF
+bench_finish

@@ -18,6 +18,9 @@ Usage (from the repository root, after building):
 
   nice benchmarks/strategy_cv.py                    # the whole development set, about 20 minutes on 2 cores
   nice benchmarks/strategy_cv.py --seeds 5 --candidates 'local surrogate'   # a quick look
+
+A replay that fails is named and its candidate left out (the others are still scored); the fitted choice breaking a
+hard goal is a missed floor. Either exits 1 after the last line says which; bad usage exits 2 (argparse).
 """
 
 import argparse
@@ -28,6 +31,11 @@ import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_outcome import Outcome  # noqa: E402
+
+outcome = Outcome("strategy_cv")
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +103,9 @@ def replay(tune, candidate, name, arguments, seeds, cache):
     print(f"replaying {name} with {candidate}", file=sys.stderr, flush=True)
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if result.returncode != 0:
-        sys.exit(f"strategy_cv: {' '.join(command)} failed:\n{result.stderr}")
+        outcome.failed(f"{' '.join(command)} exited with {result.returncode}: "
+                       f"{(result.stderr.strip().splitlines() or [''])[-1]}")
+        return None
     rows = {str(row["budget"]): {"median": row["median_best_over_optimum"],
                                  "q1": row["lower_quartile_best_over_optimum"],
                                  "q3": row["upper_quartile_best_over_optimum"]} for row in json.loads(result.stdout)}
@@ -134,9 +144,16 @@ def main():
     with tempfile.TemporaryDirectory(prefix="strategy_cv_") as workdir:
         development = [l for l in landscapes(workdir) if re.search(options.landscapes, l[0])]
         results = {}  # (candidate, landscape) -> {budget: {median, q1, q3}}
+        replay_failed = set()
         for name, family, arguments in development:
             for candidate in candidates:
-                results[candidate, name] = replay(options.tune, candidate, name, arguments, options.seeds, cache)
+                rows = replay(options.tune, candidate, name, arguments, options.seeds, cache)
+                if rows is None:
+                    replay_failed.add(candidate)
+                results[candidate, name] = rows
+        candidates = [candidate for candidate in candidates if candidate not in replay_failed]
+        if not candidates:
+            outcome.finish()
 
     names = [name for name, _, _ in development]
     families = sorted({family for _, family, _ in development})
@@ -176,6 +193,8 @@ def main():
         broken = failures(candidate, names)
         print(f"  {candidate:<52} " + ("none" if not broken else "; ".join(f"{n} @ {b}: {w}" for n, b, w in broken)))
     fitted = choose(names)
+    for name, b, what in failures(fitted, names):
+        outcome.missed(f"the fitted choice {fitted} on {name} at budget {b}: {what}")
     table(f"Fitted: chosen on all landscapes: {fitted}", [(fitted, geomeans(fitted, names))])
 
     held_out = {}  # landscape -> the candidate chosen without its family
@@ -203,6 +222,7 @@ def main():
               " ".join(f"{v:.4f}" for v in randoms) +
               f"  q1-q3 {score(spread['q1']):.4f}-{score(spread['q3']):.4f}" +
               (f"  WORSE THAN RANDOM at {worse}" if worse else ""))
+    outcome.finish()
 
 
 if __name__ == "__main__":

@@ -20,13 +20,27 @@ Prints one JSON object: for each sequence the median milliseconds per call (each
 between two events, after a warm-up), the samples' spread, and for add_layernorm the minimal bytes of the fused
 operation (read x, r, gamma, beta once; write the sum and the output once), so the caller can put PyTorch on the
 same copy-ceiling scale as `tune run`. Every output is checked for NaN once.
+
+A sequence that fails (NaN, an error; in rows mode also a compiled output that differs from eager) is reported with
+its error, the others are still timed, and the script exits 1 after naming it on its last line (stderr); an attention
+backend that refuses the shape is data, not a failure. Bad usage exits 2.
 """
 import json
+import os
 import statistics
 import sys
 
-import torch
-import torch.nn.functional as F
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_outcome import Outcome  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+outcome = Outcome("torch_reference")
+
+
+class NanOutput(RuntimeError):
+    """A reference produced NaN: a failure, never a backend refusing a shape."""
 
 WARMUP_CALLS = 10
 CALLS_PER_SAMPLE = 10
@@ -46,7 +60,7 @@ def time_call(call):
     outputs = result if isinstance(result, tuple) else (result,)
     for output in outputs:
         if torch.isnan(output).any():
-            raise SystemExit("a PyTorch reference produced NaN")
+            raise NanOutput("a PyTorch reference produced NaN")
     # Warm-up: at least WARMUP_CALLS calls and half a second, so the clocks have settled (a cold H200 ran the first
     # GEMMs 10-20% slower than the later ones).
     warmup_start, warmup_end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -133,6 +147,9 @@ def attention(batch, heads, sequence, head_dim, causal, dtype_name):
             with sdpa_kernel(backend):
                 timing = time_call(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)))
             timing["tflops"] = flops / (timing["median_ms"] * 1e-3) / 1e12
+        except NanOutput as error:
+            timing = {"error": str(error)}
+            outcome.failed(f"attention {name} backend: {error}")
         except RuntimeError as error:  # the backend does not take this shape or dtype on this GPU
             timing = {"error": str(error).splitlines()[0][:200]}
         report[name] = timing
@@ -230,7 +247,8 @@ def rows_case(op, dtype_name, rows, cols, mode):
         def function(x, w):
             return torch.softmax(x, dim=-1)
     else:
-        raise SystemExit(f"unknown row op {op}")
+        outcome.failed(f"unknown row op {op}")
+        return {"op": op, "dtype": dtype_name, "rows": rows, "cols": cols, "mode": mode}
     report = {"op": op, "dtype": dtype_name, "rows": rows, "cols": cols, "mode": mode, "input_copies": copies}
     # Dynamo keys its cache on the code object, which every case shares: without a reset, the shapes after the
     # recompile limit (8) would silently run eager. dynamic=False: a kernel specialised to the shape, as ours is.
@@ -253,6 +271,7 @@ def rows_case(op, dtype_name, rows, cols, mode):
             report[name] = time_cold(call) if mode == "cold" else time_call(call)
         except Exception as error:  # noqa: BLE001 -- the table says what failed instead of a time
             report[name] = {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"}
+            outcome.failed(f"{op} {dtype_name} {rows}x{cols} {name}: {report[name]['error']}")
     return report
 
 
@@ -272,7 +291,7 @@ def rows(cases_path):
 def main(arguments):
     if len(arguments) == 2 and arguments[0] == "rows":
         rows(arguments[1])
-        return
+        outcome.finish(sys.stderr)
     if len(arguments) == 4 and arguments[0] == "add_layernorm":
         report = add_layernorm(int(arguments[1]), int(arguments[2]), arguments[3])
     elif len(arguments) == 4 and arguments[0] == "gemm":
@@ -282,10 +301,11 @@ def main(arguments):
     elif len(arguments) == 9 and arguments[0] == "attention_models" and arguments[8] in ("bshd", "bhsd"):
         report = attention_models(*(int(value) for value in arguments[1:7]), arguments[7], arguments[8])
     else:
-        raise SystemExit(__doc__)
+        outcome.usage("unknown arguments: " + " ".join(arguments), __doc__)
     report["torch"] = torch.__version__
     report["device"] = torch.cuda.get_device_name()
     print(json.dumps(report))
+    outcome.finish(sys.stderr)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,13 @@
 # Per case it prints, over the configurations that passed in all three runs, the median and the 5th/95th
 # percentiles of B/A and of A2/A, the share within 2%, the best time of each run, and each run's evaluation rate.
 # Usage (on a GPU host, from anywhere): benchmarks/warmup_bench.sh [BIN_DIR] [LOG_DIR]
+# A diagnostic without floors: exits 1 when a run or a case's comparison failed (the other cases still run), 2 on
+# bad usage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source benchmarks/common.sh
+bench_begin warmup_bench
+(($# <= 2)) || bench_usage "at most two arguments"
 bin="${1:-build}"
 logs="${2:-warmup-logs}"
 mkdir -p "$logs"
@@ -25,7 +30,6 @@ cases=(
 )
 if [[ -n "${WARMUP_CASES:-}" ]]; then mapfile -t cases < <(grep -v '^[[:space:]]*$' <<<"$WARMUP_CASES"); fi
 
-status=0
 for case in "${cases[@]}"; do
   read -r kernel problem budget <<<"$case"
   name="$kernel-${problem//[,=]/_}"
@@ -35,13 +39,11 @@ for case in "${cases[@]}"; do
     out="$logs/$name/$run"
     rm -rf "$out"
     mkdir -p "$logs/$name"
-    if ! "$bin/tune" run "$kernel" --problem "$problem" --strategy random --seed 7 --budget "$budget" --final 0 \
-        --best-dir "$logs/best-unused" --out "$out" --json "${extra[@]}" >"$out.json" 2>"$out.err"; then
-      echo "$name $run: tune run failed (see $out.err)"
-      status=1
-    fi
+    bench_step "$name $run: tune run, see $out.err" "$bin/tune" run "$kernel" --problem "$problem" --strategy random \
+      --seed 7 --budget "$budget" --final 0 --best-dir "$logs/best-unused" --out "$out" --json "${extra[@]}" \
+      >"$out.json" 2>"$out.err"
   done
-  python3 - "$logs/$name" <<'EOF' || status=1
+  bench_step "$name: comparison" python3 - "$logs/$name" <<'EOF'
 import csv, json, os, statistics, sys
 
 folder = sys.argv[1]
@@ -75,4 +77,4 @@ print(f"  best ms  A {best['A']:.5g}  B {best['B']:.5g}  A2 {best['A2']:.5g}")
 print(f"  evaluations/s  A {rates['A']:.1f}  B {rates['B']:.1f}  A2 {rates['A2']:.1f}  (B/A {rates['B'] / rates['A']:.2f}x)")
 EOF
 done
-exit $status
+bench_finish

@@ -53,6 +53,55 @@ TEST(Roofline, WithoutAComputeRoofOnlyTheMemoryRoofBounds) {
   EXPECT_DOUBLE_EQ(place_on_roofline(2e12, 2e9, 4.0, h200_like(), ComputeRoof::none).attainable_gflops, 4e6);
 }
 
+// Attention forward at BATCH 8, HEADS 16, SEQ 4096, HEAD_DIM 128 (kernels/attention_bf16.yaml's metrics):
+// 4 x 8 x 16 x 4096^2 x 128 = 1.099511627776e12 flop over 4 x 8 x 16 x 4096 x 128 x 2 = 536870912 bytes.
+constexpr double attention_flops = 1.099511627776e12;
+constexpr double attention_bytes = 536870912;
+
+TEST(Roofline, APointAboveItsRoofIsShownAtOneHundredPercentWithAWarning) {
+  // 1.8 ms: 610839.8 GFLOP/s, 10.18 times the 60 TFLOP/s FMA roof (issue 31's "1030.7% of attainable").
+  const RooflinePoint point =
+      place_on_roofline(attention_flops, attention_bytes, 1.8, h200_like(), ComputeRoof::fma);
+  EXPECT_DOUBLE_EQ(point.intensity, 2048);
+  EXPECT_NEAR(point.gflops, 610839.79, 0.01);
+  EXPECT_DOUBLE_EQ(point.attainable_gflops, 60000);
+  EXPECT_NEAR(point.measured_fraction, 10.1807, 1e-4);
+  EXPECT_TRUE(point.above_roof);
+  EXPECT_DOUBLE_EQ(point.fraction, 1.0);
+  const std::string warning = above_roof_warning(point, h200_like(), ComputeRoof::fma);
+  EXPECT_NE(warning.find("measured 610.8 TFLOP/s, 1018.1% of the fp32 FMA roof (60.0 TFLOP/s)"), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("shown as 100%"), std::string::npos) << warning;
+}
+
+TEST(Roofline, TensorCoreKernelsUnderTheTensorRoofGetNoWarning) {
+  const RooflinePoint point =
+      place_on_roofline(attention_flops, attention_bytes, 1.8, h200_like(), ComputeRoof::tensor);
+  EXPECT_DOUBLE_EQ(point.attainable_gflops, 800000);
+  EXPECT_NEAR(point.fraction, 610839.79 / 800000, 1e-8);
+  EXPECT_FALSE(point.above_roof);
+  EXPECT_EQ(above_roof_warning(point, h200_like(), ComputeRoof::tensor), "");
+  EXPECT_EQ(roof_description(point, h200_like(), ComputeRoof::tensor), "the tensor-core roof (bf16, 800.0 TFLOP/s)");
+  // tf32: half the 16-bit tensor roof; the same point is above it.
+  const RooflinePoint tf32 = place_on_roofline(attention_flops, attention_bytes, 1.8, h200_like(), ComputeRoof::tf32);
+  EXPECT_DOUBLE_EQ(tf32.attainable_gflops, 400000);
+  EXPECT_TRUE(tf32.above_roof);
+  EXPECT_DOUBLE_EQ(tf32.fraction, 1.0);
+}
+
+TEST(Roofline, AboveTheMemoryRoofNamesTheCopyBandwidth) {
+  // conv3x3's 18 flop and 8 bytes per pixel, 1e6 pixels in 1 us: 18000 GFLOP/s against 4000 GB/s x 2.25 = 9000.
+  const RooflinePoint point = place_on_roofline(18e6, 8e6, 0.001, h200_like(), ComputeRoof::fma);
+  EXPECT_TRUE(point.memory_bound);
+  EXPECT_DOUBLE_EQ(point.measured_fraction, 2.0);
+  EXPECT_DOUBLE_EQ(point.fraction, 1.0);
+  const std::string warning = above_roof_warning(point, h200_like(), ComputeRoof::fma);
+  EXPECT_NE(warning.find("measured 18.0 TFLOP/s, 200.0% of the memory roof (device copy 4000.0 GB/s x 2.25 flop/B "
+                         "= 9.0 TFLOP/s)"),
+            std::string::npos)
+      << warning;
+}
+
 TEST(Roofline, RejectsPointsAndCeilingsThatPlaceNothing) {
   EXPECT_THROW(place_on_roofline(1e9, 0, 1.0, h200_like(), ComputeRoof::fma), InputError);
   EXPECT_THROW(place_on_roofline(1e9, 1e9, 0, h200_like(), ComputeRoof::fma), InputError);

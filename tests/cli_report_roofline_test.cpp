@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/cli/report_roofline.h"
+#include "tuner/spec/spec_loader.h"
 
 namespace kernlathe {
 namespace {
@@ -107,9 +108,74 @@ TEST(ReportRoofline, SpecsChooseTheirComputeRoof) {
   spec.baseline.compute = "f16";
   EXPECT_EQ(compute_roof_of(spec), ComputeRoof::tensor);
   spec.baseline.compute = "tf32";
-  EXPECT_EQ(compute_roof_of(spec), ComputeRoof::none);
+  EXPECT_EQ(compute_roof_of(spec), ComputeRoof::tf32);
   spec.baseline.compute = "f32";
   EXPECT_EQ(compute_roof_of(spec), ComputeRoof::fma);
+  spec.metrics.math = "bf16";  // stated: before the baseline
+  std::string why;
+  EXPECT_EQ(compute_roof_of(spec, &why), ComputeRoof::tensor);
+  EXPECT_EQ(why.find("metrics.math is bf16"), 0u) << why;
+}
+
+TEST(ReportRoofline, ShippedSpecsStateTheirMath) {
+  const std::vector<std::pair<std::string, ComputeRoof>> expected = {
+      {"attention_bf16", ComputeRoof::tensor}, {"attention_f16", ComputeRoof::tensor},
+      {"gemm_bf16", ComputeRoof::tensor},      {"gemm_f16", ComputeRoof::tensor},
+      {"gemm_tf32", ComputeRoof::tf32},        {"gemm_f32", ComputeRoof::fma},
+      {"softmax_bf16", ComputeRoof::fma},      {"conv3x3", ComputeRoof::fma}};
+  for (const auto& [name, roof] : expected) {
+    std::string why;
+    EXPECT_EQ(compute_roof_of(load_kernel_spec(source / "kernels" / (name + ".yaml")), &why), roof) << name << ": " << why;
+  }
+}
+
+TEST(ReportRoofline, UnstatedMathIsInferredFromInputsAndTemplate) {
+  KernelSpec attention = load_kernel_spec(source / "kernels/attention_bf16.yaml");
+  attention.metrics.math.clear();
+  std::string why;
+  // bf16 inputs, and templates/attention.cu includes attention/wgmma.cuh.
+  EXPECT_EQ(compute_roof_of(attention, &why), ComputeRoof::tensor) << why;
+  EXPECT_NE(why.find("bf16 inputs"), std::string::npos) << why;
+  // softmax_bf16: bf16 inputs, but no tensor-core instruction in templates/softmax.cu.
+  EXPECT_EQ(compute_roof_of(load_kernel_spec(source / "kernels/softmax_bf16.yaml"), &why), ComputeRoof::fma) << why;
+  // fp32 inputs to a tensor-core template: fp32 FMA or tf32, which the spec must say.
+  KernelSpec gemm_f32 = load_kernel_spec(source / "kernels/gemm_f32.yaml");
+  gemm_f32.metrics.math.clear();
+  gemm_f32.baseline = Baseline{};
+  EXPECT_EQ(compute_roof_of(gemm_f32, &why), ComputeRoof::none) << why;
+  EXPECT_NE(why.find("state metrics.math"), std::string::npos) << why;
+}
+
+TEST(ReportRoofline, AttentionIsJudgedByTheTensorRoof) {
+  // Before issue 31 this record was placed against the fp32 FMA roof at "1030.7% of attainable".
+  const fs::path record =
+      source / "results/runs/attention_bf16/sm_90/BATCH=8_HEADS=16_SEQ=4096_HEAD_DIM=128_CAUSAL=0_ELEMENT_BYTES=2";
+  const Recording recording = load_recordings({record})[0];
+  const LandscapeSummary landscape = summarize_landscape(recording);
+  const nlohmann::ordered_json roofline = roofline_json(recording, landscape, source / "kernels", h200_file());
+  ASSERT_FALSE(roofline.contains("unavailable")) << roofline.dump();
+  EXPECT_DOUBLE_EQ(roofline["intensity"].get<double>(), 2048.0);  // 4 B H S^2 D / (4 B H S D x 2 bytes) = S / 2
+  EXPECT_EQ(roofline["compute_roof"], "tensor");
+  EXPECT_EQ(roofline["bound"], "compute");
+  // The run recorded its own ceilings (run.json ceiling_tensor_gflops 894738.3), which come before the file's.
+  EXPECT_DOUBLE_EQ(roofline["attainable_gflops"].get<double>(), 894738.3);
+  const double gflops = 1.099511627776e12 / (landscape.best_ms * 1e-3) / 1e9;
+  EXPECT_DOUBLE_EQ(roofline["gflops"].get<double>(), gflops);
+  EXPECT_DOUBLE_EQ(roofline["fraction"].get<double>(), gflops / 894738.3);
+  EXPECT_GT(gflops, 64654.0);  // above the run's FMA roof: placed there, it read over 1000%
+  EXPECT_LT(roofline["fraction"].get<double>(), 1.0);
+  EXPECT_EQ(roofline["warning"], "");
+}
+
+TEST_F(EditedRecord, APointAboveItsRoofIsCappedAndWarned) {
+  // A 1 GFLOP/s FMA roof recorded in run.json: conv3x3's best is far above it.
+  const fs::path record = record_with({{"ceiling_copy_gbps", "4000.0"}, {"ceiling_fma_gflops", "1.0"}});
+  const nlohmann::ordered_json roofline = roofline_of(record, h200_file());
+  ASSERT_FALSE(roofline.contains("unavailable")) << roofline.dump();
+  EXPECT_DOUBLE_EQ(roofline["fraction"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(roofline["measured_fraction"].get<double>(), roofline["gflops"].get<double>() / 1.0);
+  const std::string warning = roofline["warning"].get<std::string>();
+  EXPECT_NE(warning.find("of the fp32 FMA roof (1.0 GFLOP/s)"), std::string::npos) << warning;
 }
 
 }  // namespace

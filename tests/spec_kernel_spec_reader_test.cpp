@@ -175,6 +175,14 @@ TEST_F(KernelSpecReaderTest, ReferenceNamesAnUnknownParameter) {
       << message;
 }
 
+TEST_F(KernelSpecReaderTest, MetricsMathNamesTheArithmetic) {
+  EXPECT_EQ(parse_spec(simple_space, "metrics: {flops: 2 * N, bytes: 4 * N, math: bf16}\n").metrics.math, "bf16");
+  EXPECT_EQ(parse_spec(simple_space, "metrics: {flops: 2 * N, bytes: 4 * N}\n").metrics.math, "");
+  std::string message = input_error_of([&] { parse_spec(simple_space, "metrics: {flops: 2 * N, math: fp32}\n"); });
+  EXPECT_NE(message.find("metrics.math"), std::string::npos) << message;
+  EXPECT_NE(message.find("fp32"), std::string::npos) << message;
+}
+
 TEST_F(KernelSpecReaderTest, ReferenceValueNotAmongTheValues) {
   std::string message = input_error_of([&] { parse_spec(simple_space, "verify: {reference: {BLOCK: 96}}\n"); });
   EXPECT_NE(message.find("spec.yaml:8:29: verify.reference value of 'BLOCK' is 96"), std::string::npos) << message;

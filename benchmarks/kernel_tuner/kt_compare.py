@@ -552,7 +552,7 @@ def compare(options: argparse.Namespace, cases: list[Case], tune: Tune, out: Pat
                 shutil.copy(source, records / (source.name if source.parent.name != "tune-records"
                                                else "tune_" + source.name))
         ratio_value, ratio, goal = verdict(tune_outcome, kt_outcome)
-        if goal.startswith("error"):
+        if goal.startswith("error") or goal == "FAIL":  # a missed goal (below 10x) fails the run too
             failures += 1
         rows.append({"case": case.name, "spec": case.spec, "problem": case.problem, "search": case.search,
                      "budget": case.budget, "valid": summary["valid"], "combinations": summary["total"],

@@ -282,6 +282,9 @@ def roofline_figure(gpu, entries):
     if ceilings["tensor_gflops"] > 0:
         source = ceilings["tensor_source"] or "cuBLAS bf16"
         roofs.append((ceilings["tensor_gflops"], f"tensor cores ({source}) {rate_text(ceilings['tensor_gflops'])}", "-."))
+        if any(entry["compute_roof"] == "tf32" for entry in entries):  # half the 16-bit rate (tuner/analysis/roofline.h)
+            tf32 = ceilings["tensor_gflops"] / 2
+            roofs.append((tf32, f"tf32 tensor cores (half of {source}) {rate_text(tf32)}", ":"))
     intensities = [e["intensity"] for e in entries]
     ridges = [roof / copy for roof, _, _ in roofs]
     low = min(min(intensities) / 8, 0.1)
@@ -308,7 +311,8 @@ def roofline_figure(gpu, entries):
     for index, entry in enumerate(entries):
         colour = COLOURS[(index + 1) % len(COLOURS)]
         bound = entry["compute_roof"] if entry["bound"] == "compute" else "memory"
-        roof_text = {"memory": "the memory roof", "fma": "the FMA roof", "tensor": "the tensor roof"}[bound]
+        roof_text = {"memory": "the memory roof", "fma": "the FMA roof", "tensor": "the tensor roof",
+                     "tf32": "the tf32 roof"}[bound]
         if entry["bound"] == "unknown":
             roof_text += " (no compute roof)"
         axis.scatter([entry["intensity"]], [entry["gflops"]], s=90, color=colour, edgecolor="black", zorder=5,
@@ -319,8 +323,9 @@ def roofline_figure(gpu, entries):
         intensity = entry["intensity"]
         name = "\n".join(textwrap.wrap(entry["label"].replace(",", ", "), 34))
         intensity_text = f"{intensity:.0f}" if intensity >= 100 else f"{intensity:.3g}"
+        above = " (measured above: see the warning)" if entry.get("warning") else ""
         axis.annotate(f"{name}\n{rate_text(entry['gflops'])} at {intensity_text} flop/B\n"
-                      f"{100 * entry['fraction']:.1f}% of {roof_text}",
+                      f"{100 * entry['fraction']:.1f}% of {roof_text}{above}",
                       (entry["intensity"], entry["gflops"]),
                       xytext=(0.97, 0.52 - 0.17 * index) if right_half else (0.03, 0.93 - 0.17 * index),
                       textcoords="axes fraction", ha="right" if right_half else "left", va="top", fontsize=10,
@@ -362,6 +367,9 @@ def roofline_section(kernel):
                             f"{100 * entry['fraction']:.1f}% of the attainable {rate_text(entry['attainable_gflops'])} "
                             f"({entry['bound']}-bound at this intensity)")
                          + f". Compute roof: {html.escape(entry['compute_roof_note'])}.</p>")
+            if entry.get("warning"):
+                parts.append(f"<p class=note>Warning: {html.escape(entry['label'])}: "
+                             f"{html.escape(entry['warning'])}.</p>")
     return parts
 
 

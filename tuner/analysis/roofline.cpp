@@ -15,9 +15,41 @@ double compute_roof_gflops(const RooflineCeilings& ceilings, ComputeRoof roof) {
   switch (roof) {
     case ComputeRoof::fma: return ceilings.fma_gflops;
     case ComputeRoof::tensor: return ceilings.tensor_gflops;
+    case ComputeRoof::tf32: return ceilings.tensor_gflops / 2;
     case ComputeRoof::none: return 0;
   }
   return 0;
+}
+
+namespace {
+
+std::string rate(double gflops) {
+  return gflops >= 1e3 ? fmt::format("{:.1f} TFLOP/s", gflops / 1e3) : fmt::format("{:.1f} GFLOP/s", gflops);
+}
+
+}  // namespace
+
+std::string roof_description(const RooflinePoint& point, const RooflineCeilings& ceilings, ComputeRoof roof) {
+  if (point.memory_bound)
+    return fmt::format("the memory roof (device copy {:.1f} GB/s x {:.4g} flop/B = {})", ceilings.copy_gbps,
+                       point.intensity, rate(point.attainable_gflops));
+  const std::string tensor_source = ceilings.tensor_source.empty() ? "bf16" : ceilings.tensor_source;
+  switch (roof) {
+    case ComputeRoof::fma: return fmt::format("the fp32 FMA roof ({})", rate(point.attainable_gflops));
+    case ComputeRoof::tensor:
+      return fmt::format("the tensor-core roof ({}, {})", tensor_source, rate(point.attainable_gflops));
+    case ComputeRoof::tf32:
+      return fmt::format("the tf32 tensor-core roof (half of {}: {})", tensor_source, rate(point.attainable_gflops));
+    case ComputeRoof::none: break;
+  }
+  return fmt::format("the roof ({})", rate(point.attainable_gflops));
+}
+
+std::string above_roof_warning(const RooflinePoint& point, const RooflineCeilings& ceilings, ComputeRoof roof) {
+  if (!point.above_roof) return "";
+  return fmt::format("measured {}, {:.1f}% of {}: a point above its roof means that roof does not bound this kernel "
+                     "(another compute roof applies, or the ceiling was measured low); shown as 100%",
+                     rate(point.gflops), 100 * point.measured_fraction, roof_description(point, ceilings, roof));
 }
 
 RooflinePoint place_on_roofline(double flops, double bytes, double time_ms, const RooflineCeilings& ceilings,
@@ -35,7 +67,9 @@ RooflinePoint place_on_roofline(double flops, double bytes, double time_ms, cons
   const double compute_roof = compute_roof_gflops(ceilings, roof);
   point.memory_bound = compute_roof <= 0 || memory_roof <= compute_roof;
   point.attainable_gflops = point.memory_bound ? memory_roof : compute_roof;
-  point.fraction = point.gflops / point.attainable_gflops;
+  point.measured_fraction = point.gflops / point.attainable_gflops;
+  point.above_roof = point.measured_fraction > 1;
+  point.fraction = std::min(point.measured_fraction, 1.0);
   return point;
 }
 

@@ -68,6 +68,8 @@ int AnalyzeCommand::run() const {
                  roofline.at("gflops").get<double>(), roofline.at("intensity").get<double>(),
                  100 * roofline.at("fraction").get<double>(), roofline.at("attainable_gflops").get<double>(),
                  bound == "unknown" ? "memory roof only: no compute ceiling for this kernel" : bound + "-bound");
+      if (const std::string warning = roofline.value("warning", ""); !warning.empty())
+        fmt::print("    warning: {}\n", warning);
     }
   }
   fmt::print(stderr, "analysed in {:.2f} s\n", seconds);

@@ -368,6 +368,8 @@ int ReportCommand::run() const {
     for (std::size_t index_in_report : group.recordings) {
       const Recording& recording = report.recordings[index_in_report];
       rooflines.push_back(roofline_json(recording, report.analyses[index_in_report].landscape, kernels, ceiling_files));
+      if (const std::string warning = rooflines.back().value("warning", ""); !warning.empty())
+        fmt::print(stderr, "warning: roofline of {}: {}\n", recording.label(), warning);
       if (no_replay) {
         replays.push_back(Json{{"unavailable", "left out (--no-replay)"}});
         continue;

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <regex>
 
 #include "tuner/common/error.h"
 #include "tuner/measure/ceilings.h"
@@ -42,6 +45,7 @@ const char* roof_name(ComputeRoof roof) {
   switch (roof) {
     case ComputeRoof::fma: return "fma";
     case ComputeRoof::tensor: return "tensor";
+    case ComputeRoof::tf32: return "tf32";
     case ComputeRoof::none: return "none";
   }
   return "none";
@@ -90,22 +94,71 @@ std::optional<RooflineCeilings> recording_ceilings(const Recording& recording,
   return std::nullopt;
 }
 
+namespace {
+
+bool template_uses_tensor_cores(const std::filesystem::path& template_file) {
+  std::ifstream stream(template_file);
+  if (!stream) return false;
+  const std::string text{std::istreambuf_iterator<char>(stream), std::istreambuf_iterator<char>()};
+  // The instructions (and the headers named after them) only tensor-core code uses; `\b` keeps "gamma" out.
+  static const std::regex tensor_core_words(R"(\b(wgmma|wmma|mma|mma_sync)\b)");
+  return std::regex_search(text, tensor_core_words);
+}
+
+ComputeRoof roof_of_math(const std::string& math) {
+  if (math == "fma") return ComputeRoof::fma;
+  if (math == "tf32") return ComputeRoof::tf32;
+  if (math == "f16" || math == "bf16") return ComputeRoof::tensor;
+  return ComputeRoof::none;
+}
+
+bool is_floating_point(Dtype dtype) {
+  return dtype == Dtype::f16 || dtype == Dtype::bf16 || dtype == Dtype::f32 || dtype == Dtype::f64;
+}
+
+}  // namespace
+
 ComputeRoof compute_roof_of(const KernelSpec& spec, std::string* why) {
   auto said = [&](ComputeRoof roof, std::string reason) {
     if (why) *why = std::move(reason);
     return roof;
   };
+  const char* tensor_note = "the measured 16-bit tensor-core roof (f16 and bf16 run at the same rate)";
+  const char* tf32_note = "the tf32 tensor-core roof, half the measured 16-bit one (no tf32 ceiling is measured)";
+  auto roof_note = [&](ComputeRoof roof) -> std::string {
+    return roof == ComputeRoof::fma ? "the fp32 FMA roof" : roof == ComputeRoof::tf32 ? tf32_note : tensor_note;
+  };
+  if (!spec.metrics.math.empty()) {
+    const ComputeRoof roof = roof_of_math(spec.metrics.math);
+    return said(roof, fmt::format("metrics.math is {}: judged against {}", spec.metrics.math, roof_note(roof)));
+  }
   if (spec.baseline.library == Baseline::Library::cublas) {
     const std::string& compute = spec.baseline.compute;
-    if (compute == "f16" || compute == "bf16")
-      return said(ComputeRoof::tensor, fmt::format("{} tensor-core GEMM: judged against the measured bf16 tensor-core "
-                                                   "roof (f16 and bf16 run at the same rate)",
-                                                   compute));
-    if (compute == "tf32")
-      return said(ComputeRoof::none, "tf32 tensor cores: no tf32 ceiling is measured (the tensor roof is bf16, "
-                                     "twice tf32's rate), so only the memory roof applies");
+    const ComputeRoof roof = compute == "f32" ? ComputeRoof::fma : roof_of_math(compute);
+    return said(roof, fmt::format("no metrics.math; its cuBLAS baseline computes in {}: judged against {}", compute,
+                                  roof_note(roof)));
   }
-  return said(ComputeRoof::fma, "judged against the fp32 FMA roof");
+  // Nothing stated: the input buffers' element type and whether the template issues tensor-core instructions.
+  bool any_input = false, all_16_bit = true, any_f32 = false;
+  Dtype input_type = Dtype::f32;
+  for (const Argument& argument : spec.arguments) {
+    if (!argument.is_buffer || argument.role == Role::out || !is_floating_point(argument.dtype)) continue;
+    any_input = true;
+    input_type = argument.dtype;
+    all_16_bit = all_16_bit && (argument.dtype == Dtype::f16 || argument.dtype == Dtype::bf16);
+    any_f32 = any_f32 || argument.dtype == Dtype::f32;
+  }
+  if (!any_input || !template_uses_tensor_cores(spec.template_file))
+    return said(ComputeRoof::fma, "no metrics.math; its template issues no tensor-core instruction: judged against "
+                                  "the fp32 FMA roof");
+  if (all_16_bit)
+    return said(ComputeRoof::tensor, fmt::format("no metrics.math; {} inputs and a template with tensor-core "
+                                                 "instructions: judged against {}",
+                                                 dtype_name(input_type), tensor_note));
+  return said(ComputeRoof::none, fmt::format("no metrics.math; {} inputs and a template with tensor-core "
+                                             "instructions could run fp32 FMA or tf32: state metrics.math; only the "
+                                             "memory roof applies",
+                                             any_f32 ? "fp32" : dtype_name(input_type)));
 }
 
 Json roofline_json(const Recording& recording, const LandscapeSummary& landscape, const fs::path& kernels_directory,
@@ -145,7 +198,7 @@ Json roofline_json(const Recording& recording, const LandscapeSummary& landscape
     ComputeRoof roof = compute_roof_of(kernel, &why);
     if (roof != ComputeRoof::none && compute_roof_gflops(*ceilings, roof) <= 0) {
       why = fmt::format("no {} ceiling recorded for {}, so only the memory roof applies",
-                        roof == ComputeRoof::tensor ? "tensor-core" : "fp32 FMA", recording.device);
+                        roof == ComputeRoof::fma ? "fp32 FMA" : "tensor-core", recording.device);
       roof = ComputeRoof::none;
     }
     const RooflinePoint point = place_on_roofline(flops, bytes, landscape.best_ms, *ceilings, roof);
@@ -165,6 +218,9 @@ Json roofline_json(const Recording& recording, const LandscapeSummary& landscape
                 {"gflops", point.gflops},
                 {"attainable_gflops", point.attainable_gflops},
                 {"fraction", point.fraction},
+                {"measured_fraction", point.measured_fraction},
+                {"roof", roof_description(point, *ceilings, roof)},
+                {"warning", above_roof_warning(point, *ceilings, roof)},
                 // Without a compute roof the copy roof is only an upper bound: the kernel may be compute-bound.
                 {"bound", roof == ComputeRoof::none ? "unknown" : point.memory_bound ? "memory" : "compute"}};
   } catch (const TunerError& problem) {

@@ -291,9 +291,11 @@ KernelSpec read_kernel_spec(const Document& document, const YAML::Node& root, co
   }
   if (auto metrics = fields.find("metrics")) {
     Fields entries(document, *metrics, "metrics");
-    entries.allow_only({"flops", "bytes"});
+    entries.allow_only({"flops", "bytes", "math"});
     if (auto flops = entries.find("flops")) spec.metrics.flops = read_expression(document, *flops, "metrics.flops");
     if (auto bytes = entries.find("bytes")) spec.metrics.bytes = read_expression(document, *bytes, "metrics.bytes");
+    if (auto math = entries.find("math"))
+      spec.metrics.math = read_choice(document, *math, "metrics.math", {"fma", "tf32", "f16", "bf16"});
   }
   if (auto stream = fields.find("stream")) spec.stream = read_stream(document, *stream, spec.arguments);
   if (auto loader = fields.find("loader"); loader && spec.stream.enabled) read_loader_settings(document, *loader, spec.loader);

@@ -170,6 +170,9 @@ struct Verification {
 struct Metrics {
   Expression flops;  // empty when not stated
   Expression bytes;  // minimum traffic: each input read once, each output written once
+  // The arithmetic the flops run on, which picks the roofline's compute roof (issue 31): "fma" (fp32 on CUDA cores),
+  // "tf32", "f16" or "bf16" (tensor cores). Empty when not stated: `tune report` infers it (compute_roof_of).
+  std::string math;
 };
 
 // A vendor library routine that computes the same result as the template: timed in the same run, so results are
