@@ -109,6 +109,7 @@ else
 fi
 expect loader-usage 2 "no $work/empty/tune" 0 benchmarks/loader_bench.sh "$work/empty" "$logs/x"
 expect multi-gpu-usage 2 "2 or more" 0 benchmarks/multi_gpu_bench.sh "$bin/tune" "$logs/x" 1
+expect harness-agreement-usage 2 "expected BIN_DIR and LOG_DIR" 0 benchmarks/harness_agreement_bench.sh "$bin"
 PYTHON="$work/path/failing-python" KT_WHEELS="$work/empty" KT_VENV="$work/venv" \
   expect kernel-tuner 1 "could not create $work/venv" 0 benchmarks/kernel_tuner_bench.sh "$bin/tune" "$logs/kt"
 
