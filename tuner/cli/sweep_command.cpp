@@ -132,7 +132,16 @@ int SweepCommand::run_sweep() const {
     one.common.problem = problem.problem_text();
     one.common.json = true;
     one.resume = before.value("status", "") == "started";  // interrupted: go on from its records
-    if (!run.out.empty()) one.out = (state_dir / label).string();
+    if (!run.out.empty()) {
+      // Records go under --out, where the results database's default prior does not look: the finished problems of
+      // the same spec are handed over as priors instead (unless --no-prior).
+      one.out = (state_dir / label).string();
+      if (!run.no_prior)
+        for (std::size_t earlier = 0; earlier < index; ++earlier) {
+          const fs::path records = state_dir / problem_label(earlier, workload.problems[earlier]) / "evaluations.csv";
+          if (workload.problems[earlier].spec == problem.spec && fs::exists(records)) one.prior.push_back(records.string());
+        }
+    }
     fmt::print(stderr, "sweep {}: {}/{} {}{}\n", workload.name, index + 1, workload.problems.size(), label,
                one.resume ? " (resumed)" : "");
     Json& entry = state["problems"][label];
