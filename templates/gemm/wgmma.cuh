@@ -111,12 +111,7 @@ constexpr int instruction_k = 32 / element_bytes;       // wgmma depth: 32 bytes
 constexpr int swizzle_bytes = 128;                      // one swizzled row
 constexpr int swizzle_atom_bytes = 8 * swizzle_bytes;   // the 8-row period of the 128-byte swizzle
 constexpr int b_box_columns = swizzle_bytes / element_bytes;
-// WG_PINGPONG_ACTIVE (derived, spaces/gemm.yaml): a ping-pong configuration runs cooperatively at few rows of C.
-#ifdef WG_PINGPONG_ACTIVE
-constexpr bool pingpong = WG_PINGPONG_ACTIVE;
-#else
 constexpr bool pingpong = WG_PINGPONG;
-#endif
 // The C dimension the instruction's 64-row slices run along (M; N when swapped), split among consumers, and the one
 // its width covers whole.
 constexpr int sliced_extent = swapped ? block_n : block_m;
