@@ -52,6 +52,21 @@
 #include "common/mbarrier.cuh"
 #include "common/wgmma.cuh"
 
+// Kept here rather than beside copy_tile in common/async_copy.cuh: a stored configuration is keyed by the hash of its
+// template and every file it includes, so an addition to a shared header would mark every other kernel's stored
+// entries stale.
+// The box of a 4-D tensor map at (c0, c1, c2, c3), innermost first, into shared memory, completing on `barrier`.
+// Elements of the box outside the tensor arrive as zeros, and the barrier still counts the whole box's bytes.
+__device__ __forceinline__ void copy_tile_4d(unsigned shared_destination, const TensorMap& map, unsigned barrier,
+                                             int c0, int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
+      ::"r"(shared_destination),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(barrier)
+      : "memory");
+}
+
+
 namespace wgmma_path {
 
 constexpr int block_m = AT_BM;

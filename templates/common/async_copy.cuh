@@ -64,17 +64,6 @@ __device__ __forceinline__ void copy_tile(unsigned shared_destination, const Ten
       : "memory");
 }
 
-// The box of a 4-D tensor map at (c0, c1, c2, c3), innermost first, into shared memory, completing on `barrier`.
-// Elements of the box outside the tensor arrive as zeros, and the barrier still counts the whole box's bytes.
-__device__ __forceinline__ void copy_tile_4d(unsigned shared_destination, const TensorMap& map, unsigned barrier,
-                                             int c0, int c1, int c2, int c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
-      ::"r"(shared_destination),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(barrier)
-      : "memory");
-}
-
 // The same box into the same shared-memory offset of every block of a cluster of kCluster blocks, each completing on
 // its own barrier at the given offset.
 template <int kCluster>
