@@ -120,7 +120,10 @@ class RuntimeOnDevice : public ::testing::Test {
     options.sources = spec.template_file.parent_path();
     options.cubin_cache = cubin_cache_;
     Runtime runtime(options);
-    const Kernel& kernel = runtime.kernel(spec.name);
+    // The problem is passed whole: the database's description keeps the spec file's defaults, not this test's sizes.
+    Problem problem;
+    for (const auto& [symbol, value] : spec.problem) problem[symbol] = value;
+    const Kernel& kernel = runtime.kernel(spec.name, problem);
     if (selection) *selection = kernel.selection();
     std::map<std::size_t, std::unique_ptr<DeviceMemory>> memory;
     Arguments arguments;
