@@ -39,6 +39,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 "$python" -c 'import sys, torch; print(f"python {sys.version.split()[0]}, torch {torch.__version__}, cuda {torch.cuda.is_available()}")' 2>&1 | tee -a "$summary"
 
 config=()
+# The CUDA toolkit named, so CMake does not take a pip package's partial copy of it (no cuda.h) from the Python
+# environment's paths.
+config+=("--config-settings=cmake.define.CUDAToolkit_ROOT=${CUDA_HOME:-/usr/local/cuda}")
 [[ -d .device/include ]] && config+=("--config-settings=cmake.define.KERNLATHE_THIRD_PARTY_INCLUDE=$PWD/.device/include")
 if wanted build; then
   rm -rf python/build
