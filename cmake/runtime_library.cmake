@@ -20,7 +20,7 @@ add_library(kernlathe::runtime ALIAS kernlathe_runtime)
 set_target_properties(kernlathe_runtime PROPERTIES EXPORT_NAME runtime POSITION_INDEPENDENT_CODE ON)
 target_include_directories(kernlathe_runtime PUBLIC
   $<BUILD_INTERFACE:${kernlathe_source_root}/include> $<BUILD_INTERFACE:${CMAKE_CURRENT_BINARY_DIR}/generated>
-  $<BUILD_INTERFACE:${kernlathe_source_root}> $<BUILD_INTERFACE:${CUDAToolkit_INCLUDE_DIRS}>
+  $<BUILD_INTERFACE:${kernlathe_source_root}> "$<BUILD_INTERFACE:${CUDAToolkit_INCLUDE_DIRS}>"  # quoted: the toolkit may list several folders
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_compile_options(kernlathe_runtime PRIVATE ${KERNLATHE_WARNINGS})
 # Where NVRTC is looked for last, after the library search path (tuner/nvrtc/nvrtc_library.cpp).
