@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli_test_support.h"
 #include "analysis_test_support.h"
 #include "tuner/search/t4_dataset.h"
 
@@ -24,30 +25,8 @@ using testing::measured;
 using testing::TemporaryFolder;
 using testing::write_record;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-CommandResult run_tune(const std::string& arguments) {
-  TemporaryFolder scratch("analyze-command");
-  const std::filesystem::path err_file = scratch.path() / "stderr.txt";
-  const std::string command = std::string("cd '") + KERNLATHE_SOURCE_DIR + "' && '" + TUNE_BINARY + "' " + arguments +
-                              " 2>'" + err_file.string() + "'";
-  CommandResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  std::stringstream text;
-  text << err.rdbuf();
-  result.err = text.str();
-  return result;
-}
+using cli_test::CommandResult;
+using cli_test::run_tune;
 
 TEST(AnalyzeCommand, ConvolutionRecordOfTheH200) {
   const std::string folder = "results/runs/conv3x3/sm_90/W=8192_H=8192";
