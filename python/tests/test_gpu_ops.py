@@ -75,6 +75,16 @@ def test_row_ops_against_reference(dtype, rows, columns):
     torch.testing.assert_close(kt.softmax(x), reference.softmax(x), **tolerance)
 
 
+@pytest.mark.parametrize("rows,columns", [(1, 14336), (1000, 14336), (4096, 1000), (333, 7)])
+def test_silu_mul_against_reference(rows, columns):
+    gate_up = make(rows, 2 * columns, seed=18)
+    out = kt.silu_mul(gate_up)
+    assert out.shape == (rows, columns)
+    torch.testing.assert_close(out, reference.silu_mul(gate_up), **TOLERANCE[torch.bfloat16])
+    choice = kernlathe.explain(lambda: kt.silu_mul(gate_up))[0]
+    assert (choice.route, choice.kernel) == ("kernel", "silu_mul_bf16"), choice
+
+
 def test_ops_run_on_a_side_stream():
     stream = torch.cuda.Stream()
     x = make(1000, 4096, seed=13)
@@ -137,7 +147,7 @@ def test_eager_fast_path_and_dispatched_op_agree():
     torch.testing.assert_close(fast, dispatched, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("case", range(8))
+@pytest.mark.parametrize("case", range(9))
 def test_opcheck_on_cuda(case):
     from test_torch_ops import op_cases
 

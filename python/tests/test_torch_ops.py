@@ -40,6 +40,7 @@ def op_cases(dtype, device="cpu"):
         (torch.ops.kernlathe.rms_norm, (rows, gamma, 1e-5), {}, (7, 33)),
         (torch.ops.kernlathe.layer_norm, (rows, gamma, beta, 1e-5), {}, (7, 33)),
         (torch.ops.kernlathe.softmax, (rows,), {}, (7, 33)),
+        (torch.ops.kernlathe.silu_mul, (make(3, 5, 48, dtype=dtype, device=device, seed=10),), {}, (3, 5, 24)),
     ]
 
 
@@ -68,7 +69,7 @@ def test_meta_tensors_take_the_fake_implementation(dtype):
         assert out.device.type == "meta" and tuple(out.shape) == shape and out.dtype == dtype
 
 
-@pytest.mark.parametrize("case", range(8))
+@pytest.mark.parametrize("case", range(9))
 def test_opcheck_on_cpu(case):
     op, args, kwargs, _shape = op_cases(torch.float32)[case]
     torch.library.opcheck(op, args, kwargs)
@@ -87,6 +88,9 @@ def test_cpu_results_are_the_reference():
     torch.testing.assert_close(kt.layer_norm(rows, gamma, beta), torch.nn.functional.layer_norm(rows, (33,), gamma, beta))
     torch.testing.assert_close(kt.softmax(rows), torch.softmax(rows, -1))
     torch.testing.assert_close(kt.rms_norm(rows, gamma), torch.nn.functional.rms_norm(rows, (33,), gamma, 1e-5))
+    gate_up = cases[8][1][0]
+    torch.testing.assert_close(kt.silu_mul(gate_up),
+                               torch.nn.functional.silu(gate_up[..., :24]) * gate_up[..., 24:])
 
 
 def test_bad_shapes_are_named():

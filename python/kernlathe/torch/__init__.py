@@ -6,6 +6,7 @@ torch.compile(fullgraph=True) traces a model that uses them without a graph brea
     kernlathe.torch.rms_norm(x, weight, eps=1e-5)
     kernlathe.torch.layer_norm(x, weight, bias=None, eps=1e-5)
     kernlathe.torch.softmax(x)                                                        # over the last dimension
+    kernlathe.torch.silu_mul(gate_up)                 # silu(gate) * up: the halves of a fused gate/up projection
 
 The ops are registered as torch.ops.kernlathe.<name>; the functions above call them, except in eager mode on plain
 CUDA tensors, where they run the same implementation without the dispatcher (KERNLATHE_TORCH_EAGER_FAST_PATH=0
@@ -26,6 +27,7 @@ from kernlathe.torch.ops import (
     rms_norm,
     runtime,
     set_fallback,
+    silu_mul,
     softmax,
     use_runtime,
 )
@@ -39,6 +41,7 @@ __all__ = [
     "rms_norm",
     "runtime",
     "set_fallback",
+    "silu_mul",
     "softmax",
     "use_runtime",
 ]

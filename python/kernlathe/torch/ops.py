@@ -163,6 +163,14 @@ def plan_softmax(x):
     return _plan_rows("softmax", "softmax", x)
 
 
+def plan_silu_mul(gate_up):
+    rows, columns = _rows_and_columns(gate_up)
+    problem = {"ROWS": rows, "COLS": columns // 2}
+    if gate_up.dtype != torch.bfloat16:
+        return Plan("silu_mul", None, problem, f"no shipped silu_mul kernel for {gate_up.dtype}")
+    return Plan("silu_mul", "silu_mul_bf16", problem)
+
+
 # ---------------------------------------------------------------- launching a plan
 
 
@@ -379,7 +387,8 @@ def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd"):
     computed = []
 
     def in_torch():
-        computed.append(reference.attention(q, k, v, causal, scale, layout))
+        # contiguous like the kernel's output and the fake's: PyTorch's result of a "bshd" call is a transposed view
+        computed.append(reference.attention(q, k, v, causal, scale, layout).contiguous())
 
     if plan.kernel is None:
         _run(plan, q.device, [], [], in_torch)
@@ -432,7 +441,7 @@ def _attention_cpu(q, k, v, causal=False, scale=None, layout="bhsd"):
     heads, sequence = (second, first) if layout == "bshd" else (first, second)
     problem = {"BATCH": batch, "HEADS": heads, "SEQ": sequence, "HEAD_DIM": head_dim, "CAUSAL": int(bool(causal))}
     _explain.record(_choice_for(Plan("attention", None, problem), "torch", "PyTorch computes it: CPU tensors"))
-    return reference.attention(q, k, v, causal, scale, layout)
+    return reference.attention(q, k, v, causal, scale, layout).contiguous()
 
 
 # ---------------------------------------------------------------- RMSNorm, LayerNorm, softmax
@@ -560,3 +569,52 @@ def _softmax_fake(x):
 def _softmax_cpu(x):
     _explain.record(_choice_for(plan_softmax(x), "torch", "PyTorch computes it: CPU tensors"))
     return reference.softmax(x)
+
+
+# ---------------------------------------------------------------- the SiLU-gated product of a gated MLP
+
+
+def _check_silu_mul(gate_up):
+    torch._check(gate_up.dim() >= 1, lambda: "silu_mul: gate_up must have at least one dimension")
+    torch._check(gate_up.shape[-1] % 2 == 0,
+                 lambda: f"silu_mul: the last dimension ({gate_up.shape[-1]}) must hold gate and up halves")
+
+
+def _silu_mul_shape(gate_up):
+    return (*gate_up.shape[:-1], gate_up.shape[-1] // 2)
+
+
+def _silu_mul_cuda(gate_up):
+    _check_silu_mul(gate_up)
+    source = gate_up.contiguous()
+    out = source.new_empty(_silu_mul_shape(gate_up))
+    return _row_op(plan_silu_mul(gate_up), gate_up, [("gate_up", source), ("output", out)], [],
+                   lambda: out.copy_(reference.silu_mul(gate_up)), out)
+
+
+@torch.library.custom_op("kernlathe::silu_mul", mutates_args=(), device_types="cuda")
+def silu_mul_op(gate_up: torch.Tensor) -> torch.Tensor:
+    return _silu_mul_cuda(gate_up)
+
+
+def silu_mul(gate_up):
+    """silu(gate) * up, where gate and up are the two halves of gate_up's last dimension (a fused gate/up
+    projection's output, gate first)."""
+    if _eager_fast_path(gate_up):
+        return _silu_mul_cuda(gate_up)
+    return silu_mul_op(gate_up)
+
+
+@silu_mul_op.register_fake
+def _silu_mul_fake(gate_up):
+    _check_silu_mul(gate_up)
+    if _explain.planning() is not None:
+        _record_planned(plan_silu_mul(gate_up))
+    return gate_up.new_empty(_silu_mul_shape(gate_up))
+
+
+@silu_mul_op.register_kernel("cpu")
+def _silu_mul_cpu(gate_up):
+    _check_silu_mul(gate_up)
+    _explain.record(_choice_for(plan_silu_mul(gate_up), "torch", "PyTorch computes it: CPU tensors"))
+    return reference.silu_mul(gate_up)

@@ -46,3 +46,9 @@ def layer_norm(x, weight, bias=None, eps=1e-5):
 
 def softmax(x):
     return torch.softmax(x.float(), dim=-1).to(x.dtype)
+
+
+def silu_mul(gate_up):
+    """silu(gate) * up in fp32, rounded once, as the kernel computes it."""
+    gate, up = gate_up.float().chunk(2, dim=-1)
+    return (F.silu(gate) * up).to(gate_up.dtype)
