@@ -133,6 +133,29 @@ TEST_F(ConfigurationChecksTest, ReferenceConfigurationBreakingAConstraint) {
       << message;
 }
 
+// A list of references: the first valid at the problem is the reference (the fused GEMMs: simt where it applies,
+// else wgmma); where none is, the error names the first's broken constraint and that the others break too.
+TEST_F(ConfigurationChecksTest, ReferenceListTakesTheFirstValidMapping) {
+  const KernelSpec kernel = spec("B >= 128", "N", good_launch, "verify: {reference: [{B: 64}, {B: 256}]}\n");
+  EXPECT_EQ(error_of(kernel), "no error");
+  ASSERT_EQ(kernel.verification.reference_alternatives.size(), 1u);
+  const SpaceEnumerator space(kernel.space, constants_for(kernel));
+  EXPECT_EQ(reference_configuration(kernel, space), (Configuration{Value{std::int64_t{256}}}));
+  const KernelSpec valid_first = spec("B >= 64", "N", good_launch, "verify: {reference: [{B: 64}, {B: 256}]}\n");
+  const SpaceEnumerator all(valid_first.space, constants_for(valid_first));
+  EXPECT_EQ(reference_configuration(valid_first, all), (Configuration{Value{std::int64_t{64}}}));
+}
+
+TEST_F(ConfigurationChecksTest, ReferenceListWithNoValidMappingNamesTheFirst) {
+  std::string message = error_of(spec("B == 128", "N", good_launch, "verify: {reference: [{B: 64}, {B: 256}]}\n"));
+  EXPECT_EQ(message.rfind(at(11) + "21:", 0), 0u) << message;
+  EXPECT_NE(message.find("verify.reference (B=64, unnamed parameters at their defaults) breaks the constraint "
+                         "'B == 128' (" + at(7) + "10) with problem N=4096, and the list's other mapping breaks a "
+                         "constraint too"),
+            std::string::npos)
+      << message;
+}
+
 TEST_F(ConfigurationChecksTest, ReferenceIsNotCheckedWhenVerificationIsOff) {
   EXPECT_EQ(error_of(spec("B >= 128", "N", good_launch, "verify: {enabled: false, reference: {B: 64}}\n")),
             "no error");

@@ -1,6 +1,7 @@
 #include "tuner/cache/kernel_description.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include "tuner/common/error.h"
 #include "tuner/common/hash.h"
 #include "tuner/nvrtc/compile_request.h"
+#include "tuner/space/configuration_checks.h"
 
 namespace kernlathe {
 
@@ -33,6 +35,16 @@ const char* role_name(Role role) {
     case Role::inout: return "inout";
   }
   return "?";
+}
+
+// The spec's verification reference valid here (the first of its mappings that is), when it names one.
+std::optional<Configuration> valid_verification_reference(const KernelSpec& spec, const SpaceEnumerator& space) {
+  if (spec.verification.reference_is_baseline || spec.verification.reference.empty()) return std::nullopt;
+  try {
+    return reference_configuration(spec, space);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -103,13 +115,9 @@ KernelDescription describe_kernel(const KernelSpec& spec, const SpaceEnumerator&
   Configuration fallback = space.default_configuration();
   description.default_origin = "space defaults";
   if (!space.is_valid(fallback)) {
-    Configuration reference = fallback;
-    for (const auto& [name, value] : spec.verification.reference) {
-      for (std::size_t index = 0; index < spec.space.parameters.size(); ++index)
-        if (spec.space.parameters[index].name == name) reference[index] = value;
-    }
-    if (!spec.verification.reference.empty() && space.is_valid(reference)) {
-      fallback = reference;
+    std::optional<Configuration> reference = valid_verification_reference(spec, space);
+    if (reference) {
+      fallback = *reference;
       description.default_origin = "verification reference";
     } else {
       fallback = space.at(0);

@@ -46,25 +46,21 @@ std::string broken_text(const Constraint* broken) {
   return fmt::format("the constraint '{}' ({})", broken->expression.text(), broken->expression.where().to_string());
 }
 
+// The run's default with the named values of one verify.reference mapping.
+Configuration with_reference_values(const KernelSpec& spec, const SpaceEnumerator& space,
+                                    const std::map<std::string, Value>& values) {
+  Configuration configuration = run_default_configuration(spec, space).values;
+  for (std::size_t index = 0; index < spec.space.parameters.size(); ++index) {
+    auto named = values.find(spec.space.parameters[index].name);
+    if (named != values.end()) configuration[index] = named->second;
+  }
+  return configuration;
+}
+
 void check_reference_configuration(const KernelSpec& spec, const SpaceEnumerator& space) {
   const Verification& verification = spec.verification;
   if (!verification.enabled || verification.reference_is_baseline || verification.reference.empty()) return;
-  Configuration configuration = run_default_configuration(spec, space).values;
-  for (std::size_t index = 0; index < spec.space.parameters.size(); ++index) {
-    auto named = verification.reference.find(spec.space.parameters[index].name);
-    if (named != verification.reference.end()) configuration[index] = named->second;
-  }
-  if (space.is_valid(configuration)) return;
-  const Constraint* broken = broken_constraint(space, configuration);
-  const SourceLocation constraint_where = broken ? broken->expression.where() : space_location(spec);
-  throw InputError(verification.reference_where.file.empty() ? SourceLocation{spec.file.string()}
-                                                             : verification.reference_where,
-                   fmt::format("verify.reference ({}, unnamed parameters at their defaults) breaks {} ({}) with {}; "
-                               "the reference must be a valid configuration",
-                               to_string(spec.space, configuration),
-                               broken ? fmt::format("the constraint '{}'", broken->expression.text())
-                                      : std::string("the space's constraints"),
-                               constraint_where.to_string(), problem_values(spec)));
+  reference_configuration(spec, space);
 }
 
 void check_buffer_counts(const KernelSpec& spec, const Bindings& bindings) {
@@ -175,6 +171,31 @@ Configuration given_configuration(const std::string& text, const KernelSpec& spe
                                  broken_text(broken_constraint(space, configuration))));
   }
   return space.canonical(std::move(configuration));
+}
+
+Configuration reference_configuration(const KernelSpec& spec, const SpaceEnumerator& space) {
+  const Verification& verification = spec.verification;
+  const Configuration first = with_reference_values(spec, space, verification.reference);
+  if (space.is_valid(first)) return first;
+  for (const std::map<std::string, Value>& alternative : verification.reference_alternatives) {
+    Configuration configuration = with_reference_values(spec, space, alternative);
+    if (space.is_valid(configuration)) return configuration;
+  }
+  const Constraint* broken = broken_constraint(space, first);
+  const SourceLocation constraint_where = broken ? broken->expression.where() : space_location(spec);
+  const std::size_t others = verification.reference_alternatives.size();
+  const std::string others_too = others == 0   ? std::string()
+                                 : others == 1 ? std::string(", and the list's other mapping breaks a constraint too")
+                                               : fmt::format(", and the list's {} other mappings break constraints too",
+                                                             others);
+  throw InputError(verification.reference_where.file.empty() ? SourceLocation{spec.file.string()}
+                                                             : verification.reference_where,
+                   fmt::format("verify.reference ({}, unnamed parameters at their defaults) breaks {} ({}) with {}{}; "
+                               "the reference must be a valid configuration",
+                               to_string(spec.space, first),
+                               broken ? fmt::format("the constraint '{}'", broken->expression.text())
+                                      : std::string("the space's constraints"),
+                               constraint_where.to_string(), problem_values(spec), others_too));
 }
 
 void check_spec_configurations(const KernelSpec& spec, const SpaceEnumerator& space) {

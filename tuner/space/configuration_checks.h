@@ -28,6 +28,11 @@ struct RunDefault {
 };
 RunDefault run_default_configuration(const KernelSpec& spec, const SpaceEnumerator& space);
 
+// The verification reference configuration: the first of verify.reference's mappings (named values over the run's
+// default) that is valid here. InputError at the spec's reference, naming the first mapping's broken constraint and
+// the problem, when none is. Only for a spec whose reference is configurations (not `baseline`, not none).
+Configuration reference_configuration(const KernelSpec& spec, const SpaceEnumerator& space);
+
 // One `--config K=V,K=V` of `tune run`: the parameters it names take its values, the others the run's default.
 // InputError naming `option` and what is wrong: not K=V, a name that is no parameter, a name given twice, a value
 // not among the parameter's values, or a configuration that breaks a constraint (which one).

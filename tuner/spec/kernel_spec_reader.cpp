@@ -42,6 +42,31 @@ LaunchGeometry read_launch(const Document& document, const YAML::Node& node) {
   return launch;
 }
 
+// One configuration of verify.reference: named parameter values, each a value of its parameter.
+std::map<std::string, Value> read_reference_values(const Document& document, const YAML::Node& node, const Space& space) {
+  std::vector<std::string> parameter_names;
+  for (const Parameter& parameter : space.parameters) parameter_names.push_back(parameter.name);
+  std::map<std::string, Value> values;
+  Fields entries(document, node, "verify.reference");
+  for (const Fields::Entry& entry : entries.entries()) {
+    auto parameter = std::find_if(space.parameters.begin(), space.parameters.end(),
+                                  [&](const Parameter& candidate) { return candidate.name == entry.key; });
+    if (parameter == space.parameters.end()) {
+      document.fail(entry.key_node, fmt::format("verify.reference names '{}', which is not a parameter of the "
+                                                "space{}",
+                                                entry.key, did_you_mean(entry.key, parameter_names)));
+    }
+    std::string what = fmt::format("verify.reference value of '{}'", entry.key);
+    Value value = read_parameter_value(document, entry.value, parameter->type, what);
+    if (std::find(parameter->values.begin(), parameter->values.end(), value) == parameter->values.end()) {
+      document.fail(entry.value, fmt::format("{} is {}, which is not one of the parameter's values", what,
+                                             expr::to_string(value)));
+    }
+    values[entry.key] = std::move(value);
+  }
+  return values;
+}
+
 Verification read_verification(const Document& document, const YAML::Node& node, const Space& space) {
   Fields fields(document, node, "verify");
   fields.allow_only({"reference", "tolerance", "enabled"});
@@ -50,31 +75,22 @@ Verification read_verification(const Document& document, const YAML::Node& node,
   if (auto reference = fields.find("reference"); reference && reference->IsScalar()) {
     if (reference->Scalar() != "baseline") {
       document.fail(*reference, fmt::format("verify.reference is '{}'; write `baseline` (the spec's baseline "
-                                            "computes the reference) or a mapping of parameter values",
+                                            "computes the reference), a mapping of parameter values or a list of them",
                                             reference->Scalar()));
     }
     verification.reference_is_baseline = true;
+  } else if (reference && reference->IsSequence()) {
+    verification.reference_where = document.where(*reference);
+    if (reference->size() == 0)
+      document.fail(*reference, "verify.reference is an empty list; name one configuration at least");
+    for (std::size_t index = 0; index < reference->size(); ++index) {
+      std::map<std::string, Value> values = read_reference_values(document, (*reference)[index], space);
+      if (index == 0) verification.reference = std::move(values);
+      else verification.reference_alternatives.push_back(std::move(values));
+    }
   } else if (reference) {
     verification.reference_where = document.where(*reference);
-    std::vector<std::string> parameter_names;
-    for (const Parameter& parameter : space.parameters) parameter_names.push_back(parameter.name);
-    Fields entries(document, *reference, "verify.reference");
-    for (const Fields::Entry& entry : entries.entries()) {
-      auto parameter = std::find_if(space.parameters.begin(), space.parameters.end(),
-                                    [&](const Parameter& candidate) { return candidate.name == entry.key; });
-      if (parameter == space.parameters.end()) {
-        document.fail(entry.key_node, fmt::format("verify.reference names '{}', which is not a parameter of the "
-                                                  "space{}",
-                                                  entry.key, did_you_mean(entry.key, parameter_names)));
-      }
-      std::string what = fmt::format("verify.reference value of '{}'", entry.key);
-      Value value = read_parameter_value(document, entry.value, parameter->type, what);
-      if (std::find(parameter->values.begin(), parameter->values.end(), value) == parameter->values.end()) {
-        document.fail(entry.value, fmt::format("{} is {}, which is not one of the parameter's values", what,
-                                               expr::to_string(value)));
-      }
-      verification.reference[entry.key] = std::move(value);
-    }
+    verification.reference = read_reference_values(document, *reference, space);
   }
   if (auto tolerance = fields.find("tolerance")) {
     Fields entries(document, *tolerance, "verify.tolerance");

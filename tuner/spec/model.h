@@ -162,6 +162,9 @@ struct Verification {
   bool reference_is_baseline = false;
   // The reference configuration: named parameter values; unnamed parameters take the space default.
   std::map<std::string, Value> reference;
+  // `reference: [{...}, {...}]`: the later mappings, tried in order where `reference` breaks a constraint at the
+  // problem or on the device (the fused GEMMs: the simt path where it applies, else the plainest wgmma one).
+  std::vector<std::map<std::string, Value>> reference_alternatives;
   SourceLocation reference_where;  // the reference mapping in the spec; empty when the spec names none
   std::map<Dtype, Tolerance> tolerance;  // defaults by dtype, overridable per spec
   Tolerance tolerance_for(Dtype dtype) const;
