@@ -2,9 +2,9 @@
 """A Llama-3-8B decoder layer (workloads/llama3-8b.yaml: hidden 4096, 32 query and 8 key/value heads of 128, MLP
 14336, RMSNorm eps 1e-5; bf16) written once with PyTorch ops and once with kernlathe.torch ops, timed in one process
 at each token count (issue 34). Prints, per token count: forward time of PyTorch eager, torch.compile (default mode)
-and kernlathe, the ratios, and each layer's error against the fp32 PyTorch layer; then the per-call overhead of a
-kernlathe.torch op over the same kernel launched from C++ (a tiny problem, many calls) and the first call of a kernel
-from a fresh Runtime. Exits 1 when a floor is missed, 3 without a GPU.
+and kernlathe, the ratios, each layer's error against the fp32 PyTorch layer, and each step of the layer timed alone
+in both (where the time goes); then the per-call overhead of a kernlathe.torch op over the same kernel launched from
+C++ (a tiny problem, many calls) and the first call of a kernel from a fresh Runtime. Exits 1 when a floor is missed, 3 without a GPU.
 
 Floors (issue 34): kernlathe >= 1.15x eager and >= 1.0x torch.compile; relative error vs fp32 within bf16 tolerance
 (<= 1e-2, L2 over the output); op overhead <= 3 us per call over C++; first call from stored cubins <= 5 ms.
@@ -152,6 +152,50 @@ def layer_section(tokens, sequence, repeats, results):
     torch.cuda.empty_cache()
 
 
+def breakdown_section(tokens, sequence, repeats, results):
+    """Each step of the layer alone, PyTorch's op against kernlathe's, on the same inputs: where the layer's time goes.
+    Each figure is the median of `repeats` timed calls (CUDA events around one call)."""
+    import kernlathe.torch as kt
+
+    w = make_weights(torch.bfloat16, "cuda")
+    batch = tokens // sequence
+    generator = torch.Generator(device="cuda").manual_seed(2)
+    x = torch.randn(tokens, HIDDEN, device="cuda", generator=generator).to(torch.bfloat16)
+    qkv = F.linear(x, w["qkv"]).view(batch, sequence, HEADS + 2 * KV_HEADS, HEAD_DIM)
+    q, k, v = qkv.split([HEADS, KV_HEADS, KV_HEADS], dim=2)
+    q_bhsd, k_bhsd, v_bhsd = (tensor.transpose(1, 2) for tensor in (q, k, v))
+    attended = torch.randn(tokens, HIDDEN, device="cuda", generator=generator).to(torch.bfloat16)
+    gate_up = F.linear(x, w["gate_up"])
+    gated = silu_gated(gate_up)
+    steps = [
+        ("RMSNorm", lambda: F.rms_norm(x, (HIDDEN,), w["norm1"], EPS), lambda: kt.rms_norm(x, w["norm1"], EPS)),
+        ("QKV projection", lambda: F.linear(x, w["qkv"]), lambda: kt.linear(x, w["qkv"])),
+        ("attention (causal GQA)", lambda: F.scaled_dot_product_attention(q_bhsd, k_bhsd, v_bhsd, is_causal=True,
+                                                                           enable_gqa=True),
+         lambda: kt.attention(q, k, v, causal=True, layout="bshd")),
+        ("O projection + residual", lambda: x + F.linear(attended, w["o"]), lambda: kt.linear(attended, w["o"], None, x)),
+        ("gate/up projection", lambda: F.linear(x, w["gate_up"]), lambda: kt.linear(x, w["gate_up"])),
+        ("SiLU-gated product", lambda: silu_gated(gate_up), lambda: kt.silu_mul(gate_up)),
+        ("down projection + residual", lambda: x + F.linear(gated, w["down"]),
+         lambda: kt.linear(gated, w["down"], None, x)),
+    ]
+    rows = []
+    print(f"each step alone at {tokens} tokens (median of {repeats}): PyTorch eager, kernlathe, PyTorch / kernlathe")
+    with torch.no_grad():
+        for name, in_torch, in_kernlathe in steps:
+            torch_ms, _ = time_ms(in_torch, repeats)
+            kernlathe_ms, _ = time_ms(in_kernlathe, repeats)
+            rows.append({"step": name, "torch_ms": torch_ms, "kernlathe_ms": kernlathe_ms})
+            print(f"  {name:28s} {torch_ms:8.4f} ms {kernlathe_ms:8.4f} ms  {torch_ms / kernlathe_ms:6.3f}")
+    total_torch = sum(row["torch_ms"] for row in rows)
+    total_kernlathe = sum(row["kernlathe_ms"] for row in rows)
+    print(f"  {'sum (RMSNorm counted once)':28s} {total_torch:8.4f} ms {total_kernlathe:8.4f} ms  "
+          f"{total_torch / total_kernlathe:6.3f}")
+    results.setdefault("breakdown", []).append({"tokens": tokens, "steps": rows})
+    del w, x, qkv, q, k, v, attended, gate_up, gated
+    torch.cuda.empty_cache()
+
+
 def overhead_section(results, calls=5000):
     """A kernlathe.torch op on a tiny problem against Kernel.time_launches (the same kernel and arguments launched
     from a C++ loop): host time per call, the GPU kept from being the limit by a tiny kernel."""
@@ -271,6 +315,7 @@ def main():
             print(f"tokens {tokens} is not a multiple of the sequence {options.sequence}", file=sys.stderr)
             return 2
         layer_section(tokens, options.sequence, options.repeats, results)
+        breakdown_section(tokens, options.sequence, options.repeats, results)
     print("how kernlathe's ops were chosen:")
     explanation = kernlathe.explain()
     print("\n".join("  " + choice.line() for choice in explanation))
