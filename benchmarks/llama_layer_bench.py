@@ -4,7 +4,8 @@
 at each token count (issue 34). Prints, per token count: forward time of PyTorch eager, torch.compile (default mode)
 and kernlathe, the ratios, each layer's error against the fp32 PyTorch layer, and each step of the layer timed alone
 in both (where the time goes); then the per-call overhead of a kernlathe.torch op over the same kernel launched from
-C++ (a tiny problem, many calls) and the first call of a kernel from a fresh Runtime. Exits 1 when a floor is missed, 3 without a GPU.
+C++ (a tiny problem, many calls) and the first call of a kernel from a fresh Runtime. Exits 1 when a floor is
+missed, 3 without a GPU.
 
 Floors (issue 34): kernlathe >= 1.15x eager and >= 1.0x torch.compile; relative error vs fp32 within bf16 tolerance
 (<= 1e-2, L2 over the output); op overhead <= 3 us per call over C++; first call from stored cubins <= 5 ms.
