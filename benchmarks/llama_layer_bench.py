@@ -19,9 +19,11 @@ kernels; without it the package's databases and templates are used, compiled by 
 """
 
 import argparse
+import cProfile
 import json
 import math
 import os
+import pstats
 import statistics
 import sys
 import time
@@ -238,6 +240,14 @@ def overhead_section(results, calls=5000):
     op_us = per_call_us(op_loop)
     dispatched_us = per_call_us(dispatched_loop)
     torch_us = per_call_us(torch_loop)
+    print("where a kernlathe.torch.rms_norm call's host time goes (cProfile over the loop, own time per call; the "
+          "profiler's own cost inflates every figure):")
+    profile = cProfile.Profile()
+    profile.runcall(op_loop)
+    torch.cuda.synchronize()
+    entries = sorted(pstats.Stats(profile).stats.items(), key=lambda item: -item[1][2])[:12]
+    for (file, line, function), (_, calls_made, own, _, _) in entries:
+        print(f"  {own / calls * 1e6:7.2f} us  {calls_made // calls:3d} call(s)  {function} ({Path(file).name}:{line})")
     results["overhead"] = {"cpp_launch_us": cpp_us, "op_call_us": op_us, "overhead_us": op_us - cpp_us,
                            "dispatched_op_call_us": dispatched_us, "dispatched_overhead_us": dispatched_us - cpp_us,
                            "torch_rms_norm_us": torch_us, "calls": calls, "kernel": "rmsnorm_bf16 ROWS=1,COLS=4096"}
