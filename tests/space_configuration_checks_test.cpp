@@ -150,7 +150,7 @@ TEST_F(ConfigurationChecksTest, ReferenceListWithNoValidMappingNamesTheFirst) {
   std::string message = error_of(spec("B == 128", "N", good_launch, "verify: {reference: [{B: 64}, {B: 256}]}\n"));
   EXPECT_EQ(message.rfind(at(11) + "21:", 0), 0u) << message;
   EXPECT_NE(message.find("verify.reference (B=64, unnamed parameters at their defaults) breaks the constraint "
-                         "'B == 128' (" + at(7) + "10) with problem N=4096, and the list's other mapping breaks a "
+                         "'B == 128' (" + at(7) + "18) with problem N=4096, and the list's other mapping breaks a "
                          "constraint too"),
             std::string::npos)
       << message;

@@ -188,6 +188,18 @@ TEST_F(KernelSpecReaderTest, ReferenceValueNotAmongTheValues) {
   EXPECT_NE(message.find("spec.yaml:8:29: verify.reference value of 'BLOCK' is 96"), std::string::npos) << message;
 }
 
+TEST_F(KernelSpecReaderTest, ReferenceListReadsEveryMapping) {
+  const KernelSpec spec = parse_spec(simple_space, "verify: {reference: [{BLOCK: 64}, {}]}\n");
+  EXPECT_EQ(spec.verification.reference.at("BLOCK"), Value(std::int64_t{64}));
+  ASSERT_EQ(spec.verification.reference_alternatives.size(), 1u);
+  EXPECT_TRUE(spec.verification.reference_alternatives[0].empty());  // {}: the run's default
+  std::string empty = input_error_of([&] { parse_spec(simple_space, "verify: {reference: []}\n"); });
+  EXPECT_NE(empty.find("verify.reference is an empty list; name one configuration at least"), std::string::npos)
+      << empty;
+  std::string bad = input_error_of([&] { parse_spec(simple_space, "verify: {reference: [{BLOCK: 64}, {BLOCK: 96}]}\n"); });
+  EXPECT_NE(bad.find("verify.reference value of 'BLOCK' is 96"), std::string::npos) << bad;
+}
+
 TEST_F(KernelSpecReaderTest, ProblemDefaultMustBeAnInteger) {
   std::string message = input_error_of([&] {
     parse_kernel_spec("name: t\ntemplate: kernel.cu\nentry: k\nproblem: {N: 1.5}\n", spec_file());
