@@ -420,6 +420,7 @@ int run_cli(int argc, char** argv) {
   export_app->add_option("--arch", export_command.archs, "archs to build cubins for, comma-separated (default sm_90)");
   export_app->add_option("-o,--out", export_command.options.out, "output directory")->required();
   export_app->add_option("--dir", export_command.options.best_directory, "best-configuration directory (default results/best)");
+  export_app->add_option("--specs", export_command.options.specs, "folder of the kernels' specs, <kernel>.yaml (default kernels)");
   export_app->add_flag("--embed", export_command.options.embed, "also write kernlathe_embedded.cpp to compile into the application");
   export_app->add_flag("--include-stale", export_command.options.include_stale, "export stale entries too");
   export_app->add_flag("--json", export_command.json, "machine-readable output");
