@@ -80,8 +80,9 @@ std::string embedded_key(const CompileRequest& request);
 std::vector<std::string> device_dependent_values(const KernelDescription& description,
                                                  const std::vector<std::string>& device_properties);
 
-// Whether name occurs as a whole identifier in the template text or any of its files. A macro that no file names
-// cannot change what NVRTC compiles (short of token pasting, which no shipped template uses for these names).
+// Whether name occurs as a whole identifier in the template text or any of its files, comments included (so the
+// check errs on the side of keying a value). A macro that no file names cannot change what NVRTC compiles (short of
+// token pasting, which no shipped template uses for these names).
 bool sources_name(const TemplateSource& source, const std::string& name);
 
 // Bytes per element of a dtype name ("f32" -> 4); 0 for an unknown name.
