@@ -10,7 +10,13 @@
 #include <algorithm>
 #include <fstream>
 
+#include "tuner/record/csv_record.h"
+#include "tuner/record/run_metadata.h"
 #include "tuner/search/t4_dataset.h"
+#include "tuner/space/space.h"
+#include "tuner/spec/spec_hash.h"
+#include "tuner/spec/spec_loader.h"
+#include "tuner/spec/t1_reader.h"
 
 namespace kernlathe {
 namespace {
@@ -116,6 +122,55 @@ TEST_F(T4Export, ACommittedRecordBecomesAValidT4FileThatAnalyzesAlike) {
     return best_ms;
   };
   EXPECT_DOUBLE_EQ(best(again), best(record));
+}
+
+// Issue 36: the T1 file beside an exported record has the space's constraints and defaults. reduce_sum's space reads a
+// derived value of the SM count (GRID = sm_count * BLOCKS_PER_SM), a device property (max_threads_per_sm) and a
+// problem symbol (N), and its TREE default is not its first value.
+TEST_F(T4Export, TheT1SpaceHasTheRecordedSpacesConstraintsAndDefaults) {
+  const KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "reduce_sum.yaml");
+  const DeviceProperties device = named_device_profile("NVIDIA H100 PCIe");
+  Constants constants = device_property_values(device);
+  for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, Value{value});
+  const SpaceEnumerator space(spec.space, constants);
+  ASSERT_LT(space.valid_count(), static_cast<std::uint64_t>(space.total_combinations()));  // the constraints bite
+
+  RunMetadata metadata;
+  metadata.kernel = "reduce_sum";
+  metadata.spec_hash = "current";
+  metadata.gpu_name = device.name;
+  metadata.arch = "sm_90";
+  metadata.problem = problem_text(spec);
+  const std::filesystem::path csv = directory_ / "record" / "evaluations.csv";
+  std::filesystem::create_directories(csv.parent_path());
+  {
+    RecordWriter writer(csv, spec.space, metadata);
+    Evaluation measured;
+    measured.configuration = space.at(0);
+    measured.status = Status::ok;
+    measured.time = {1.0, 0.9, 1.1, 0.01, 10};
+    writer.append(measured, "current");
+  }
+  const T4Files files = write_t4_files(load_project_record(csv), directory_ / "t4");
+
+  // Read back through the T1 reader: the same valid configurations, with nothing but the file.
+  const Space t1 = read_t1_space(files.t1);
+  const SpaceEnumerator read_back(t1, {});
+  EXPECT_EQ(read_back.valid_count(), space.valid_count());
+  for (std::uint64_t index = 0; index < space.valid_count(); index += 7) EXPECT_TRUE(read_back.is_valid(space.at(index)));
+  ASSERT_EQ(t1.parameters.size(), spec.space.parameters.size());
+  for (std::size_t index = 0; index < t1.parameters.size(); ++index)
+    EXPECT_EQ(t1.parameters[index].default_value, spec.space.parameters[index].default_value) << t1.parameters[index].name;
+  EXPECT_EQ(t1.parameters.back().default_value, Value{std::string("shared")});  // TREE: not its first value, shuffle
+
+  nlohmann::json document = nlohmann::json::parse(std::ifstream(files.t1));
+  EXPECT_TRUE(t1_problems(document, false).empty());
+  // GRID <= 65536 reads the SM count through GRID: written out with the H100 PCIe's 114 SMs.
+  bool grid_condition = false;
+  for (const nlohmann::json& condition : document["ConfigurationSpace"]["Conditions"])
+    grid_condition |= condition["Expression"] == "((114) * BLOCKS_PER_SM) <= 65536";
+  EXPECT_TRUE(grid_condition) << document["ConfigurationSpace"]["Conditions"].dump(1);
+  EXPECT_NE(document["General"]["Notes"].get<std::string>().find("NVIDIA H100 PCIe"), std::string::npos);
 }
 
 std::string gunzip(const std::filesystem::path& file) {

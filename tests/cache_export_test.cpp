@@ -192,6 +192,75 @@ TEST_F(ExportTest, DefaultBreakingAConstraintOnAnExportedArchIsRefusedBeforeAnyt
   EXPECT_TRUE(std::filesystem::is_regular_file(exported.out / "database" / "hopper_scale.json"));
 }
 
+// A planted grid-stride kernel whose grid is GRID = sm_count * PER_SM blocks. compiled_in: the template reads GRID
+// (as gemm's template reads WG_SPLITS), else it strides by gridDim and GRID only shapes the launch.
+void plant_grid_spec(const std::filesystem::path& specs, const std::string& name, bool compiled_in) {
+  std::filesystem::create_directories(specs);
+  std::ofstream(specs / (name + ".cu"))
+      << "__global__ void stride(float* x, long long n) {\n"
+      << "  const long long stride = " << (compiled_in ? "GRID * 128LL" : "gridDim.x * static_cast<long long>(blockDim.x)")
+      << ";\n"
+         "  for (long long i = blockIdx.x * 128LL + threadIdx.x; i < n; i += stride) x[i] *= 2.0f;\n}\n";
+  std::ofstream(specs / (name + ".yaml")) << "name: " << name << "\n"
+                                          << "template: " << name << ".cu\n"
+                                          << "entry: stride\n"
+                                             "problem: {N: 1048576}\n"
+                                             "space:\n"
+                                             "  parameters:\n"
+                                             "    - {name: PER_SM, values: [1, 2], default: 2}\n"
+                                             "  derived:\n"
+                                             "    GRID: sm_count * PER_SM\n"
+                                             "arguments:\n"
+                                             "  - {name: x, type: f32, count: N, init: {constant: 1}, role: inout}\n"
+                                             "  - {name: n, type: i64, value: N}\n"
+                                             "launch: {grid: [GRID], block: [128]}\n";
+}
+
+// Issue 36: the cubins of an sm_90 export are found on every sm_90 board, whatever its SM count.
+TEST_F(ExportTest, Sm90CubinsAreFoundOnTheH100SxmAndTheH100Pcie) {
+  const std::filesystem::path specs = root_ / "specs";
+  plant_grid_spec(specs, "launch_grid", false);
+  plant_grid_spec(specs, "compiled_grid", true);
+  store_planted(specs, root_ / "best", "launch_grid");
+  store_planted(specs, root_ / "best", "compiled_grid");
+  ExportOptions exported = options();
+  exported.kernels = {"launch_grid", "compiled_grid"};
+  exported.specs = specs;
+  exported.embed = true;
+  std::vector<ExportedKernel> reports = export_kernels(exported);
+  ASSERT_EQ(reports.size(), 2u);
+  const DeviceIdentity sxm = runtime_identity(device_profile("sm_90"));            // 132 SMs
+  const DeviceIdentity pcie = runtime_identity(named_device_profile("NVIDIA H100 PCIe"));  // 114 SMs
+  const std::string embedded = read_text(exported.out / "kernlathe_embedded.cpp");
+  auto plans = [&](const std::string& kernel) {
+    KernelDatabase database = read_database(exported.out / "database" / (kernel + ".json"));
+    TemplateSource source = parse_source_bundle(read_text(exported.out / "sources" / (kernel + ".source.json")), kernel);
+    return std::pair{plan_kernel(database, source, sxm, {}), plan_kernel(database, source, pcie, {})};
+  };
+  auto exported_cubin = [&](const KernelPlan& plan) {
+    return std::filesystem::is_regular_file(exported.out / "cubins" / (plan.embedded_key + ".cubin")) &&
+           embedded.find("\"" + plan.embedded_key + "\"") != std::string::npos;
+  };
+
+  // GRID only shapes the launch: bound there (132 and 114 blocks for the stored PER_SM=1), one cubin under one key
+  // for both boards.
+  auto [launch_sxm, launch_pcie] = plans("launch_grid");
+  EXPECT_EQ(launch_sxm.grid[0], 132);
+  EXPECT_EQ(launch_pcie.grid[0], 114);
+  EXPECT_EQ(launch_sxm.unkeyed_values, std::vector<std::string>{"GRID"});
+  EXPECT_EQ(launch_sxm.embedded_key, launch_pcie.embedded_key);
+  EXPECT_TRUE(exported_cubin(launch_sxm));
+  EXPECT_EQ(reports[0].cubins, 1);
+
+  // The template compiles GRID in: a cubin per value the sm_90 boards give it (132 and 114 SMs), each found.
+  auto [compiled_sxm, compiled_pcie] = plans("compiled_grid");
+  EXPECT_TRUE(compiled_sxm.unkeyed_values.empty());
+  EXPECT_NE(compiled_sxm.embedded_key, compiled_pcie.embedded_key);
+  EXPECT_TRUE(exported_cubin(compiled_sxm));
+  EXPECT_TRUE(exported_cubin(compiled_pcie));
+  EXPECT_EQ(reports[1].cubins, 2);
+}
+
 TEST_F(ExportTest, UnknownArchIsRefusedBeforeAnythingIsWritten) {
   ExportOptions exported = options();
   exported.archs = {"sm_90", "sm_75"};

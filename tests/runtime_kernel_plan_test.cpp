@@ -82,5 +82,26 @@ TEST(KernelPlan, OutOfRangeLaunchGeometryIsAnErrorEvenWithoutAConstraint) {
   EXPECT_EQ(error, "tiled: launch geometry grid 32x0x1, block 256x1x1 is out of range");
 }
 
+TEST(KernelPlan, DeviceDependentValuesFollowDerivedValuesButNotTheArch) {
+  KernelDescription description;
+  description.derived = {{"TILES", "M // 64"},
+                         {"GRID", "min(sm_count, TILES)"},
+                         {"WAVES", "ceil_div(TILES, GRID)"},
+                         {"WIDE", "64 if arch >= 90 else 32"}};
+  EXPECT_EQ(device_dependent_values(description, {"sm_count", "arch", "arch_major"}),
+            (std::vector<std::string>{"GRID", "WAVES"}));
+}
+
+TEST(KernelPlan, SourcesNameWholeIdentifiersOnly) {
+  TemplateSource source;
+  source.text = "constexpr int grid = GRID_X; // WAVES\n";
+  source.headers = {{"split.cuh", "#define SPLITS_USED (WG_SPLITS > 1)\n"}};
+  EXPECT_TRUE(sources_name(source, "GRID_X"));
+  EXPECT_TRUE(sources_name(source, "WG_SPLITS"));  // in an included file
+  EXPECT_TRUE(sources_name(source, "WAVES"));      // a comment counts: the check errs on the side of keying
+  EXPECT_FALSE(sources_name(source, "GRID"));      // GRID_X is another name
+  EXPECT_FALSE(sources_name(source, "SPLITS"));
+}
+
 }  // namespace
 }  // namespace kernlathe

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -58,17 +59,37 @@ std::vector<std::string> header_columns(const std::filesystem::path& csv) {
 struct DeclaredParameter {
   ParameterType type = ParameterType::enumeration;
   std::vector<std::string> values;
+  std::optional<std::string> default_text;  // absent in records written before issue 36
 };
 
-std::map<std::string, DeclaredParameter> declared_parameters(const std::filesystem::path& csv) {
+// run.json's space: its parameters by name, and its derived values and constraints as written.
+struct DeclaredSpace {
+  std::map<std::string, DeclaredParameter> parameters;
+  std::vector<std::pair<std::string, std::string>> derived;
+  std::vector<std::string> constraints;
+};
+
+void read_declared_rules(const Json& document, DeclaredSpace& declared) {
+  if (document.contains("derived") && document["derived"].is_array())
+    for (const Json& entry : document["derived"])
+      if (entry.is_object() && entry.value("name", Json()).is_string() && entry.value("expression", Json()).is_string())
+        declared.derived.emplace_back(entry["name"].get<std::string>(), entry["expression"].get<std::string>());
+  if (document.contains("constraints") && document["constraints"].is_array())
+    for (const Json& entry : document["constraints"])
+      if (entry.is_string()) declared.constraints.push_back(entry.get<std::string>());
+}
+
+DeclaredSpace declared_space(const std::filesystem::path& csv) {
   const std::filesystem::path path = metadata_path(csv);
-  std::map<std::string, DeclaredParameter> declared;
-  if (!std::filesystem::exists(path)) return declared;
+  DeclaredSpace space;
+  if (!std::filesystem::exists(path)) return space;
   std::ifstream input(path);
   Json document = Json::parse(input, nullptr, false);
   if (document.is_discarded() || !document.is_object())
     throw InputError(SourceLocation{path.string()}, "not valid JSON (the run metadata beside the record)");
-  if (!document.contains("parameters") || !document["parameters"].is_array()) return declared;
+  read_declared_rules(document, space);
+  std::map<std::string, DeclaredParameter>& declared = space.parameters;
+  if (!document.contains("parameters") || !document["parameters"].is_array()) return space;
   for (const Json& entry : document["parameters"]) {
     if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) continue;
     DeclaredParameter parameter;
@@ -79,9 +100,13 @@ std::map<std::string, DeclaredParameter> declared_parameters(const std::filesyst
     if (entry.contains("values") && entry["values"].is_array())
       for (const Json& value : entry["values"])
         parameter.values.push_back(value.is_string() ? value.get<std::string>() : value.dump());
+    if (entry.contains("default")) {
+      const Json& text = entry["default"];
+      parameter.default_text = text.is_string() ? text.get<std::string>() : text.dump();
+    }
     declared[entry["name"].get<std::string>()] = std::move(parameter);
   }
-  return declared;
+  return space;
 }
 
 std::optional<Value> typed_value(ParameterType type, const std::string& text) {
@@ -126,6 +151,21 @@ void complete_values(std::vector<Parameter>& parameters, const std::vector<Evalu
     }
     if (!values.empty()) parameters[p].default_value = values.front();
   }
+}
+
+// The space's defaults where run.json gives every parameter's (records before issue 36 give none: the first value
+// stands in, as before).
+void use_declared_defaults(Recording& recording, const std::map<std::string, DeclaredParameter>& declared) {
+  std::vector<Value> defaults;
+  for (const Parameter& parameter : recording.parameters) {
+    const DeclaredParameter& found = declared.at(parameter.name);
+    if (!found.default_text) return;
+    std::optional<Value> value = typed_value(parameter.type, *found.default_text);
+    if (!value || std::find(parameter.values.begin(), parameter.values.end(), *value) == parameter.values.end()) return;
+    defaults.push_back(*value);
+  }
+  for (std::size_t index = 0; index < defaults.size(); ++index) recording.parameters[index].default_value = defaults[index];
+  recording.declared_defaults = true;
 }
 
 // Keeps the later row of a configuration recorded twice, at the place of the first.
@@ -229,7 +269,8 @@ bool is_t4_file_name(const std::filesystem::path& path) {
 Recording load_project_record(const std::filesystem::path& csv) {
   if (!std::filesystem::is_regular_file(csv)) throw InputError(SourceLocation{csv.string()}, "no such file");
   const std::vector<std::string> columns = header_columns(csv);
-  const std::map<std::string, DeclaredParameter> declared = declared_parameters(csv);
+  const DeclaredSpace declared_rules = declared_space(csv);
+  const std::map<std::string, DeclaredParameter>& declared = declared_rules.parameters;
 
   Space space;
   space.name = csv.string();
@@ -294,6 +335,9 @@ Recording load_project_record(const std::filesystem::path& csv) {
     recording.notes.push_back("no parameter list in run.json: parameter types were taken from the recorded values");
   }
   complete_values(recording.parameters, recording.evaluations);
+  if (every_parameter_declared) use_declared_defaults(recording, declared);
+  recording.derived = declared_rules.derived;
+  recording.constraints = declared_rules.constraints;
 
   if (run != nullptr) {
     recording.kernel = run->kernel;

@@ -3,9 +3,9 @@
 // project record (results/runs/<kernel>/<arch>/<problem>/evaluations.csv with run.json beside it) or a community
 // T4 file with the T1 space found next to it. A folder stands for every record and T4 file below it.
 //
-// The spec is not needed: the parameters, their types and declared values come from run.json (or, for records
-// without one, from the CSV header and the values found in its rows), so records of kernels whose spec has since
-// changed can still be analysed.
+// The spec is not needed: the parameters, their types, declared values and defaults, and the space's derived values
+// and constraints come from run.json (or, for records without one, from the CSV header and the values found in its
+// rows), so records of kernels whose spec has since changed can still be analysed.
 
 #include <filesystem>
 #include <functional>
@@ -32,6 +32,12 @@ struct Recording {
   // (as `tune run --resume` and replay take it).
   std::vector<Evaluation> evaluations;
   std::vector<std::string> notes;  // what was set aside while reading, said in the report
+  // The space's rules as run.json keeps them (records written since issue 36; empty for older ones and T4 files):
+  // derived values (name, expression) in declared order and constraints as written. They may read problem symbols
+  // and device properties as well as parameters.
+  std::vector<std::pair<std::string, std::string>> derived;
+  std::vector<std::string> constraints;
+  bool declared_defaults = false;  // each parameter's default is the space's (run.json), not its first value
 
   std::string label() const;  // "conv3x3 W=8192,H=8192 on NVIDIA H200", "convolution on A4000"
 };

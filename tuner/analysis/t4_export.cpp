@@ -3,12 +3,18 @@
 #include <cctype>
 #include <cmath>
 #include <ctime>
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "tuner/common/error.h"
 #include "tuner/search/t4_dataset.h"
+#include "tuner/spec/t1_reader.h"
 
 namespace kernlathe {
 
@@ -101,6 +107,102 @@ Json t4_document(const Recording& recording) {
   return Json{{"schema_version", "1.0.0"}, {"metadata", std::move(metadata)}, {"results", std::move(results)}};
 }
 
+namespace {
+
+// text with every identifier that replacements names written as its replacement in parentheses; quoted strings and
+// numbers are left as they are.
+std::string replace_names(const std::string& text, const std::map<std::string, std::string>& replacements) {
+  auto identifier_character = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string result;
+  for (std::size_t at = 0; at < text.size();) {
+    const char c = text[at];
+    std::size_t end = at + 1;
+    if (c == '\'' || c == '"') {
+      end = text.find(c, at + 1);
+      end = end == std::string::npos ? text.size() : end + 1;
+    } else if (identifier_character(c)) {
+      while (end < text.size() && (identifier_character(text[end]) || (std::isdigit(static_cast<unsigned char>(c)) && text[end] == '.')))
+        ++end;
+      const auto found = replacements.find(text.substr(at, end - at));
+      if (!std::isdigit(static_cast<unsigned char>(c)) && found != replacements.end()) {
+        result += "(" + found->second + ")";
+        at = end;
+        continue;
+      }
+    }
+    result += text.substr(at, end - at);
+    at = end;
+  }
+  return result;
+}
+
+// The values T1 conditions cannot name: the recording's problem symbols ("N=4096,M=64") and the properties of its
+// device (its board's where known, else its arch's profile), as Python literals. Says in `device` what stood in.
+std::map<std::string, std::string> recorded_constants(const Recording& recording, std::string& device) {
+  std::map<std::string, std::string> constants;
+  std::optional<DeviceProperties> properties;
+  for (const std::string& board : known_device_names())
+    if (board == recording.device) properties = named_device_profile(board);
+  if (!properties && !recording.arch.empty()) {
+    try {
+      properties = device_profile(recording.arch);
+    } catch (const InputError&) {
+    }
+  }
+  if (properties) {
+    device = properties->name;
+    for (const auto& [name, value] : device_property_values(*properties)) constants[name] = python_literal(value);
+  }
+  std::stringstream problem(recording.problem);
+  for (std::string assignment; std::getline(problem, assignment, ',');) {
+    const std::size_t equals = assignment.find('=');
+    if (equals != std::string::npos) constants[assignment.substr(0, equals)] = assignment.substr(equals + 1);
+  }
+  return constants;
+}
+
+// The recorded constraints as T1 Conditions over tuning parameters alone: derived values written out, problem
+// symbols and device properties replaced by their recorded values. A constraint that still reads another name (a
+// device property of an unknown device) is left out and counted in skipped; one that reads no parameter held for
+// the recording (its configurations ran) and is left out too.
+Json t1_conditions(const Recording& recording, std::string& device, int& skipped) {
+  std::map<std::string, std::string> replacements = recorded_constants(recording, device);
+  for (const auto& [name, expression] : recording.derived) replacements[name] = replace_names(expression, replacements);
+  std::set<std::string> parameters;
+  for (const Parameter& parameter : recording.parameters) parameters.insert(parameter.name);
+  Json conditions = Json::array();
+  for (const std::string& constraint : recording.constraints) {
+    const std::string text = replace_names(constraint, replacements);
+    std::vector<std::string> names;
+    try {
+      names = Expression::parse(text).names();
+    } catch (const InputError&) {
+      ++skipped;
+      continue;
+    }
+    if (std::any_of(names.begin(), names.end(), [&](const std::string& name) { return !parameters.contains(name); })) {
+      ++skipped;
+      continue;
+    }
+    if (!names.empty()) conditions.push_back(Json{{"Parameters", names}, {"Expression", text}});
+  }
+  return conditions;
+}
+
+std::string t1_notes(const Recording& recording, const std::string& device, int skipped) {
+  std::string notes = fmt::format("parameters of {} as recorded by kernlathe", recording.label());
+  if (recording.constraints.empty() && !recording.declared_defaults)
+    return notes + "; the record predates constraints and defaults in run.json, so Conditions is empty and each "
+                   "Default is the parameter's first value";
+  notes += fmt::format("; Conditions are the space's constraints with its derived values written out and the problem "
+                       "{} and the properties of {} in place of their names",
+                       recording.problem, device.empty() ? "an unknown device" : device);
+  if (skipped > 0) notes += fmt::format("; {} constraints read names no value was recorded for and are left out", skipped);
+  return notes;
+}
+
+}  // namespace
+
 Json t1_document(const Recording& recording) {
   Json parameters = Json::array();
   for (const Parameter& parameter : recording.parameters) {
@@ -114,12 +216,14 @@ Json t1_document(const Recording& recording) {
     parameters.push_back(Json{{"Name", parameter.name}, {"Type", type}, {"Values", values},
                               {"Default", value_json(parameter.default_value)}});
   }
+  std::string device;
+  int skipped = 0;
+  Json conditions = t1_conditions(recording, device, skipped);
   return Json{{"General",
                {{"BenchmarkName", recording.kernel},
                 {"OutputFormat", "JSON"},
-                {"Notes", fmt::format("parameters of {} as recorded by kernlathe; the spec's constraints are not part "
-                                      "of a record, so Conditions is empty", recording.label())}}},
-              {"ConfigurationSpace", {{"TuningParameters", std::move(parameters)}, {"Conditions", Json::array()}}}};
+                {"Notes", t1_notes(recording, device, skipped)}}},
+              {"ConfigurationSpace", {{"TuningParameters", std::move(parameters)}, {"Conditions", std::move(conditions)}}}};
 }
 
 

@@ -9,8 +9,11 @@
 // the others the record keeps (min, max, relative spread, samples), and "objectives": ["time"]. Records keep the
 // summary of a configuration's samples, not every sample, so "times.runtimes" is left out rather than invented.
 // metadata.objective_direction says "minimize" (the schema has no field for it; tuner/search/t4_dataset.h reads it).
-// T1: the parameters with their declared values (a Python list in a string, as the schema types Values) and defaults; a record does not keep the spec's constraints, so
-// "Conditions" is empty and the file says so in General.Notes.
+// T1: the parameters with their declared values (a Python list in a string, as the schema types Values) and the
+// space's defaults, and the space's constraints as Conditions over tuning parameters alone (derived values written
+// out, problem symbols and device properties replaced by the recording's values), so the T1 space has the record's
+// valid configurations. Records written before run.json kept the space (issue 36) have no constraints and no
+// defaults: Conditions is empty, each Default is the first value, and General.Notes says so.
 
 #include <filesystem>
 #include <string>

@@ -11,6 +11,7 @@
 #include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/runtime/kernel_plan.h"
 #include "tuner/runtime/source_bundle.h"
+#include "tuner/spec/model.h"
 #include "tuner/spec/spec_loader.h"
 
 namespace kernlathe {
@@ -33,6 +34,27 @@ DeviceIdentity profile_identity(const std::string& arch, const std::string& name
   DeviceIdentity identity = runtime_identity(device_profile(arch));
   if (!name.empty()) identity.name = name;
   return identity;
+}
+
+// The device an entry was measured on: its board's properties where the board is known (tuner/spec/model.h),
+// else the arch's profile under the entry's name.
+DeviceIdentity entry_identity(const DatabaseEntry& entry) {
+  for (const std::string& board : known_device_names()) {
+    DeviceProperties properties = named_device_profile(board);
+    if (board == entry.device_name && properties.arch_name() == entry.arch) return runtime_identity(properties);
+  }
+  return profile_identity(entry.arch, entry.device_name);
+}
+
+// The arch's profile and every known board of the arch (sm_90: the H100 SXM profile, H100 PCIe with 114 SMs, H100
+// and H200 with 132): a value compiled into the binary that depends on the SM count gets one cubin per value.
+std::vector<DeviceIdentity> arch_boards(const std::string& arch) {
+  std::vector<DeviceIdentity> boards{profile_identity(arch, "")};
+  for (const std::string& board : known_device_names()) {
+    DeviceProperties properties = named_device_profile(board);
+    if (properties.arch_name() == device_profile(arch).arch_name()) boards.push_back(runtime_identity(properties));
+  }
+  return boards;
 }
 
 // Bytes as a C++ initialiser list, 20 to a line.
@@ -170,10 +192,11 @@ void build_cubins(const ExportOptions& options, PreparedKernel& prepared, Embedd
       problems.insert(entry.problem);
       if (entry.arch != arch) continue;
       arch_has_entries = true;
-      build(profile_identity(arch, entry.device_name), entry.problem);
+      build(entry_identity(entry), entry.problem);
     }
     if (!arch_has_entries) prepared.report.notes.push_back(fmt::format("no entry for {}: cubins of the ladder's choice there", arch));
-    for (const Problem& problem : problems) build(profile_identity(arch, ""), problem);
+    for (const DeviceIdentity& board : arch_boards(arch))
+      for (const Problem& problem : problems) build(board, problem);
   }
   if (options.cubin_cache.empty()) std::filesystem::remove_all(compile_directory);
 }

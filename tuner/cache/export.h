@@ -8,9 +8,11 @@
 //                                       (kernlathe/embedded.h); compile it into the executable
 //
 // Cubins are built for what the runtime will ask on each exported arch: every current entry of that arch (as its
-// own device would select it), and for archs without entries, the configuration the ladder gives a device of that
-// arch at each stored problem and at the default problem. Device properties come from the built-in profile of the
-// arch; a device whose properties change a derived value compiles at first use instead (the runtime says so).
+// own device would select it), and the configuration the ladder gives each board of that arch (the arch's profile
+// and the known boards of tuner/spec/model.h) at each stored problem and at the default problem. Derived values
+// that depend on the SM count and only shape the launch are not part of a cubin's key (KernelPlan::unkeyed_values),
+// so one cubin serves every board; one the template compiles in (gemm's WG_SPLITS) gets a cubin per value the
+// known boards give it. A board outside that list whose SM count changes such a value compiles at first use.
 
 #include <filesystem>
 #include <string>

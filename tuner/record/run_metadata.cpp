@@ -90,9 +90,19 @@ void append_run_metadata(const std::filesystem::path& csv, const Space& space, c
   for (const Parameter& parameter : space.parameters) {
     json values = json::array();
     for (const Value& value : parameter.values) values.push_back(expr::to_string(value));
-    parameters.push_back({{"name", parameter.name}, {"type", parameter_type_name(parameter.type)}, {"values", values}});
+    parameters.push_back({{"name", parameter.name},
+                          {"type", parameter_type_name(parameter.type)},
+                          {"values", values},
+                          {"default", expr::to_string(parameter.default_value)}});
   }
   document["parameters"] = parameters;
+  // The space's rules as written, so that a record exported as T1 (tuner/analysis/t4_export.h) carries them.
+  json derived = json::array();
+  for (const DerivedValue& value : space.derived) derived.push_back({{"name", value.name}, {"expression", value.expression.text()}});
+  document["derived"] = derived;
+  json constraints = json::array();
+  for (const Constraint& constraint : space.constraints) constraints.push_back(constraint.expression.text());
+  document["constraints"] = constraints;
   if (!document.contains("runs") || !document["runs"].is_array()) document["runs"] = json::array();
   document["runs"].push_back(metadata_to_json(metadata));
 

@@ -36,7 +36,8 @@ std::filesystem::path metadata_path(const std::filesystem::path& csv);
 
 // Adds one run to the companion file, creating it when missing. A resumed run appends a second entry rather
 // than overwriting the first, so the file tells which sessions (and which driver, which tool version) produced
-// the rows. Written to a temporary file and renamed, so a reader never sees half a file.
+// the rows. Written to a temporary file and renamed, so a reader never sees half a file. The space is written
+// beside the runs: its parameters (name, type, values, default), derived values and constraints as written.
 void append_run_metadata(const std::filesystem::path& csv, const Space& space, const RunMetadata& metadata);
 
 // Every run recorded in the companion file, oldest first. Missing file -> empty; unreadable JSON -> InputError.

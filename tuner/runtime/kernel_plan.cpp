@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <set>
 #include <tuple>
 
 #include "kernlathe/runtime.h"
@@ -112,6 +114,27 @@ StreamPlan plan_stream(const KernelDatabase& database, const KernelPlan& plan, c
   return planned;
 }
 
+// Names the plan's cubin (KernelPlan::embedded_key) by the request without the device-dependent values that no
+// source file names: they are bound at launch, so every board of the arch finds the same cubin.
+void key_plan(KernelPlan& plan, const KernelDescription& description, const TemplateSource& source,
+              const DeviceIdentity& device, const std::vector<CompileTimeValue>& values) {
+  std::vector<std::string> property_names;
+  for (const auto& [name, value] : device.properties) property_names.push_back(name);
+  for (const std::string& name : device_dependent_values(description, property_names))
+    if (!sources_name(source, name)) plan.unkeyed_values.push_back(name);
+  if (plan.unkeyed_values.empty()) {
+    plan.embedded_key = embedded_key(plan.request);
+    return;
+  }
+  std::vector<CompileTimeValue> keyed;
+  for (const CompileTimeValue& value : values)
+    if (std::find(plan.unkeyed_values.begin(), plan.unkeyed_values.end(), value.name) == plan.unkeyed_values.end())
+      keyed.push_back(value);
+  plan.embedded_key = embedded_key(make_compile_request(source, keyed, plan.request.name_expression,
+                                                        description.compile_options, device.arch(),
+                                                        description.arch_specific));
+}
+
 }  // namespace
 
 std::size_t dtype_bytes(const std::string& dtype) {
@@ -135,6 +158,49 @@ std::string embedded_key(const CompileRequest& request) {
     state = fnv1a_64(std::to_string(option.size()) + ":" + option, state);
   }
   return fmt::format("{:016x}", state);
+}
+
+std::vector<std::string> device_dependent_values(const KernelDescription& description,
+                                                 const std::vector<std::string>& device_properties) {
+  // The arch is part of every key already, so values that read only the arch do not vary within one.
+  std::set<std::string> dependent;
+  for (const std::string& property : device_properties)
+    if (property != "arch" && property != "arch_major" && property != "arch_minor") dependent.insert(property);
+  std::vector<std::string> values;
+  for (const NamedExpression& derived : description.derived) {
+    std::vector<std::string> names;
+    try {
+      names = expr::Expression::parse(derived.expression).names();
+    } catch (const std::exception&) {
+      continue;  // plan_kernel reports it when it evaluates the value
+    }
+    for (const std::string& name : names) {
+      if (!dependent.contains(name)) continue;
+      values.push_back(derived.name);
+      dependent.insert(derived.name);
+      break;
+    }
+  }
+  return values;
+}
+
+bool sources_name(const TemplateSource& source, const std::string& name) {
+  auto is_identifier_character = [](char character) {
+    return (character >= 'a' && character <= 'z') || (character >= 'A' && character <= 'Z') ||
+           (character >= '0' && character <= '9') || character == '_';
+  };
+  auto names = [&](const std::string& text) {
+    for (std::size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+      bool starts = at == 0 || !is_identifier_character(text[at - 1]);
+      bool ends = at + name.size() == text.size() || !is_identifier_character(text[at + name.size()]);
+      if (starts && ends) return true;
+    }
+    return false;
+  };
+  if (names(source.text)) return true;
+  for (const auto& [file, contents] : source.headers)
+    if (names(contents)) return true;
+  return false;
 }
 
 Selection select_usable(const KernelDatabase& database, const DeviceIdentity& device, const Problem& requested,
@@ -189,9 +255,9 @@ KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& sou
       arguments.push_back(template_argument_text(scope.evaluate(argument, kernel + ": template argument")));
     name_expression += fmt::format("<{}>", fmt::join(arguments, ", "));
   }
-  plan.request = make_compile_request(source, values, std::move(name_expression), description.compile_options,
-                                      device.arch(), description.arch_specific);
-  plan.embedded_key = embedded_key(plan.request);
+  plan.request = make_compile_request(source, values, name_expression, description.compile_options, device.arch(),
+                                      description.arch_specific);
+  key_plan(plan, description, source, device, values);
 
   for (int axis = 0; axis < 3; ++axis) {
     plan.grid[axis] = scope.integer(description.grid[axis], fmt::format("{}: grid dimension {}", kernel, axis));

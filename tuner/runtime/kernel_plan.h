@@ -42,7 +42,14 @@ struct KernelPlan {
   Selection selection;
   Problem problem;  // the requested problem, completed with the kernel's defaults
   CompileRequest request;
-  std::string embedded_key;  // embedded_key(request)
+  // embedded_key() of the request without the unkeyed values: the name of the cubin in embedded and exported sets.
+  std::string embedded_key;
+  // Derived values that depend on a device property other than the arch (sm_count, directly or through another
+  // derived value) and that no file of the sources names: they are bound at launch (grid, shared memory,
+  // arguments) and cannot change the binary, so they stay out of embedded_key and one cubin serves every board of
+  // the arch (issue 36: an sm_90 export built with the H100 SXM's 132 SMs missed on an H100 PCIe's 114). Those the
+  // sources do name (gemm's WG_SPLITS) are compiled in and stay in the key.
+  std::vector<std::string> unkeyed_values;
   std::array<std::int64_t, 3> grid{1, 1, 1};
   std::array<std::int64_t, 3> block{1, 1, 1};
   std::int64_t dynamic_shared_bytes = 0;
@@ -66,6 +73,17 @@ KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& sou
 // A key for embedded cubins that needs no NVRTC: a hash of the source, the headers, the entry point, the arch and
 // the options other than include paths (which differ between machines).
 std::string embedded_key(const CompileRequest& request);
+
+// The derived values of a description that read a device property other than arch, arch_major and arch_minor
+// (directly or through an earlier derived value), in declared order; device_properties are the names a device
+// gives expressions.
+std::vector<std::string> device_dependent_values(const KernelDescription& description,
+                                                 const std::vector<std::string>& device_properties);
+
+// Whether name occurs as a whole identifier in the template text or any of its files, comments included (so the
+// check errs on the side of keying a value). A macro that no file names cannot change what NVRTC compiles (short of
+// token pasting, which no shipped template uses for these names).
+bool sources_name(const TemplateSource& source, const std::string& name);
 
 // Bytes per element of a dtype name ("f32" -> 4); 0 for an unknown name.
 std::size_t dtype_bytes(const std::string& dtype);
