@@ -84,7 +84,10 @@ class Plan:
     note: str = ""                 # what the op does around the kernel, or why PyTorch computes it
 
     def key(self):
-        return (self.op, self.kernel, tuple(sorted(self.problem.items())))
+        found = self.__dict__.get("_key")  # computed once: the eager path asks for it on every call
+        if found is None:
+            found = self._key = (self.op, self.kernel, tuple(sorted(self.problem.items())))
+        return found
 
 
 _DTYPE_SUFFIX = {torch.bfloat16: "_bf16", torch.float16: "_f16", torch.float32: ""}
@@ -149,6 +152,19 @@ def _plan_rows(op, family, x, supported=(torch.bfloat16, torch.float32)) -> Plan
     if x.dtype not in supported:
         return Plan(op, None, problem, f"no shipped {family} kernel for {x.dtype}")
     return Plan(op, family + _DTYPE_SUFFIX[x.dtype], problem)
+
+
+_row_plans: Dict[tuple, Plan] = {}
+
+
+def _row_plan_of(planner, x):
+    """planner(x) for a concrete tensor, remembered by shape and dtype (a row op's plan depends on nothing else):
+    what the CUDA implementations call, so that a call at a shape seen before builds no plan."""
+    key = (planner, x.shape, x.dtype)
+    found = _row_plans.get(key)
+    if found is None:
+        found = _row_plans[key] = planner(x)
+    return found
 
 
 def plan_rms_norm(x):
@@ -228,10 +244,12 @@ def _run(plan, device, buffers, scalars, compute_in_torch):
         _explain.record(_choice_for(plan, "torch", "PyTorch computes it"))
         compute_in_torch()
         return False
-    key = (device_index, plan.key(), tuple(name for name, _ in buffers), tuple(name for name, _ in scalars))
+    pointer_names = tuple([name for name, _ in buffers])
+    scalar_names = tuple([name for name, _ in scalars])
+    key = (device_index, plan.key(), pointer_names, scalar_names)
     prepared = _prepared.get(key)
     if prepared is None:
-        prepared = _prepare(plan, device_index, [name for name, _ in buffers], [name for name, _ in scalars])
+        prepared = _prepare(plan, device_index, list(pointer_names), list(scalar_names))
         _prepared[key] = prepared
         _explain.record(prepared.choice)
     elif _explain.collecting():
@@ -239,7 +257,7 @@ def _run(plan, device, buffers, scalars, compute_in_torch):
     if prepared.launcher is None:
         compute_in_torch()
         return False
-    prepared.launcher.launch([tensor.data_ptr() for _, tensor in buffers], tuple(value for _, value in scalars),
+    prepared.launcher.launch([tensor.data_ptr() for _, tensor in buffers], tuple([value for _, value in scalars]),
                              _current_stream(device_index))
     return True
 
@@ -292,28 +310,43 @@ def _eager_fast_path(*tensors):
     return True
 
 
+def _require(condition, message):
+    """torch._check for the CUDA implementations, which only ever see concrete tensors: the same RuntimeError without
+    torch._check's symbolic-shape machinery, which cost several microseconds per check on the eager path. The fake
+    implementations, traced with symbolic shapes, keep torch._check."""
+    if not condition:
+        raise RuntimeError(message())
+
+
 # ---------------------------------------------------------------- linear
 
 
-def _check_linear(x, weight, bias, residual, activation):
-    torch._check(activation in ("none", "gelu"), lambda: f"linear: activation must be 'none' or 'gelu', not {activation!r}")
-    torch._check(weight.dim() == 2, lambda: f"linear: weight must be N x K (nn.Linear), got shape {tuple(weight.shape)}")
-    torch._check(x.shape[-1] == weight.shape[1],
+def _check_linear(x, weight, bias, residual, activation, check=torch._check):
+    check(activation in ("none", "gelu"), lambda: f"linear: activation must be 'none' or 'gelu', not {activation!r}")
+    check(weight.dim() == 2, lambda: f"linear: weight must be N x K (nn.Linear), got shape {tuple(weight.shape)}")
+    check(x.shape[-1] == weight.shape[1],
                  lambda: f"linear: x has {x.shape[-1]} features, weight expects {weight.shape[1]} (weight is N x K)")
-    torch._check(weight.dtype == x.dtype, lambda: f"linear: weight is {weight.dtype}, x is {x.dtype}")
+    check(weight.dtype == x.dtype, lambda: f"linear: weight is {weight.dtype}, x is {x.dtype}")
     if bias is not None:
-        torch._check(bias.shape == (weight.shape[0],), lambda: f"linear: bias must have {weight.shape[0]} elements")
-        torch._check(bias.dtype == x.dtype, lambda: f"linear: bias is {bias.dtype}, x is {x.dtype}")
+        check(bias.shape == (weight.shape[0],), lambda: f"linear: bias must have {weight.shape[0]} elements")
+        check(bias.dtype == x.dtype, lambda: f"linear: bias is {bias.dtype}, x is {x.dtype}")
     if residual is not None:
         expected = (*x.shape[:-1], weight.shape[0])
-        torch._check(tuple(residual.shape) == expected,
+        check(tuple(residual.shape) == expected,
                      lambda: f"linear: residual has shape {tuple(residual.shape)}, the output {expected}")
-        torch._check(residual.dtype == x.dtype, lambda: f"linear: residual is {residual.dtype}, x is {x.dtype}")
+        check(residual.dtype == x.dtype, lambda: f"linear: residual is {residual.dtype}, x is {x.dtype}")
+
+
+_linear_plans: Dict[tuple, Plan] = {}
 
 
 def _linear_cuda(x, weight, bias=None, residual=None, activation="none"):
-    _check_linear(x, weight, bias, residual, activation)
-    plan = plan_linear(x, weight, bias, residual, activation)
+    _check_linear(x, weight, bias, residual, activation, _require)
+    # The plan depends on the shapes, the dtype, which epilogue tensors are given and the activation: remembered.
+    plan_key = (x.shape, weight.shape, x.dtype, bias is None, residual is None, activation)
+    plan = _linear_plans.get(plan_key)
+    if plan is None:
+        plan = _linear_plans[plan_key] = plan_linear(x, weight, bias, residual, activation)
     out = torch.empty((*x.shape[:-1], weight.shape[0]), dtype=x.dtype, device=x.device)
     if out.numel() == 0 or x.shape[-1] == 0:
         return out.copy_(reference.linear(x, weight, bias, residual, activation)) if out.numel() else out
@@ -366,20 +399,20 @@ def _linear_cpu(x, weight, bias=None, residual=None, activation="none"):
 # ---------------------------------------------------------------- attention
 
 
-def _check_attention(q, k, v, layout):
-    torch._check(layout in ("bhsd", "bshd"), lambda: f"attention: layout must be 'bhsd' or 'bshd', not {layout!r}")
-    torch._check(q.dim() == 4 and k.dim() == 4 and v.dim() == 4, lambda: "attention: q, k and v must be 4-dimensional")
-    torch._check(k.shape == v.shape, lambda: f"attention: k {tuple(k.shape)} and v {tuple(v.shape)} differ")
+def _check_attention(q, k, v, layout, check=torch._check):
+    check(layout in ("bhsd", "bshd"), lambda: f"attention: layout must be 'bhsd' or 'bshd', not {layout!r}")
+    check(q.dim() == 4 and k.dim() == 4 and v.dim() == 4, lambda: "attention: q, k and v must be 4-dimensional")
+    check(k.shape == v.shape, lambda: f"attention: k {tuple(k.shape)} and v {tuple(v.shape)} differ")
     head_axis, sequence_axis = (2, 1) if layout == "bshd" else (1, 2)
-    torch._check(q.shape[0] == k.shape[0] and q.shape[3] == k.shape[3] and q.shape[sequence_axis] == k.shape[sequence_axis],
+    check(q.shape[0] == k.shape[0] and q.shape[3] == k.shape[3] and q.shape[sequence_axis] == k.shape[sequence_axis],
                  lambda: f"attention: q {tuple(q.shape)} and k {tuple(k.shape)} differ in batch, sequence or head size")
-    torch._check(q.shape[head_axis] % k.shape[head_axis] == 0,
+    check(q.shape[head_axis] % k.shape[head_axis] == 0,
                  lambda: f"attention: {q.shape[head_axis]} query heads are not a multiple of {k.shape[head_axis]} K/V heads")
-    torch._check(q.dtype == k.dtype == v.dtype, lambda: "attention: q, k and v must have one dtype")
+    check(q.dtype == k.dtype == v.dtype, lambda: "attention: q, k and v must have one dtype")
 
 
 def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd"):
-    _check_attention(q, k, v, layout)
+    _check_attention(q, k, v, layout, _require)
     device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
     plan = plan_attention(q, k, v, causal, layout, device_index)
     if q.numel() == 0:
@@ -447,14 +480,14 @@ def _attention_cpu(q, k, v, causal=False, scale=None, layout="bhsd"):
 # ---------------------------------------------------------------- RMSNorm, LayerNorm, softmax
 
 
-def _check_norm(op, x, weight, bias=None):
-    torch._check(x.dim() >= 1, lambda: f"{op}: x must have at least one dimension")
-    torch._check(weight.shape == (x.shape[-1],), lambda: f"{op}: weight must have {x.shape[-1]} elements, "
+def _check_norm(op, x, weight, bias=None, check=torch._check):
+    check(x.dim() >= 1, lambda: f"{op}: x must have at least one dimension")
+    check(weight.shape == (x.shape[-1],), lambda: f"{op}: weight must have {x.shape[-1]} elements, "
                                                           f"got shape {tuple(weight.shape)}")
-    torch._check(weight.dtype == x.dtype, lambda: f"{op}: weight is {weight.dtype}, x is {x.dtype}")
+    check(weight.dtype == x.dtype, lambda: f"{op}: weight is {weight.dtype}, x is {x.dtype}")
     if bias is not None:
-        torch._check(bias.shape == (x.shape[-1],), lambda: f"{op}: bias must have {x.shape[-1]} elements")
-        torch._check(bias.dtype == x.dtype, lambda: f"{op}: bias is {bias.dtype}, x is {x.dtype}")
+        check(bias.shape == (x.shape[-1],), lambda: f"{op}: bias must have {x.shape[-1]} elements")
+        check(bias.dtype == x.dtype, lambda: f"{op}: bias is {bias.dtype}, x is {x.dtype}")
 
 
 def _row_op(plan, x, buffers, scalars, in_torch, out):
@@ -465,10 +498,10 @@ def _row_op(plan, x, buffers, scalars, in_torch, out):
 
 
 def _rms_norm_cuda(x, weight, eps=1e-5):
-    _check_norm("rms_norm", x, weight)
+    _check_norm("rms_norm", x, weight, None, _require)
     source = x.contiguous()
     out = torch.empty_like(source)
-    return _row_op(plan_rms_norm(x), x, [("input", source), ("weight", weight.contiguous()), ("output", out)],
+    return _row_op(_row_plan_of(plan_rms_norm, x), x, [("input", source), ("weight", weight.contiguous()), ("output", out)],
                    [("epsilon", float(eps))], lambda: out.copy_(reference.rms_norm(x, weight, eps)), out)
 
 
@@ -500,11 +533,11 @@ def _rms_norm_cpu(x, weight, eps=1e-5):
 
 
 def _layer_norm_cuda(x, weight, bias=None, eps=1e-5):
-    _check_norm("layer_norm", x, weight, bias)
+    _check_norm("layer_norm", x, weight, bias, _require)
     source = x.contiguous()
     out = torch.empty_like(source)
     shift = bias.contiguous() if bias is not None else _zeros_of(x.shape[-1], x.dtype, x.device)
-    return _row_op(plan_layer_norm(x), x,
+    return _row_op(_row_plan_of(plan_layer_norm, x), x,
                    [("input", source), ("gamma", weight.contiguous()), ("beta", shift), ("output", out)],
                    [("epsilon", float(eps))], lambda: out.copy_(reference.layer_norm(x, weight, bias, eps)), out)
 
@@ -538,10 +571,10 @@ def _layer_norm_cpu(x, weight, bias=None, eps=1e-5):
 
 
 def _softmax_cuda(x):
-    torch._check(x.dim() >= 1, lambda: "softmax: x must have at least one dimension")
+    _require(x.dim() >= 1, lambda: "softmax: x must have at least one dimension")
     source = x.contiguous()
     out = torch.empty_like(source)
-    return _row_op(plan_softmax(x), x, [("input", source), ("output", out)], [],
+    return _row_op(_row_plan_of(plan_softmax, x), x, [("input", source), ("output", out)], [],
                    lambda: out.copy_(reference.softmax(x)), out)
 
 
@@ -574,9 +607,9 @@ def _softmax_cpu(x):
 # ---------------------------------------------------------------- the SiLU-gated product of a gated MLP
 
 
-def _check_silu_mul(gate_up):
-    torch._check(gate_up.dim() >= 1, lambda: "silu_mul: gate_up must have at least one dimension")
-    torch._check(gate_up.shape[-1] % 2 == 0,
+def _check_silu_mul(gate_up, check=torch._check):
+    check(gate_up.dim() >= 1, lambda: "silu_mul: gate_up must have at least one dimension")
+    check(gate_up.shape[-1] % 2 == 0,
                  lambda: f"silu_mul: the last dimension ({gate_up.shape[-1]}) must hold gate and up halves")
 
 
@@ -585,10 +618,10 @@ def _silu_mul_shape(gate_up):
 
 
 def _silu_mul_cuda(gate_up):
-    _check_silu_mul(gate_up)
+    _check_silu_mul(gate_up, _require)
     source = gate_up.contiguous()
     out = source.new_empty(_silu_mul_shape(gate_up))
-    return _row_op(plan_silu_mul(gate_up), gate_up, [("gate_up", source), ("output", out)], [],
+    return _row_op(_row_plan_of(plan_silu_mul, gate_up), gate_up, [("gate_up", source), ("output", out)], [],
                    lambda: out.copy_(reference.silu_mul(gate_up)), out)
 
 
