@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -280,10 +281,22 @@ TEST(CompilePool, MissingWorkerExecutableThrows) {
   EXPECT_THROW(CompilePool pool(options), TunerError);
 }
 
-TEST(CompilePool, ZeroJobsMeansOnePerCore) {
+TEST(CompilePool, ZeroJobsMeansOnePerCoreThisProcessMayUse) {
   TemporaryDirectory cache;
   CompilePool pool(pool_options(cache.path(), 0));
-  EXPECT_EQ(pool.jobs(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  EXPECT_EQ(pool.jobs(), CPU_COUNT(&allowed));
+  EXPECT_EQ(host_compile_jobs(), CPU_COUNT(&allowed));
+  EXPECT_LE(pool.jobs(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+TEST(CompileLookahead, GrowsWithTheLanesAndKeepsTheOneLaneDepth) {
+  EXPECT_EQ(compile_lookahead(16, 1), 34u);  // 2 * 16 + 1 + 1, the depth one GPU always had
+  EXPECT_EQ(compile_lookahead(16, 4), 40u);  // every lane has its next configuration compiled
+  EXPECT_EQ(compile_lookahead(64, 8), 144u);
+  EXPECT_EQ(compile_lookahead(0, 3), 67u);   // a replay compiles nothing: 64 and the lanes, as before
 }
 
 }  // namespace

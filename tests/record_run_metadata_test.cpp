@@ -55,6 +55,28 @@ class RunMetadataFiles : public ::testing::Test {
   Space space_;
 };
 
+TEST_F(RunMetadataFiles, FieldsAddedAtTheEndGoToTheLastRunOnly) {
+  RunMetadata first;
+  first.kernel = "toy";
+  first.extra["objective"] = "time";
+  append_run_metadata(csv(), space_, first);
+  RunMetadata second = first;
+  second.started_at = "later";
+  append_run_metadata(csv(), space_, second);
+  add_to_last_run(csv(), {{"lanes", "4"}, {"lanes_waited_for_strategy_seconds", "0.250"}});
+  const std::vector<RunMetadata> runs = read_run_metadata(csv());
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_FALSE(runs[0].extra.contains("lanes"));
+  EXPECT_EQ(runs[1].extra.at("lanes"), "4");
+  EXPECT_EQ(runs[1].extra.at("lanes_waited_for_strategy_seconds"), "0.250");
+  EXPECT_EQ(runs[1].extra.at("objective"), "time");  // kept
+  EXPECT_EQ(runs[1].started_at, "later");
+}
+
+TEST_F(RunMetadataFiles, AddingToAFileWithoutARunIsAnError) {
+  EXPECT_THROW(add_to_last_run(csv(), {{"lanes", "1"}}), TunerError);
+}
+
 TEST_F(RunMetadataFiles, ExtraNumbersAreReadAndTextIsNamedWithItsKey) {
   RunMetadata run;
   run.extra["copy_bandwidth_gbps"] = "1450.5";

@@ -83,6 +83,36 @@ TEST(RunProfile, PhasesThatRanAlongsideAreShownInPlaceAndLeftOutOfTheSum) {
   EXPECT_DOUBLE_EQ(document.at("first_request_seconds").get<double>(), 0.40);
 }
 
+TEST(RunProfile, TheLanesLineSaysWhatTheyWaitedForAndTheStrategyLineItsCost) {
+  RunProfile profile = sample_profile();
+  profile.lanes.lanes = 4;
+  profile.lanes.lane_seconds = 40;
+  profile.lanes.measuring_seconds = 33;
+  profile.lanes.idle_seconds = {0.5, 4.25, 1.5, 0.25, 0.5};  // loop, strategy, compilation, records, results
+  profile.strategy = {0.25, 2.0, 12, 400, {30, 1.75}};
+  profile.strategy_in_background = true;
+  const std::string text = format_profile(profile);
+  EXPECT_NE(text.find("profile  lanes: 4 x the loop = 40.00 lane-seconds, measuring 33.00, idle 7.00 waiting for "
+                      "the strategy 4.25, compilation 1.50, records 0.25, the loop 0.50, nothing left to hand out "
+                      "0.50\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("profile  strategy (on its own thread): 2.25 s (tell 0.25, ask 2.00), 400 proposals in 12 asks; "
+                      "30 model updates 1.75 s\n"),
+            std::string::npos)
+      << text;
+  const nlohmann::json document = profile_to_json(profile);
+  EXPECT_DOUBLE_EQ(document.at("lanes").at("idle_seconds_by_loop_activity").at("strategy").get<double>(), 4.25);
+  EXPECT_DOUBLE_EQ(document.at("lanes").at("idle_seconds").get<double>(), 7.0);
+  EXPECT_EQ(document.at("strategy").at("model_updates").get<int>(), 30);
+  EXPECT_TRUE(document.at("strategy").at("in_background").get<bool>());
+  const std::map<std::string, std::string> extra = profile_metadata(profile);
+  EXPECT_EQ(extra.at("lanes_waited_for_strategy_seconds"), "4.250");
+  EXPECT_EQ(extra.at("lanes_waited_for_compilation_seconds"), "1.500");
+  EXPECT_EQ(extra.at("lanes_waited_otherwise_seconds"), "1.250");
+  EXPECT_EQ(extra.at("strategy_seconds"), "2.250");
+}
+
 TEST(RunProfile, NoEvaluationSaysSoInsteadOfDividingNothing) {
   RunProfile profile;
   profile.add_startup("load spec", 0.25);

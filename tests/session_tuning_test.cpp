@@ -20,6 +20,10 @@
 #include "tuner/spec/spec_loader.h"
 #include "session_test_support.h"
 #include "tuner/search/prior.h"
+#include "tuner/search/strategy.h"
+#include "tuner/record/run_metadata.h"
+
+#include <fmt/format.h>
 
 extern char** environ;
 
@@ -129,6 +133,68 @@ TEST(TuningSession, SeveralDevicesStopAtTheBudgetExactly) {
   EXPECT_EQ(report.evaluated, 25u);
   KernelSpec loaded = load_kernel_spec(spec);
   EXPECT_EQ(read_records(report.records, loaded.space).size(), 25u);
+}
+
+// Three devices of different speeds (replays that take 1, 3 and 6 ms a measurement) under the default strategy, which
+// runs on a thread of its own: the lanes wait for no proposal beyond noise, the fastest measures most, and the
+// profile's lane-seconds are what the lanes measured plus what they waited for, in the report and in run.json.
+TEST(TuningSession, LanesOfDifferentSpeedsDoNotWaitForTheStrategy) {
+  const fs::path dir = fresh_directory("devices_speeds");
+  const fs::path spec = write_spec(dir, 8, 5, 4);
+  const fs::path recording = write_recording(spec, dir);
+  TuneOptions options = replay_options(spec, recording, dir / "out");
+  options.strategy = default_strategy_name();
+  options.devices = {0};
+  options.replay_pace_ms = 1;
+  options.remote_devices = [&](const KernelSpec& loaded) {
+    RemoteDevices remote;
+    for (double pace : {3.0, 6.0}) {
+      remote.measurers.push_back(make_replay_measurer(loaded, recording, device_profile("sm_90"), pace));
+      remote.labels.push_back(fmt::format("paced {}", pace));
+    }
+    return remote;
+  };
+  const TuneReport report = tune(options);
+  EXPECT_EQ(report.evaluated, 160u);
+  EXPECT_EQ(rows_each_configuration_once(report.records, spec), 160u);
+  const RunProfile& profile = report.profile;
+  EXPECT_TRUE(profile.strategy_in_background);
+  EXPECT_EQ(profile.lanes.lanes, 3u);
+  EXPECT_NEAR(profile.lanes.measuring_seconds + profile.lanes.idle_total(), profile.lanes.lane_seconds, 1e-9);
+  // 160 measurements take 0.16-0.96 s each lane; the strategy costs well under a millisecond a result here.
+  EXPECT_LT(profile.lanes.idle(LoopActivity::strategy), 0.1 * profile.lanes.lane_seconds)
+      << format_lanes_and_strategy(profile);
+  EXPECT_GT(profile.lanes.measuring_seconds, 0.6 * profile.lanes.lane_seconds) << format_lanes_and_strategy(profile);
+  EXPECT_GT(report.evaluations_per_device.at("0"), report.evaluations_per_device.at("paced 6"));
+  EXPECT_GE(profile.strategy.proposals, 159u);  // all but the default, which the session queues itself
+  const std::vector<RunMetadata> runs = read_run_metadata(report.records);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs.front().extra.at("lanes"), "3");
+  EXPECT_TRUE(runs.front().extra.contains("lanes_waited_for_strategy_seconds"));
+  EXPECT_TRUE(runs.front().extra.contains("strategy_model_update_seconds"));
+}
+
+// One lane: the strategy runs inline, so a seed gives one run, and its profile says so.
+TEST(TuningSession, OneDeviceRunsTheStrategyInlineAndRepeatsItsSearch) {
+  const fs::path dir = fresh_directory("one_lane_repeat");
+  const fs::path spec = write_spec(dir, 8, 5, 4);
+  const fs::path recording = write_recording(spec, dir);
+  std::vector<std::vector<Configuration>> orders;
+  for (int run = 0; run < 2; ++run) {
+    TuneOptions options = replay_options(spec, recording, dir / ("out" + std::to_string(run)));
+    options.strategy = default_strategy_name();
+    options.replay_pace_ms = 0.2;  // one measurement at a time, as on a GPU
+    options.stop.max_evaluations = 40;
+    const TuneReport report = tune(options);
+    EXPECT_FALSE(report.profile.strategy_in_background);
+    EXPECT_EQ(report.profile.lanes.lanes, 1u);
+    std::vector<Configuration> order;
+    for (const RecordedEvaluation& row : read_records(report.records, load_kernel_spec(spec).space))
+      order.push_back(row.evaluation.configuration);
+    orders.push_back(std::move(order));
+  }
+  EXPECT_EQ(orders[0].size(), 40u);
+  EXPECT_EQ(orders[0], orders[1]);
 }
 
 TEST(TuningSession, AGpuNamedTwiceInDevicesIsBadInput) {

@@ -396,6 +396,13 @@ void RunCommand::add_to(CLI::App& command) {
   command.add_option("--seed", seed, "seed of the search strategy");
   command.add_option("--jobs", jobs, "compile processes (default 0: one per core)")->check(zero_or_more());
   command.add_option("--replay", replay, "take measurements from a recorded evaluations.csv (no GPU)");
+  command.add_option("--strategy-thread", strategy_thread,
+                     "where the strategy runs: auto (its own thread with several devices, the loop's with one, so a "
+                     "seed gives one run), on or off (default auto)");
+  command.add_option("--replay-pace", replay_pace_ms,
+                     "with --replay: milliseconds each replayed measurement takes, as on a GPU, so that the lanes "
+                     "of --devices wait for the strategy and the profile shows it as a GPU run would (default 0)")
+      ->check(CLI::NonNegativeNumber);
   command.add_flag("--no-cubin-cache", no_cubin_cache, "compile every configuration afresh");
   command.add_flag("--fresh-ceilings", fresh_ceilings,
                    "measure the GPU's ceilings again (about a second) instead of taking them from the ceiling cache, "
@@ -465,6 +472,12 @@ int RunCommand::run() const {
   }
   options.replay_csv = replay;
   options.replay_arch = common.arch;
+  if (replay_pace_ms > 0 && replay.empty()) throw InputError("--replay-pace needs --replay");
+  options.replay_pace_ms = replay_pace_ms;
+  if (strategy_thread == "on") options.strategy_in_background = true;
+  else if (strategy_thread == "off") options.strategy_in_background = false;
+  else if (strategy_thread != "auto")
+    throw InputError(fmt::format("--strategy-thread {}: expected auto, on or off", strategy_thread));
   options.use_cubin_cache = !no_cubin_cache;
   options.refresh_ceilings = fresh_ceilings;
   options.ceiling_cache_dir = ceiling_cache;

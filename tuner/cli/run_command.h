@@ -29,6 +29,8 @@ struct RunCommand {
   std::uint64_t seed = 1;
   int jobs = 0;
   std::string replay;
+  std::string strategy_thread = "auto";  // --strategy-thread: auto, on or off
+  double replay_pace_ms = 0;  // --replay-pace: milliseconds each replayed measurement takes
   bool no_cubin_cache = false;
   bool fresh_ceilings = false;
   std::string ceiling_cache;

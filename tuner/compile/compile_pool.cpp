@@ -1,6 +1,7 @@
 #include "tuner/compile/compile_pool.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -221,7 +222,7 @@ struct CompilePool::Impl {
 
 CompilePool::CompilePool(CompilePoolOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& impl = *impl_;
-  if (options.jobs <= 0) options.jobs = std::max(1u, std::thread::hardware_concurrency());
+  if (options.jobs <= 0) options.jobs = host_compile_jobs();
   if (options.cache_dir.empty()) options.cache_dir = std::filesystem::temp_directory_path() / "tuner-cubins";
   options.cache_dir = std::filesystem::absolute(options.cache_dir);
   if (!options.worker_executable.empty() && ::access(options.worker_executable.c_str(), X_OK) != 0) {
@@ -286,6 +287,24 @@ std::future<CompileResult> CompilePool::submit(CompileRequest request) {
   }
   impl.queue_ready.notify_one();
   return future;
+}
+
+int host_compile_jobs() {
+  // The cores this process may run on: a container or `taskset` limits them below what the host has, and a pool
+  // sized by std::thread::hardware_concurrency() would start processes that wait for each other.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::size_t compile_lookahead(int jobs, std::size_t lanes) {
+  // A replay compiles nothing: the queue only lets the strategy answer in batches.
+  if (jobs <= 0) return 64 + lanes;
+  // The pool compiles `jobs` at a time with as many waiting behind them, and each lane needs the configuration it
+  // measures next compiled while it measures one: twice the jobs and twice the lanes (one lane: 2 * jobs + 2, the
+  // lookahead runs measured before issue 35).
+  return 2 * static_cast<std::size_t>(jobs) + 2 * lanes;
 }
 
 int CompilePool::jobs() const { return impl_->options.jobs; }

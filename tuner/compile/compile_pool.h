@@ -7,6 +7,7 @@
 // cache directory themselves; the pool looks the cache up before dispatching, so a hit costs no process round
 // trip. A worker that dies (signal, abort) fails only the request it held and is restarted for the next one.
 
+#include <cstddef>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -17,13 +18,21 @@
 namespace kernlathe {
 
 struct CompilePoolOptions {
-  int jobs = 0;  // 0: one per core
+  int jobs = 0;  // 0: host_compile_jobs()
   std::filesystem::path cache_dir;  // empty: <temp>/tuner-cubins
   // The `tune` binary (or any program that runs compile_worker_main for the argument "__compile-worker").
   // Empty: compile in the dispatcher threads of this process instead, which works anywhere but does not scale.
   std::filesystem::path worker_executable;
   bool use_cache = true;  // false: compile even when the cache holds the cubin (the result is stored again)
 };
+
+// Compile processes by default: one per core this process may run on (its CPU affinity, which a container or
+// taskset narrows), at least one.
+int host_compile_jobs();
+
+// How many configurations the run loop keeps queued, compiled or compiling, ahead of `lanes` devices measuring
+// (tuner/session/measurement_lanes.h) fed by a pool of `jobs` processes (0: nothing to compile, a replay).
+std::size_t compile_lookahead(int jobs, std::size_t lanes);
 
 class CompilePool {
  public:

@@ -80,6 +80,34 @@ std::filesystem::path metadata_path(const std::filesystem::path& csv) {
   return csv.parent_path() / name;
 }
 
+namespace {
+
+void write_document(const std::filesystem::path& path, const json& document) {
+  std::filesystem::path temporary = path;
+  temporary += fmt::format(".tmp{}", static_cast<long>(::getpid()));
+  {
+    std::ofstream output(temporary, std::ios::trunc);
+    if (!output) throw TunerError(fmt::format("{}: cannot open for writing", temporary.string()));
+    output << document.dump(2) << '\n';
+    if (!output) throw TunerError(fmt::format("{}: write failed", temporary.string()));
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+}  // namespace
+
+void add_to_last_run(const std::filesystem::path& csv, const std::map<std::string, std::string>& extra) {
+  const std::filesystem::path path = metadata_path(csv);
+  read_run_metadata(csv);  // a file that cannot be read is reported, never replaced
+  json document = std::filesystem::exists(path) ? read_json_file(path) : json::object();
+  if (!document.contains("runs") || !document["runs"].is_array() || document["runs"].empty())
+    throw TunerError(fmt::format("{}: no run to add to", path.string()));
+  json& last = document["runs"].back();
+  if (!last.contains("extra") || !last["extra"].is_object()) last["extra"] = json::object();
+  for (const auto& [key, value] : extra) last["extra"][key] = value;
+  write_document(path, document);
+}
+
 void append_run_metadata(const std::filesystem::path& csv, const Space& space, const RunMetadata& metadata) {
   std::filesystem::path path = metadata_path(csv);
   read_run_metadata(csv);  // a file that cannot be read is reported, never replaced
@@ -105,16 +133,7 @@ void append_run_metadata(const std::filesystem::path& csv, const Space& space, c
   document["constraints"] = constraints;
   if (!document.contains("runs") || !document["runs"].is_array()) document["runs"] = json::array();
   document["runs"].push_back(metadata_to_json(metadata));
-
-  std::filesystem::path temporary = path;
-  temporary += fmt::format(".tmp{}", static_cast<long>(::getpid()));
-  {
-    std::ofstream output(temporary, std::ios::trunc);
-    if (!output) throw TunerError(fmt::format("{}: cannot open for writing", temporary.string()));
-    output << document.dump(2) << '\n';
-    if (!output) throw TunerError(fmt::format("{}: write failed", temporary.string()));
-  }
-  std::filesystem::rename(temporary, path);
+  write_document(path, document);
 }
 
 std::vector<RunMetadata> read_run_metadata(const std::filesystem::path& csv) {

@@ -40,6 +40,10 @@ std::filesystem::path metadata_path(const std::filesystem::path& csv);
 // beside the runs: its parameters (name, type, values, default), derived values and constraints as written.
 void append_run_metadata(const std::filesystem::path& csv, const Space& space, const RunMetadata& metadata);
 
+// Adds extra fields to the last run of the companion file (what the run learnt about itself once it ended: its
+// profile), written as append_run_metadata writes. TunerError when the file holds no run.
+void add_to_last_run(const std::filesystem::path& csv, const std::map<std::string, std::string>& extra);
+
 // Every run recorded in the companion file, oldest first. Missing file -> empty; unreadable JSON -> InputError.
 std::vector<RunMetadata> read_run_metadata(const std::filesystem::path& csv);
 

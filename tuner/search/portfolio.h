@@ -42,6 +42,7 @@ class PortfolioStrategy final : public Strategy {
   std::string name() const override { return "portfolio"; }
   std::vector<Configuration> ask(std::size_t count) override;
   void tell(const Evaluation& evaluation) override;
+  ModelUpdates model_updates() const override { return model_.model_updates(); }
 
  private:
   const SpaceEnumerator& space_;

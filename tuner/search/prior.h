@@ -61,6 +61,7 @@ class PriorStrategy final : public Strategy {
   std::string name() const override { return inner_->name() + "+prior"; }
   std::vector<Configuration> ask(std::size_t count) override;
   void tell(const Evaluation& evaluation) override;
+  ModelUpdates model_updates() const override { return inner_->model_updates(); }
 
   bool trusted() const { return trusted_; }
   std::size_t transfers_proposed() const { return next_transfer_; }

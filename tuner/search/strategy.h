@@ -14,6 +14,13 @@
 
 namespace kernlathe {
 
+// What a strategy spent on updating its model (a fit of the surrogate's forest), for the run's profile; zero for
+// strategies without one.
+struct ModelUpdates {
+  std::uint64_t count = 0;
+  double seconds = 0;
+};
+
 class Strategy {
  public:
   virtual ~Strategy();
@@ -22,6 +29,8 @@ class Strategy {
   virtual std::vector<Configuration> ask(std::size_t count) = 0;
   // Every result of a proposed configuration, whatever its status.
   virtual void tell(const Evaluation& evaluation) = 0;
+  // The model updates so far (their time is part of the ask or tell that made them).
+  virtual ModelUpdates model_updates() const { return {}; }
 };
 
 // "exhaustive": valid configurations in index order 0, 1, ..., valid_count() - 1.

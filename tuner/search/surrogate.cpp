@@ -1,6 +1,7 @@
 #include "tuner/search/surrogate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -128,6 +129,7 @@ bool SurrogateStrategy::needs_fit() const {
 }
 
 void SurrogateStrategy::fit() {
+  const auto started = std::chrono::steady_clock::now();
   fitted_observations_ = observations().size();
   std::vector<const Observation*> successes = ranked();
   const double fastest = std::log(*successes.front()->time_ms);
@@ -149,6 +151,8 @@ void SurrogateStrategy::fit() {
     targets.push_back(target);
   }
   forest_.fit(samples, targets, forest_options, random_);
+  ++updates_.count;
+  updates_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
 std::vector<std::uint64_t> SurrogateStrategy::candidates() {

@@ -45,6 +45,7 @@ class SurrogateStrategy final : public GuidedStrategy {
  public:
   SurrogateStrategy(const SpaceEnumerator& space, std::uint64_t seed, SurrogateSettings settings = {});
   std::string name() const override { return "surrogate"; }
+  ModelUpdates model_updates() const override { return updates_; }
 
   // What the model sees of a configuration; public for the tests.
   std::vector<double> features(const Configuration& configuration) const;
@@ -75,6 +76,7 @@ class SurrogateStrategy final : public GuidedStrategy {
   SurrogateSettings settings_;
   RegressionForest forest_;
   std::size_t fitted_observations_ = 0;  // results the forest was last fitted on; 0 before the first fit
+  ModelUpdates updates_;
 };
 
 }  // namespace kernlathe

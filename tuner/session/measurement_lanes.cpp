@@ -1,6 +1,7 @@
 #include "tuner/session/measurement_lanes.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 
 #include <fmt/format.h>
@@ -20,6 +21,7 @@ MeasurementLanes::MeasurementLanes(std::vector<Measurer*> measurers, std::vector
     lane->label = std::move(labels[index]);
     lanes_.push_back(std::move(lane));
   }
+  ledger_.start(lanes_.size(), std::chrono::steady_clock::now());
   for (std::size_t index = 0; index < lanes_.size(); ++index)
     lanes_[index]->thread = std::thread([this, index] { run_lane(index); });
 }
@@ -42,8 +44,34 @@ std::size_t MeasurementLanes::alive() const {
 
 std::size_t MeasurementLanes::idle() const {
   std::lock_guard lock(mutex_);
+  return idle_locked();
+}
+
+std::size_t MeasurementLanes::idle_locked() const {
   return static_cast<std::size_t>(
       std::count_if(lanes_.begin(), lanes_.end(), [](const auto& lane) { return !lane->lost && !lane->job; }));
+}
+
+void MeasurementLanes::lanes_changed_locked() {
+  const auto alive = static_cast<std::size_t>(
+      std::count_if(lanes_.begin(), lanes_.end(), [](const auto& lane) { return !lane->lost; }));
+  ledger_.set_lanes(alive, idle_locked(), std::chrono::steady_clock::now());
+}
+
+void MeasurementLanes::set_activity(LoopActivity activity) {
+  std::lock_guard lock(mutex_);
+  ledger_.set_activity(activity, std::chrono::steady_clock::now());
+}
+
+LaneTimes MeasurementLanes::stop_counting() {
+  std::lock_guard lock(mutex_);
+  ledger_.stop(std::chrono::steady_clock::now());
+  return ledger_.times();
+}
+
+LaneTimes MeasurementLanes::times() const {
+  std::lock_guard lock(mutex_);
+  return ledger_.times();
 }
 
 std::size_t MeasurementLanes::busy() const {
@@ -74,6 +102,7 @@ bool MeasurementLanes::submit(LaneJob& job) {
   next_lane_ = *chosen + 1;
   lanes_[*chosen]->job = std::move(job);
   ++running_;
+  lanes_changed_locked();
   work_.notify_all();
   return true;
 }
@@ -82,6 +111,15 @@ LaneOutcome MeasurementLanes::wait() {
   std::unique_lock lock(mutex_);
   if (running_ == 0) throw TunerError("no measurement is running");
   finished_.wait(lock, [&] { return !outcomes_.empty(); });
+  LaneOutcome outcome = std::move(outcomes_.front());
+  outcomes_.pop_front();
+  --running_;
+  return outcome;
+}
+
+std::optional<LaneOutcome> MeasurementLanes::try_take() {
+  std::lock_guard lock(mutex_);
+  if (outcomes_.empty()) return std::nullopt;
   LaneOutcome outcome = std::move(outcomes_.front());
   outcomes_.pop_front();
   --running_;
@@ -115,6 +153,7 @@ void MeasurementLanes::run_lane(std::size_t index) {
       lane.job.reset();
       if (!outcome.evaluation) lane.lost = true;
       outcomes_.push_back(std::move(outcome));
+      lanes_changed_locked();
     }
     finished_.notify_all();
   }

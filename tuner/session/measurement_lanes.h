@@ -11,6 +11,9 @@
 //
 // Each Measurer is used only from its lane's thread while the lanes exist; the caller may use one directly (the
 // final round) only when no job is running.
+//
+// The lanes keep a ledger of what they waited for (lane_idle.h): the loop says what it is doing (set_activity), and
+// every lane without a job counts that time against it, until stop_counting().
 
 #include <condition_variable>
 #include <cstdint>
@@ -23,6 +26,7 @@
 
 #include "tuner/nvrtc/nvrtc_compiler.h"
 #include "tuner/record/evaluation.h"
+#include "tuner/session/lane_idle.h"
 #include "tuner/session/measurer.h"
 #include "tuner/space/space.h"
 
@@ -66,6 +70,14 @@ class MeasurementLanes {
   bool submit(LaneJob& job);
   // The next finished job, blocking until one finishes. TunerError when no job is running.
   LaneOutcome wait();
+  // A finished job when one is ready, without blocking.
+  std::optional<LaneOutcome> try_take();
+
+  // What the run loop is doing from now on, for the idle lanes' ledger.
+  void set_activity(LoopActivity activity);
+  // The ledger stops counting (the search ended) and says what the lanes did.
+  LaneTimes stop_counting();
+  LaneTimes times() const;
 
  private:
   struct Lane {
@@ -76,6 +88,8 @@ class MeasurementLanes {
     bool lost = false;
   };
   void run_lane(std::size_t index);
+  std::size_t idle_locked() const;
+  void lanes_changed_locked();  // the ledger learns the lanes' counts; the mutex is held
 
   const SpaceEnumerator& space_;
   std::vector<std::unique_ptr<Lane>> lanes_;
@@ -86,6 +100,7 @@ class MeasurementLanes {
   std::size_t running_ = 0;           // submitted, not yet returned by wait()
   std::size_t next_lane_ = 0;         // where submit() starts looking
   bool ending_ = false;
+  LaneIdleLedger ledger_;
 };
 
 }  // namespace kernlathe

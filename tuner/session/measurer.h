@@ -64,8 +64,9 @@ struct GpuMeasurerOptions {
 // Starts an evaluation worker on the device. Throws NoGpuError when there is no driver or device.
 std::unique_ptr<Measurer> make_gpu_measurer(const KernelSpec& spec, const GpuMeasurerOptions& options);
 
-// Measurements from a recorded CSV; configurations missing from it come back with status `invalid`.
+// Measurements from a recorded CSV; configurations missing from it come back with status `invalid`. pace_ms > 0:
+// each measurement takes that long (a sleep), as a GPU's would.
 std::unique_ptr<Measurer> make_replay_measurer(const KernelSpec& spec, const std::filesystem::path& csv,
-                                               const DeviceProperties& device);
+                                               const DeviceProperties& device, double pace_ms = 0);
 
 }  // namespace kernlathe

@@ -1,5 +1,7 @@
 // Measurements taken from a recorded CSV: the whole run loop, strategies included, runs without a GPU.
+#include <chrono>
 #include <optional>
+#include <thread>
 
 #include "tuner/record/run_metadata.h"
 #include "tuner/search/replay.h"
@@ -10,7 +12,8 @@ namespace {
 
 class ReplayMeasurer final : public Measurer {
  public:
-  ReplayMeasurer(const std::filesystem::path& csv, DeviceProperties device) : device_(std::move(device)), csv_(csv) {
+  ReplayMeasurer(const std::filesystem::path& csv, DeviceProperties device, double pace_ms)
+      : device_(std::move(device)), csv_(csv), pace_ms_(pace_ms) {
     // The copy ceiling the recorded run measured, so replayed results show the same fractions.
     for (const RunMetadata& run : read_run_metadata(csv)) {
       if (std::optional<double> copy = extra_number(run, "copy_bandwidth_gbps", csv)) copy_bandwidth_gbps_ = *copy;
@@ -31,12 +34,14 @@ class ReplayMeasurer final : public Measurer {
   void prepare(const SpaceEnumerator& space) override { source_.emplace(csv_, space, ""); }
 
   Evaluation measure(const Configuration& configuration, const CompileResult*, const SpaceEnumerator&, bool) override {
+    if (pace_ms_ > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(pace_ms_));
     return source_->evaluate(configuration);
   }
 
  private:
   DeviceProperties device_;
   std::filesystem::path csv_;
+  double pace_ms_ = 0;
   std::optional<ReplaySource> source_;
   double copy_bandwidth_gbps_ = 0;
   double baseline_ms_ = 0;
@@ -46,10 +51,10 @@ class ReplayMeasurer final : public Measurer {
 }  // namespace
 
 std::unique_ptr<Measurer> make_replay_measurer(const KernelSpec&, const std::filesystem::path& csv,
-                                               const DeviceProperties& device) {
+                                               const DeviceProperties& device, double pace_ms) {
   DeviceProperties replayed = device;
   replayed.name = "replay of " + csv.string();
-  return std::make_unique<ReplayMeasurer>(csv, replayed);
+  return std::make_unique<ReplayMeasurer>(csv, replayed, pace_ms);
 }
 
 }  // namespace kernlathe

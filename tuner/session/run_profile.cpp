@@ -18,6 +18,27 @@ double RunProfile::startup_seconds() const {
   return sum;
 }
 
+std::string format_lanes_and_strategy(const RunProfile& profile) {
+  std::string text;
+  const LaneTimes& lanes = profile.lanes;
+  if (lanes.lanes > 0)
+    text += fmt::format(
+        "profile  lanes: {} x the loop = {:.2f} lane-seconds, measuring {:.2f}, idle {:.2f} waiting for the strategy "
+        "{:.2f}, compilation {:.2f}, records {:.2f}, the loop {:.2f}, nothing left to hand out {:.2f}\n",
+        lanes.lanes, lanes.lane_seconds, lanes.measuring_seconds, lanes.idle_total(), lanes.idle(LoopActivity::strategy),
+        lanes.idle(LoopActivity::compilation), lanes.idle(LoopActivity::records), lanes.idle(LoopActivity::loop),
+        lanes.idle(LoopActivity::results));
+  const StrategyTimes& strategy = profile.strategy;
+  if (strategy.asks > 0)
+    text += fmt::format(
+        "profile  strategy ({}): {:.2f} s (tell {:.2f}, ask {:.2f}), {} proposals in {} asks; {} model updates "
+        "{:.2f} s\n",
+        profile.strategy_in_background ? "on its own thread" : "on the loop's thread", strategy.seconds(),
+        strategy.tell_seconds, strategy.ask_seconds, strategy.proposals, strategy.asks, strategy.model_updates.count,
+        strategy.model_updates.seconds);
+  return text;
+}
+
 std::string format_profile(const RunProfile& profile) {
   std::string text;
   std::string phases;
@@ -54,9 +75,47 @@ std::string format_profile(const RunProfile& profile) {
       profile.evaluations, worker_seconds, worker.preparation_ms / 1e3, worker.verification_ms / 1e3,
       worker.warmup_ms / 1e3, worker.sampling_ms / 1e3, worker.conditions_ms / 1e3, worker.energy_ms / 1e3,
       profile.evaluate_seconds, profile.compile_wait_seconds, profile.record_seconds, profile.strategy_seconds);
+  text += format_lanes_and_strategy(profile);
   text += fmt::format("profile  final round {:.2f} s; total {:.2f} s\n", profile.final_round_seconds,
                       profile.total_seconds);
   return text;
+}
+
+nlohmann::json lane_times_to_json(const LaneTimes& lanes) {
+  nlohmann::json idle = nlohmann::json::object();
+  for (std::size_t activity = 0; activity < loop_activity_count; ++activity)
+    idle[std::string(loop_activity_name(static_cast<LoopActivity>(activity)))] = lanes.idle_seconds[activity];
+  return {{"lanes", lanes.lanes},
+          {"lane_seconds", lanes.lane_seconds},
+          {"measuring_seconds", lanes.measuring_seconds},
+          {"idle_seconds", lanes.idle_total()},
+          {"idle_seconds_by_loop_activity", idle}};
+}
+
+nlohmann::json strategy_times_to_json(const StrategyTimes& strategy, bool in_background) {
+  return {{"in_background", in_background},
+          {"tell_seconds", strategy.tell_seconds},
+          {"ask_seconds", strategy.ask_seconds},
+          {"asks", strategy.asks},
+          {"proposals", strategy.proposals},
+          {"model_updates", strategy.model_updates.count},
+          {"model_update_seconds", strategy.model_updates.seconds}};
+}
+
+std::map<std::string, std::string> profile_metadata(const RunProfile& profile) {
+  const LaneTimes& lanes = profile.lanes;
+  const StrategyTimes& strategy = profile.strategy;
+  return {{"lanes", fmt::format("{}", lanes.lanes)},
+          {"lane_seconds", fmt::format("{:.3f}", lanes.lane_seconds)},
+          {"lanes_measuring_seconds", fmt::format("{:.3f}", lanes.measuring_seconds)},
+          {"lanes_waited_for_strategy_seconds", fmt::format("{:.3f}", lanes.idle(LoopActivity::strategy))},
+          {"lanes_waited_for_compilation_seconds", fmt::format("{:.3f}", lanes.idle(LoopActivity::compilation))},
+          {"lanes_waited_otherwise_seconds",
+           fmt::format("{:.3f}", lanes.idle_total() - lanes.idle(LoopActivity::strategy) -
+                                     lanes.idle(LoopActivity::compilation))},
+          {"strategy_seconds", fmt::format("{:.3f}", strategy.seconds())},
+          {"strategy_model_updates", fmt::format("{}", strategy.model_updates.count)},
+          {"strategy_model_update_seconds", fmt::format("{:.3f}", strategy.model_updates.seconds)}};
 }
 
 nlohmann::json profile_to_json(const RunProfile& profile) {
@@ -83,6 +142,8 @@ nlohmann::json profile_to_json(const RunProfile& profile) {
             {"energy", worker.energy_ms / 1e3}}},
           {"record_seconds", profile.record_seconds},
           {"strategy_seconds", profile.strategy_seconds},
+          {"lanes", lane_times_to_json(profile.lanes)},
+          {"strategy", strategy_times_to_json(profile.strategy, profile.strategy_in_background)},
           {"final_round_seconds", profile.final_round_seconds},
           {"total_seconds", profile.total_seconds}};
 }

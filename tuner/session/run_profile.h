@@ -5,12 +5,15 @@
 // at the end and puts it in its --json output, so a slow run shows which step to look at.
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "tuner/record/evaluation.h"
+#include "tuner/search/strategy_runner.h"
+#include "tuner/session/lane_idle.h"
 
 namespace kernlathe {
 
@@ -33,7 +36,12 @@ struct RunProfile {
   double evaluate_seconds = 0;      // waiting for measurement results (the GPU works while the loop does the rest)
   WorkerStageTimes worker;          // the worker's own stages (milliseconds)
   double record_seconds = 0;        // appending rows
-  double strategy_seconds = 0;      // ask and tell
+  double strategy_seconds = 0;      // the loop's time on the strategy: ask and tell, or waiting for its proposals
+  // What the lanes (one per device) did over the loop, and what those without a job waited for (lane_idle.h).
+  LaneTimes lanes;
+  // The strategy's own time, on the loop's thread or (several lanes) its own, with its model updates.
+  StrategyTimes strategy;
+  bool strategy_in_background = false;
   double final_round_seconds = 0;
   double total_seconds = 0;         // the run's start to its end (the final round included)
 
@@ -46,6 +54,12 @@ struct RunProfile {
 // Several lines of text, each starting with "profile", for stderr.
 std::string format_profile(const RunProfile& profile);
 nlohmann::json profile_to_json(const RunProfile& profile);
+// The search loop's lines: what the lanes waited for, and the strategy's own time.
+std::string format_lanes_and_strategy(const RunProfile& profile);
+nlohmann::json lane_times_to_json(const LaneTimes& lanes);
+nlohmann::json strategy_times_to_json(const StrategyTimes& strategy, bool in_background);
+// The same figures as run.json's extra fields of the run (rounded text: run_metadata.h keeps strings).
+std::map<std::string, std::string> profile_metadata(const RunProfile& profile);
 
 // Seconds since this process started (Linux: /proc/self/stat against the boot-time clock, 10 ms resolution);
 // -1 where that cannot be read.

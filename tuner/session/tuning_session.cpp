@@ -30,6 +30,7 @@
 #include "tuner/search/prior.h"
 #include "tuner/search/prior_sources.h"
 #include "tuner/search/strategy.h"
+#include "tuner/search/strategy_runner.h"
 #include "tuner/space/configuration_checks.h"
 #include "tuner/session/measurement_lanes.h"
 #include "tuner/session/measurer.h"
@@ -111,7 +112,7 @@ std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOption
                                         const MeasurementSettings& measurement, int device) {
   if (!options.replay_csv.empty()) {
     if (!options.replay_arch.empty())
-      return make_replay_measurer(spec, options.replay_csv, device_profile(options.replay_arch));
+      return make_replay_measurer(spec, options.replay_csv, device_profile(options.replay_arch), options.replay_pace_ms);
     const auto runs = read_run_metadata(options.replay_csv);
     const std::string arch = runs.empty() ? "sm_90" : runs.back().arch;
     std::optional<DeviceProperties> recorded;
@@ -122,7 +123,7 @@ std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOption
                        fmt::format("the recorded arch '{}' has no device profile (known: {}); pass --arch to replay "
                                    "with one of them", arch, fmt::join(known_device_profiles(), ", ")));
     }
-    return make_replay_measurer(spec, options.replay_csv, *recorded);
+    return make_replay_measurer(spec, options.replay_csv, *recorded, options.replay_pace_ms);
   }
   GpuMeasurerOptions gpu;
   gpu.worker_executable = options.worker_executable.empty() ? current_executable() : options.worker_executable;
@@ -383,6 +384,10 @@ class TuningRun {
   void start_strategy_and_pool() {
     strategy_ = make_strategy_with_prior(options_.strategy, space_, options_.seed, prior_transfers());
     for (const Evaluation& evaluation : recorded()) strategy_->tell(evaluation);
+    // Several lanes: the strategy learns and proposes on a thread of its own while the loop feeds the lanes from the
+    // queue (strategy_runner.h). One lane: inline, so a seed gives one run.
+    const bool background = options_.strategy_in_background.value_or(devices_.measurers.size() > 1);
+    runner_.emplace(*strategy_, background ? StrategyMode::background : StrategyMode::inline_calls);
     if (measurer_->needs_compilation()) {
       CompilePoolOptions pool_options;
       pool_options.jobs = options_.jobs;
@@ -392,7 +397,7 @@ class TuningRun {
       pool_options.use_cache = options_.use_cubin_cache;
       pool_.emplace(pool_options);
     }
-    lookahead_ = (pool_ ? static_cast<std::size_t>(pool_->jobs()) * 2 + 1 : 64) + devices_.measurers.size();
+    lookahead_ = compile_lookahead(pool_ ? pool_->jobs() : 0, devices_.measurers.size());
   }
 
   // The prior's configurations valid here, best first (rank_transfers), from --prior files and, unless turned off
@@ -436,6 +441,10 @@ class TuningRun {
     for (const Configuration& configuration : given_) enqueue(configuration);
     strategy_exhausted_ = !given_.empty();  // --config: these alone are measured
     refill();
+    if (runner_->in_background() && runner_->outstanding() > 0) {  // so that they compile while the device is prepared
+      runner_->wait_for_proposals();
+      take_proposals();
+    }
   }
 
   void queue_the_stored_configuration() {
@@ -600,12 +609,25 @@ class TuningRun {
     pending_.push_back(std::move(item));
   }
 
+  // Asks for what the queue lacks of the lookahead, counting what was asked and not yet answered. Inline, the
+  // answers come at once, and a configuration already queued (the default) is asked for again; in the background
+  // the next refill does that.
   void refill() {
-    while (pending_.size() < lookahead_ && !strategy_exhausted_) {
-      std::vector<Configuration> proposals = strategy_->ask(lookahead_ - pending_.size());
-      if (proposals.empty()) strategy_exhausted_ = true;
-      for (const Configuration& configuration : proposals) enqueue(configuration);
+    take_proposals();
+    while (!strategy_exhausted_ && !runner_->exhausted() && pending_.size() + runner_->outstanding() < lookahead_) {
+      runner_->request(lookahead_ - pending_.size() - runner_->outstanding());
+      if (runner_->in_background()) return;
+      take_proposals();
     }
+  }
+
+  void take_proposals() {
+    for (const Configuration& configuration : runner_->take()) enqueue(configuration);
+  }
+
+  // An idle lane waits for the strategy: nothing is queued for it, the budget is not spent and proposals are coming.
+  bool lanes_wait_for_strategy() const {
+    return pending_.empty() && again_.empty() && lanes_->idle() > 0 && within_budget() && runner_->outstanding() > 0;
   }
 
   // The next queued configuration as a lane's job, or nullopt when it failed to compile (its row is ready at once).
@@ -618,6 +640,11 @@ class TuningRun {
     job.measure_energy = energy_in_search_;
     if (!item.compiled) return job;
     lap_.lap();
+    if (item.compiled->wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      lanes_->set_activity(LoopActivity::compilation);
+      item.compiled->wait();
+      lanes_->set_activity(LoopActivity::loop);
+    }
     job.compiled = item.compiled->get();
     profile_.compile_wait_seconds += lap_.lap();
     const CompileResult& compiled = *job.compiled;
@@ -661,7 +688,9 @@ class TuningRun {
   // One result from the lanes into `ready_`, or its job back into `again_`.
   void take_outcome() {
     lap_.lap();
+    lanes_->set_activity(LoopActivity::results);
     LaneOutcome outcome = lanes_->wait();
+    lanes_->set_activity(LoopActivity::loop);
     profile_.evaluate_seconds += lap_.lap();
     LaneJob& job = outcome.job;
     const std::string& label = lanes_->label(outcome.lane);
@@ -714,8 +743,13 @@ class TuningRun {
     lanes_.emplace(lane_measurers_, devices_.labels, space_);
     StopTracker stop(options_.stop);
     while (true) {
+      if (runner_->in_background()) refill();  // what the strategy answered meanwhile, and asks for what is missing
       fill_lanes();
       if (ready_.empty()) {
+        if (lanes_wait_for_strategy()) {
+          wait_for_the_strategy();
+          continue;
+        }
         if (lanes_->busy() == 0) break;
         take_outcome();
         continue;  // the lane that finished starts its next configuration before this result is processed
@@ -728,9 +762,23 @@ class TuningRun {
         break;
       }
       lap_.lap();
+      lanes_->set_activity(LoopActivity::strategy);
       refill();
+      lanes_->set_activity(LoopActivity::loop);
       profile_.strategy_seconds += lap_.lap();
     }
+    profile_.lanes = lanes_->stop_counting();
+    runner_->stop();
+    profile_.strategy = runner_->times();
+    profile_.strategy_in_background = runner_->in_background();
+  }
+
+  void wait_for_the_strategy() {
+    lap_.lap();
+    lanes_->set_activity(LoopActivity::strategy);
+    runner_->wait_for_proposals();
+    lanes_->set_activity(LoopActivity::loop);
+    profile_.strategy_seconds += lap_.lap();
   }
 
   // One result: its row written, the strategy and the stop condition told, the counts and the progress line.
@@ -754,9 +802,12 @@ class TuningRun {
                                      objective_name(options_.objective)));
     }
     lap_.lap();
+    lanes_->set_activity(LoopActivity::records);
     if (writer_) writer_->append(evaluation, hash_);
     profile_.record_seconds += lap_.lap();
-    strategy_->tell(evaluation);
+    lanes_->set_activity(LoopActivity::strategy);
+    runner_->tell(evaluation);
+    lanes_->set_activity(LoopActivity::loop);
     profile_.strategy_seconds += lap_.lap();
     stop.record(evaluation, elapsed_seconds());
     ++report_.evaluated;
@@ -786,6 +837,17 @@ class TuningRun {
     report_.seconds = elapsed_seconds();
     report_.evaluations_per_second = report_.seconds > 0 ? report_.evaluated / report_.seconds : 0;
     progress_.update(report_.evaluated, planned_, failed_, best_ms_, report_.seconds, /*final_update=*/true);
+    record_the_search_profile();
+  }
+
+  // What the lanes waited for and what the strategy cost go into run.json beside the run's other facts.
+  void record_the_search_profile() {
+    if (!writer_) return;
+    try {
+      add_to_last_run(report_.records, profile_metadata(profile_));
+    } catch (const TunerError& error) {
+      fmt::print(stderr, "tune: the search profile is not in run.json ({})\n", error.what());
+    }
   }
 
   // ---- Ranking and final round ------------------------------------------------------------------------------
@@ -1057,6 +1119,7 @@ class TuningRun {
   std::optional<ResumeState> resume_;
   const std::vector<Evaluation> no_evaluations_;
   std::unique_ptr<Strategy> strategy_;
+  std::optional<StrategyRunner> runner_;  // drives strategy_ (after it in the members: it goes first)
   std::optional<CompilePool> pool_;
   std::size_t lookahead_ = 0;
   Configuration default_configuration_;

@@ -57,6 +57,8 @@ struct TuneOptions {
   std::function<RemoteDevices(const KernelSpec& spec)> remote_devices;
   // Put before each local device's index in its label ("rank 0, gpu " under mpirun).
   std::string device_label_prefix;
+  // Whether the strategy runs on a thread of its own (tuner/search/strategy_runner.h); unset: with several devices.
+  std::optional<bool> strategy_in_background;
   int jobs = 0;  // compile processes; 0: one per core
   std::filesystem::path cubin_cache_dir;  // empty: $XDG_CACHE_HOME or ~/.cache, /kernlathe/cubins
   bool use_cubin_cache = true;
@@ -68,6 +70,7 @@ struct TuneOptions {
   // whose properties the space's expressions see (the recorded run's arch when its run.json says).
   std::filesystem::path replay_csv;
   std::string replay_arch;
+  double replay_pace_ms = 0;  // each replayed measurement takes this long (the lanes' waiting as on a GPU)
   std::filesystem::path worker_executable;  // the `tune` binary, for compile and evaluation workers
   bool show_progress = true;                 // a progress line on stderr
   // The final round (tuner/session/final_round.h): the best `final_candidates` configurations of the search, the
