@@ -125,6 +125,7 @@ std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOption
     }
     return make_replay_measurer(spec, options.replay_csv, *recorded, options.replay_pace_ms);
   }
+  if (options.open_device) return options.open_device(spec, device);
   GpuMeasurerOptions gpu;
   gpu.worker_executable = options.worker_executable.empty() ? current_executable() : options.worker_executable;
   gpu.cubin_cache_dir = options.cubin_cache_dir.empty() ? default_cubin_cache_dir() : options.cubin_cache_dir;

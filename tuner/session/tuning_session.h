@@ -59,6 +59,10 @@ struct TuneOptions {
   std::string device_label_prefix;
   // Whether the strategy runs on a thread of its own (tuner/search/strategy_runner.h); unset: with several devices.
   std::optional<bool> strategy_in_background;
+  // Opens this process's device `index` in place of an evaluation worker: a stand-in GPU, so that tests go through
+  // a whole run on any machine (tests/session_final_round_wiring_test.cpp). The run treats it as a GPU: it measures
+  // the stored configuration, runs the final round and updates the best cache. Unset: a worker. A replay ignores it.
+  std::function<std::unique_ptr<Measurer>(const KernelSpec& spec, int index)> open_device;
   int jobs = 0;  // compile processes; 0: one per core
   std::filesystem::path cubin_cache_dir;  // empty: $XDG_CACHE_HOME or ~/.cache, /kernlathe/cubins
   bool use_cubin_cache = true;
@@ -186,7 +190,8 @@ double evaluate_metric(const Expression& expression, const SpaceEnumerator& spac
 
 
 // The measurer of one device of a run: a replay of options.replay_csv (with the device profile of the recorded arch
-// unless options.replay_arch names one), else an evaluation worker on GPU `device`. NoGpuError without a GPU.
+// unless options.replay_arch names one), else options.open_device's, else an evaluation worker on GPU `device`.
+// NoGpuError without a GPU.
 std::unique_ptr<Measurer> open_measurer(const KernelSpec& spec, const TuneOptions& options,
                                         const MeasurementSettings& measurement, int device);
 
