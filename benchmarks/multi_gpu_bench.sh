@@ -10,7 +10,9 @@
 # Usage (on a host with 2 or more GPUs): benchmarks/multi_gpu_bench.sh [TUNE_BINARY] [OUT_DIR] [N]
 # Env: SPECS (default "saxpy conv3x3 gemm_bf16"), STRATEGIES (default "default random"), BUDGET_<spec> to change
 # a budget.
-# Exits 1 when a run failed or the worker check failed (the other runs still go on), 2 on bad usage.
+# Floors (issue 35), the default strategy's rate after the first result: >= 0.97 of linear on 2 GPUs, >= 0.95 on 4.
+# Exits 1 when a run failed, a floor was missed or the worker check failed (the other runs still go on), 2 on bad
+# usage.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 source benchmarks/common.sh
@@ -48,7 +50,7 @@ run_one() {  # spec strategy devices label -> prints the JSON path
 
 rates() {  # one.json many.json gpus -> one table row
   python3 - "$@" <<'PYTHON'
-import json, sys
+import json, os, sys
 def figures(path):
     try:
         r = json.load(open(path))
@@ -59,9 +61,16 @@ def figures(path):
     steady = (r["evaluated"] - 1) / (r["seconds"] - p["first_result_seconds"])
     return {"loop": r["evaluated"] / loop, "steady": steady, "n": r["evaluated"], "first": p["first_result_seconds"],
             "compile": p["compile_wait_seconds"], "strategy": p["strategy_seconds"]}
-one, many, gpus = figures(sys.argv[1]), figures(sys.argv[2]), int(sys.argv[3])
+one, many, gpus, strategy = figures(sys.argv[1]), figures(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 if not one or not many:
     print("failed: see run.log beside", sys.argv[1] if not one else sys.argv[2]); sys.exit()
+# Issue 35's floors, on the default strategy's rate after the first result: 0.97 of linear on 2 GPUs, 0.95 on 4+.
+floor = 0.97 if gpus < 4 else 0.95
+ratio = many["steady"] / (gpus * one["steady"])
+if strategy == "default" and ratio < floor:
+    with open(os.environ["BENCH_LEDGER"], "a") as ledger:
+        ledger.write(f"missed\t{sys.argv[1].split('/')[-2].rsplit('-', 2)[0]} on {gpus} GPUs: {ratio:.3f} of linear "
+                     f"after the first result (floor {floor})\n")
 line = ""
 for key in ("loop", "steady"):
     line += f"{one[key]:9.1f} {many[key]:9.1f} {many[key] / (gpus * one[key]):7.3f}   "
@@ -81,7 +90,7 @@ for spec in ${SPECS:-saxpy conv3x3 gemm_bf16}; do
   for strategy in ${STRATEGIES:-default random}; do
     one=$(run_one "$spec" "$strategy" 0 one) || true
     many=$(run_one "$spec" "$strategy" "$all_devices" many) || true
-    printf "%-10s %-8s %s\n" "$spec" "$strategy" "$(rates "$one" "$many" "$gpus")"
+    printf "%-10s %-8s %s\n" "$spec" "$strategy" "$(rates "$one" "$many" "$gpus" "$strategy")"
   done
 done
 
