@@ -21,7 +21,7 @@ done
 [[ -n "$tune" ]] || { echo "tune-shipped-kernels: no tune binary (.device/bin/tune or build/tune)" >&2; exit 2; }
 short="${SEARCH_TIME:-25}"
 long=$((4 * short))
-wanted=" ${*:-silu_mul_bf16 rmsnorm_bf16 layernorm_bf16 softmax_bf16 layernorm softmax attention_bf16 gemm_bf16 gemm_bf16_bias_residual gemm_bf16_bias_gelu} "
+wanted=" ${*:-silu_mul_bf16 rmsnorm_bf16 layernorm_bf16 softmax_bf16 layernorm softmax attention_bf16 attention_f16 gemm_f16 gemm_bf16 gemm_bf16_bias_residual gemm_bf16_bias_gelu} "
 # The plain GEMM's stored H200 winner at 4096^3, B_LAYOUT=1 (results/best/gemm_bf16.json).
 gemm_start="BK=16,BLOCKS_PER_SM=1,BM=128,BN=128,GROUP_M=8,PATH=wgmma,SIMT_COPY=registers,SIMT_FMA_ORDER=serpentine"
 gemm_start+=",SMEM_PAD=true,STAGES=2,TM=8,TN=8,WG_BK=64,WG_BM=128,WG_BN=128,WG_CLUSTER=2,WG_CONSUMERS=2,WG_GROUP_M=8"
@@ -45,6 +45,13 @@ if picked attention_bf16; then
   # Llama-3-8B's causal GQA attention straight from the QKV projection (BSHD), one sequence of 4096.
   run attention_bf16 attention_bf16 --problem BATCH=1,HEADS=32,KV_HEADS=8,SEQ=4096,HEAD_DIM=128,CAUSAL=1,LAYOUT=1 \
     --time "${long}s"
+fi
+if picked attention_f16; then
+  run attention_f16 attention_f16 --problem BATCH=1,HEADS=32,KV_HEADS=8,SEQ=4096,HEAD_DIM=128,CAUSAL=1,LAYOUT=1 \
+    --time "${long}s"
+fi
+if picked gemm_f16; then  # kernlathe.torch.linear in fp16 (no epilogue), the nn.Linear layout
+  run gemm_f16 gemm_f16 --problem M=4096,N=4096,K=4096,B_LAYOUT=1 --time "${long}s"
 fi
 if picked gemm_bf16; then
   # The layer's plain projections in the nn.Linear layout at 4096 tokens: QKV and gate/up (the O projection's shape,
