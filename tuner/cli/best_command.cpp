@@ -12,6 +12,7 @@
 #include "kernlathe/runtime.h"
 #include "tuner/cache/best_cache.h"
 #include "tuner/cache/kernel_description.h"
+#include "tuner/cli/json_values.h"
 #include "tuner/common/error.h"
 #include "tuner/runtime/kernel_plan.h"
 #include "tuner/spec/model.h"
@@ -23,9 +24,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json value_to_json(const Value& value) {
-  return std::visit([](const auto& held) -> Json { return held; }, value);
-}
 
 // A configuration in the description's parameter order (values it has beyond those follow, sorted).
 std::vector<std::pair<std::string, Value>> ordered_configuration(const KernelDescription& description,

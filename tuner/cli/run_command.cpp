@@ -10,6 +10,7 @@
 #include <string_view>
 #include <nlohmann/json.hpp>
 
+#include "tuner/cli/json_values.h"
 #include "tuner/cluster/cluster_run.h"
 #include "tuner/cluster/communicator.h"
 #include "tuner/gpu/device.h"
@@ -22,9 +23,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json value_to_json(const Value& value) {
-  return std::visit([](const auto& v) -> Json { return v; }, value);
-}
 
 // --devices: "all" (every GPU the driver reports) or a comma-separated list of indices.
 std::vector<int> parse_devices(const std::string& text, bool replay) {

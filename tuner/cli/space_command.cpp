@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "tuner/cli/configuration_listing.h"
+#include "tuner/cli/json_values.h"
 #include "tuner/common/error.h"
 #include "tuner/session/device_query.h"
 #include "tuner/session/tuning_session.h"
@@ -25,16 +26,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 using SteadyClock = std::chrono::steady_clock;
 
-Json value_to_json(const Value& value) {
-  return std::visit([](const auto& v) -> Json { return v; }, value);
-}
 
-Json configuration_to_json(const Space& space, const Configuration& configuration) {
-  Json object = Json::object();
-  for (std::size_t i = 0; i < space.parameters.size(); ++i)
-    object[space.parameters[i].name] = value_to_json(configuration[i]);
-  return object;
-}
 
 std::string parameter_type_name(ParameterType type) {
   switch (type) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "tuner/cli/json_values.h"
 #include "tuner/common/error.h"
 #include "tuner/compile/instantiate.h"
 #include "tuner/session/tuning_session.h"
@@ -16,16 +17,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json value_to_json(const Value& value) {
-  return std::visit([](const auto& v) -> Json { return v; }, value);
-}
 
-Json configuration_to_json(const Space& space, const Configuration& configuration) {
-  Json object = Json::object();
-  for (std::size_t i = 0; i < space.parameters.size(); ++i)
-    object[space.parameters[i].name] = value_to_json(configuration[i]);
-  return object;
-}
 
 }  // namespace
 
