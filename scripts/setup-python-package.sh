@@ -13,7 +13,9 @@ venv="${1:-.venv}"
 python="$venv/bin/python"
 torch_version="${KERNLATHE_TORCH_VERSION:-2.11.0}"
 cpu_index=https://download.pytorch.org/whl/cpu
-pip=("$python" -m pip install --quiet --disable-pip-version-check)
+# --no-cache-dir: the wheels are not kept a second time in pip's cache (PyPI's torch with its CUDA libraries is 3 GB,
+# and a CI machine's disk is small).
+pip=("$python" -m pip install --quiet --disable-pip-version-check --no-cache-dir)
 
 [[ -x "$python" ]] || { echo "setup-python-package: no virtual environment at $venv (run scripts/setup-python.sh)" >&2; exit 1; }
 "${pip[@]}" -r python/requirements.txt

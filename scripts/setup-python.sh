@@ -20,7 +20,7 @@ if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
 fi
 echo "setup-python: creating $venv with $(grep -c '==' "$requirements") pinned packages" >&2
 "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir -r "$requirements"
 "$venv/bin/python" -c 'import matplotlib, numpy' || { echo "setup-python: $venv does not import matplotlib" >&2; exit 1; }
 echo "setup-python: $venv ready for tune report" >&2
 scripts/setup-python-package.sh "$venv"
