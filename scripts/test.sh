@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 
 scripts/setup.sh "$@"
 
+# What the build takes on disk and what is left, for a CI machine whose disk is small.
+disk_use() { echo "disk: $(du -shc build build-fuzz .venv python/build 2>/dev/null | tail -n 1 | cut -f1) in build, build-fuzz, .venv and python/build; $(df -h . | awk 'NR == 2 {print $4}') free" >&2; }
+disk_use
+
 # The diagnostic probes (probes/), three of which include the shipped templates: built, not run, wherever nvcc
 # exists, so a template change that breaks one fails here. The option stays on in build's cache. 8-13 s on 2 cores.
 cuda_home="${CUDA_HOME:-/usr/local/cuda}"
@@ -42,6 +46,8 @@ for spec in kernels/*.yaml; do
 done
 
 scripts/fuzz.sh 30
+
+disk_use
 
 # ctest has already failed the script on any failing test; the closing line counts them for the record.
 echo "ctest: ${total:-0} passed, 0 failed"

@@ -395,6 +395,67 @@ TEST(BadOptions, ASpecThatIsAFolderOrMissing) {
   EXPECT_EQ(folder.contents(), std::vector<std::string>{});
 }
 
+// CLI11's own refusals (a value that does not convert, an option no command has, a number out of range) get the
+// same one line as every bad input: "tune: ", the command, what is wrong and where the options are listed.
+TEST(BadOptions, OptionsTheParserRefusesGetOneLineThatNamesTheCommand) {
+  FreshFolder folder("parser");
+  for (const auto& [arguments, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"run '" + saxpy_spec.string() + "' --seed abc", "tune: run: "},
+           {"run '" + saxpy_spec.string() + "' --frobnicate", "tune: run: "},
+           {"cover saxpy --max-configs 0", "tune: cover: "},
+           {"compile-check '" + saxpy_spec.string() + "' --sample 0", "tune: compile-check: "},
+           {"compile-check '" + saxpy_spec.string() + "' --sample -3", "tune: compile-check: "},
+           {"", "tune: a command is required; the commands are space, validate"}}) {
+    SCOPED_TRACE(arguments);
+    const CommandResult result = run_tune_in(folder, arguments);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_EQ(result.err.rfind(expected, 0), 0u) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  }
+  EXPECT_EQ(folder.contents(), std::vector<std::string>{});
+}
+
+// What `tune run` can refuse without the problem's device is refused before a GPU is looked for: on a machine
+// without one these are exit 2 (bad input), not exit 3 (no GPU).
+TEST(BadOptions, AStrategyOrAConfigurationThatCannotBeIsRefusedBeforeTheGpu) {
+  FreshFolder folder("before-gpu");
+  const std::string run = "run '" + saxpy_spec.string() + "' --out {out} ";
+  for (const auto& [option, named] : std::vector<std::pair<std::string, std::string>>{
+           {"--strategy frob", "unknown search strategy 'frob'"},
+           {"--strategy portfolio:frob=1", "'frob=1' is not a setting of the portfolio"},
+           {"--strategy random:x=1", "only the portfolio takes settings"},
+           {"--config ===", "--config ===: '===' is not NAME=VALUE"},
+           {"--config BLOCK=7", "--config BLOCK=7: 7 is not one of the values of 'BLOCK'"},
+           {"--config BLOK=128", "'BLOK' is not a parameter of the space (did you mean 'BLOCK'?)"}}) {
+    SCOPED_TRACE(option);
+    const CommandResult result = run_tune_in(folder, run + option);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find(named), std::string::npos) << result.err;
+  }
+  EXPECT_EQ(folder.contents(), std::vector<std::string>{});
+}
+
+// Every output folder option, not only tune run's --out: a file there is exit 2 by option and path, written to
+// nothing. A kernel nobody stored or specified is a mistyped name (exit 2), as in tune export.
+TEST(BadOptions, OutputFoldersThatAreFilesAndKernelsThatDoNotExist) {
+  FreshFolder folder("output-folders");
+  const fs::path csv = copy_saxpy_record(folder);
+  write_text(folder.path() / "plain", "not a folder\n");
+  const std::string plain = (folder.path() / "plain").string();
+  const std::string best_dir = (fs::path(KERNLATHE_SOURCE_DIR) / "results" / "best").string();
+  for (const auto& [arguments, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"export saxpy --dir '" + best_dir + "' -o '" + plain + "'", "tune: -o " + plain + ": is a file"},
+           {"t4 '" + csv.string() + "' -o '" + plain + "'", "tune: -o " + plain + ": is a file"},
+           {"cover '" + saxpy_spec.string() + "' --best-dir '" + plain + "/db'", "tune: --best-dir " + plain + "/db: " + plain + " is a file"},
+           {"best frobkernel --dir '" + best_dir + "'", "tune: no kernel 'frobkernel': nothing stored under"}}) {
+    SCOPED_TRACE(arguments);
+    const CommandResult result = run_tune_in(folder, arguments);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_EQ(result.err.rfind(expected, 0), 0u) << result.err;
+  }
+  EXPECT_EQ(read_text(folder.path() / "plain"), "not a folder\n");
+}
+
 TEST(BadInputs, TheHarnessSeesWhatAGoodSpecWrites) {
   FreshFolder folder("control");
   CommandResult validated = run_tune_in(folder, "validate '" + (corpus / "good.yaml").string() + "'");

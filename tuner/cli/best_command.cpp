@@ -1,6 +1,7 @@
 #include "tuner/cli/best_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "tuner/cache/kernel_description.h"
 #include "tuner/cli/json_values.h"
 #include "tuner/common/error.h"
+#include "tuner/expr/expression.h"
 #include "tuner/runtime/kernel_plan.h"
 #include "tuner/spec/model.h"
 #include "tuner/spec/spec_loader.h"
@@ -138,6 +140,21 @@ int BestCommand::show_selection() const {
 
 int BestCommand::list_entries() const {
   std::optional<KernelDatabase> database = BestCache(directory).read(kernel);
+  const std::filesystem::path spec_file = std::filesystem::path(specs) / (kernel + ".yaml");
+  if (!database && !std::filesystem::exists(spec_file)) {
+    // Neither stored nor specified: a mistyped name, which is bad input; a kernel with a spec and no entries yet
+    // is a result ("nothing stored", exit 1).
+    std::vector<std::string> known;
+    std::error_code error;
+    for (const auto& file : std::filesystem::directory_iterator(directory, error))
+      if (file.path().extension() == ".json") known.push_back(file.path().stem().string());
+    std::sort(known.begin(), known.end());
+    const std::string suggestion = expr::closest_match(kernel, known);
+    throw InputError(fmt::format("no kernel '{}': nothing stored under {} and no spec {}{}; stored kernels: {}", kernel,
+                                 directory, spec_file.string(),
+                                 suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
+                                 known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
+  }
   std::vector<DatabaseEntry> entries = database ? database->entries : std::vector<DatabaseEntry>{};
   std::erase_if(entries, [&](const DatabaseEntry& entry) {
     return (!arch.empty() && entry.arch != arch) ||
@@ -145,7 +162,6 @@ int BestCommand::list_entries() const {
   });
   // The stored description only says what the entries were measured against; where the kernel's spec is found,
   // its spec, space and template (with every include) as they are now decide too, as they do for `tune export`.
-  const std::filesystem::path spec_file = std::filesystem::path(specs) / (kernel + ".yaml");
   std::string current_hash;
   if (!entries.empty() && std::filesystem::exists(spec_file)) current_hash = spec_hash(load_kernel_spec(spec_file));
   const auto stale_reason_now = [&](const DatabaseEntry& entry) {

@@ -89,10 +89,15 @@ int run_cli(int argc, char** argv) {
   report_command.add_to(*report);
 
   // A first word that is no command is a mistyped one; CLI11 alone would say only that a command is required.
-  if (argc >= 2 && argv[1][0] != '-') {
-    std::vector<std::string> names;
-    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
-      names.push_back(command->get_name());
+  std::vector<std::string> names;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(command->get_name());
+  if (argc < 2) {
+    fmt::print(stderr, "tune: a command is required; the commands are {} (tune --help describes each)\n",
+               fmt::join(names, ", "));
+    return exit_bad_input;
+  }
+  if (argv[1][0] != '-') {
     if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
       const std::string suggestion = expr::closest_match(argv[1], names);
       fmt::print(stderr, "tune: unknown command '{}'{}; the commands are {} (tune --help describes each)\n", argv[1],
@@ -109,7 +114,12 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::CallForVersion& version) {
     return app.exit(version);
   } catch (const CLI::ParseError& error) {
-    app.exit(error);
+    // One line that starts with "tune: ", as every bad input gets (CLI11's own message has no prefix), naming the
+    // command whose options were wrong.
+    const std::vector<CLI::App*> chosen = app.get_subcommands();
+    const std::string command = chosen.empty() ? std::string("tune") : "tune " + chosen.front()->get_name();
+    fmt::print(stderr, "tune: {}{} ({} --help lists the options)\n", chosen.empty() ? "" : chosen.front()->get_name() + ": ",
+               error.what(), command);
     return exit_bad_input;
   }
 

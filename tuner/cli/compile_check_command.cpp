@@ -28,7 +28,9 @@ using SteadyClock = std::chrono::steady_clock;
 void CompileCheckCommand::add_to(CLI::App& command) {
   common.add_to(command, false);
   auto* all_option = command.add_flag("--all", all, "every valid configuration");
-  command.add_option("--sample", sample, "N random valid configurations (default 16)")->excludes(all_option);
+  command.add_option("--sample", sample, "N random valid configurations (default 16)")
+      ->check(CLI::PositiveNumber)
+      ->excludes(all_option);
   command.add_option("--seed", seed, "seed for --sample");
   command.add_option("--jobs", jobs, "compile processes (default 0: one per core)")->check(zero_or_more());
 }

@@ -7,6 +7,7 @@
 #include "tuner/cache/covering_records.h"
 #include "tuner/cache/kernel_description.h"
 #include "tuner/common/error.h"
+#include "tuner/common/output_folder.h"
 #include "tuner/record/run_metadata.h"
 #include "tuner/session/tuning_session.h"  // run_constants
 #include "tuner/spec/spec_hash.h"
@@ -52,6 +53,7 @@ void CoverCommand::add_to(CLI::App& command) {
 
 int CoverCommand::run() const {
   const std::filesystem::path spec_file = find_spec(kernel);
+  check_output_folder("--best-dir", best_dir, "the covering database");
   const CoveringRecords records = covering_records(spec_file, records_root, arch, gpu);
   for (const std::string& note : records.notes) fmt::print(stderr, "tune cover: {}\n", note);
   const CoveringSet set = choose_covering_set(records.matrix, max_configs);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "tuner/common/error.h"
+#include "tuner/common/output_folder.h"
 #include "tuner/nvrtc/cubin_cache.h"
 
 namespace kernlathe {
@@ -34,6 +35,7 @@ int ExportCommand::run() {
     if (!arch.empty()) options.archs.push_back(arch);
   }
   if (options.cubin_cache.empty()) options.cubin_cache = default_cubin_cache_dir();
+  check_output_folder("-o", options.out, "the export");
   std::vector<ExportedKernel> exported = export_kernels(options);
   Json output = Json::array();
   for (const ExportedKernel& kernel : exported) {

@@ -13,8 +13,11 @@
 #include "tuner/cli/json_values.h"
 #include "tuner/cluster/cluster_run.h"
 #include "tuner/cluster/communicator.h"
+#include "tuner/common/output_folder.h"
 #include "tuner/gpu/device.h"
 #include "tuner/search/stop_condition.h"
+#include "tuner/search/strategy.h"
+#include "tuner/space/configuration_checks.h"
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
 
@@ -48,23 +51,6 @@ std::vector<int> parse_devices(const std::string& text, bool replay) {
     rest.remove_prefix(comma + 1);
   }
   return indices;
-}
-
-// --out names a folder: one that exists as a file, or lies under a file, is refused before anything runs.
-void check_record_folder(const std::string& out) {
-  if (out.empty()) return;
-  std::error_code error;
-  for (std::filesystem::path folder = out; !folder.empty(); folder = folder.parent_path()) {
-    const std::filesystem::file_status status = std::filesystem::status(folder, error);
-    if (status.type() == std::filesystem::file_type::not_found) {
-      if (folder == folder.parent_path()) break;
-      continue;
-    }
-    if (status.type() == std::filesystem::file_type::directory) break;
-    if (folder == std::filesystem::path(out))
-      throw InputError(fmt::format("--out {}: is a file, not a folder (--out names the folder of the record)", out));
-    throw InputError(fmt::format("--out {}: {} is a file, so no folder can be made under it", out, folder.string()));
-  }
 }
 
 // --replay names a record file (evaluations.csv): a folder or a missing file is refused by name.
@@ -434,6 +420,12 @@ int RunCommand::run() const {
   options.spec_file = find_spec(common.spec);
   options.problem = parse_problem_overrides(common.problem);
   options.strategy = strategy;
+  if (!strategy.empty()) check_strategy_name(strategy);  // before a GPU is opened: bad input is exit 2 anywhere
+  if (!configurations.empty()) {
+    // What a --config can be refused for without the problem's device (constraints wait for it).
+    const KernelSpec spec = load_kernel_spec(options.spec_file, options.problem);
+    for (const std::string& text : configurations) configuration_assignments(text, spec);
+  }
   options.seed = seed;
   options.prior_files.assign(prior.begin(), prior.end());
   options.use_database_prior = !no_prior;
@@ -444,7 +436,7 @@ int RunCommand::run() const {
       throw InputError(fmt::format("--time {}: expected a duration above zero such as 90s, 5m or 1h", time_budget));
     options.stop.max_seconds = seconds;
   }
-  check_record_folder(out);
+  check_output_folder("--out", out, "the record");
   if (!replay.empty()) check_record_file(replay);
   options.out_dir = out;
   options.given_configurations = configurations;

@@ -8,6 +8,7 @@
 
 #include "tuner/analysis/t4_export.h"
 #include "tuner/common/error.h"
+#include "tuner/common/output_folder.h"
 
 namespace kernlathe {
 
@@ -20,6 +21,7 @@ void T4Command::add_to(CLI::App& command) {
 }
 
 int T4Command::run() const {
+  check_output_folder("-o", out, "the T4 files");
   std::vector<std::filesystem::path> paths(results.begin(), results.end());
   std::vector<Recording> recordings =
       load_recordings(paths, [](const std::filesystem::path& file) { fmt::print(stderr, "reading {}\n", file.string()); });

@@ -1,6 +1,7 @@
 #include "tuner/search/strategy.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <cmath>
 #include <optional>
 #include <unordered_set>
@@ -132,15 +133,30 @@ PortfolioSettings portfolio_settings(std::string_view text, std::string_view ful
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_strategy(std::string_view full_name, const SpaceEnumerator& space, std::uint64_t seed) {
+void check_strategy_name(std::string_view full_name) {
   const std::size_t colon = full_name.find(':');
   const std::string_view name = full_name.substr(0, colon);
   if (colon != std::string_view::npos) {
     if (name != "portfolio")
       throw InputError(fmt::format("strategy '{}': only the portfolio takes settings (portfolio:model_share=X)",
                                    full_name));
-    return std::make_unique<PortfolioStrategy>(space, seed, portfolio_settings(full_name.substr(colon + 1), full_name));
+    portfolio_settings(full_name.substr(colon + 1), full_name);
+    return;
   }
+  std::vector<std::string> names = strategy_names();
+  if (std::find(names.begin(), names.end(), name) != names.end()) return;
+  std::string suggestion = expr::closest_match(name, names);
+  throw InputError(fmt::format("unknown search strategy '{}'{}; known strategies: {}", name,
+                               suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
+                               fmt::format("{}", fmt::join(names, ", "))));
+}
+
+std::unique_ptr<Strategy> make_strategy(std::string_view full_name, const SpaceEnumerator& space, std::uint64_t seed) {
+  check_strategy_name(full_name);
+  const std::size_t colon = full_name.find(':');
+  const std::string_view name = full_name.substr(0, colon);
+  if (colon != std::string_view::npos)
+    return std::make_unique<PortfolioStrategy>(space, seed, portfolio_settings(full_name.substr(colon + 1), full_name));
   if (name == "exhaustive") return std::make_unique<ExhaustiveStrategy>(space);
   if (name == "random") return std::make_unique<RandomStrategy>(space, seed);
   if (name == "local") return std::make_unique<LocalSearchStrategy>(space, seed);
@@ -150,11 +166,7 @@ std::unique_ptr<Strategy> make_strategy(std::string_view full_name, const SpaceE
   if (name == "bayesian") return std::make_unique<BayesianStrategy>(space, seed);
   if (name == "surrogate") return std::make_unique<SurrogateStrategy>(space, seed);
   if (name == "portfolio") return std::make_unique<PortfolioStrategy>(space, seed);
-  std::vector<std::string> names = strategy_names();
-  std::string suggestion = expr::closest_match(name, names);
-  throw InputError(fmt::format("unknown search strategy '{}'{}; known strategies: {}", name,
-                               suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
-                               fmt::format("{}", fmt::join(names, ", "))));
+  throw std::logic_error(fmt::format("strategy '{}' is listed by strategy_names() but not built", name));
 }
 
 }  // namespace kernlathe

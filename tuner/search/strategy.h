@@ -38,6 +38,9 @@ class Strategy {
 // The strategy keeps a reference to space, which must outlive it. Unknown name -> InputError listing the names.
 // "portfolio:model_share=X,local_learns_from_model=0" is the portfolio with other settings (for benchmarks).
 std::unique_ptr<Strategy> make_strategy(std::string_view name, const SpaceEnumerator& space, std::uint64_t seed);
+// InputError when make_strategy would refuse the name (an unknown strategy, settings of one that takes none, a bad
+// portfolio setting): lets a command refuse it before it opens a GPU.
+void check_strategy_name(std::string_view full_name);
 std::vector<std::string> strategy_names();
 // What `tune run` and `tune tune` use when no --strategy is given: chosen by cross-validation (README).
 std::string default_strategy_name();

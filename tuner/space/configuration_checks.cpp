@@ -124,13 +124,13 @@ RunDefault run_default_configuration(const KernelSpec& spec, const SpaceEnumerat
                              to_string(spec.space, first))};
 }
 
-Configuration given_configuration(const std::string& text, const KernelSpec& spec, const SpaceEnumerator& space,
-                                  const std::string& option) {
+std::vector<std::pair<std::size_t, Value>> configuration_assignments(const std::string& text, const KernelSpec& spec,
+                                                                  const std::string& option) {
   const std::string where = option + " " + text;
   const std::vector<Parameter>& parameters = spec.space.parameters;
   std::vector<std::string> names;
   for (const Parameter& parameter : parameters) names.push_back(parameter.name);
-  Configuration configuration = run_default_configuration(spec, space).values;
+  std::vector<std::pair<std::size_t, Value>> assignments;
   std::vector<bool> named(parameters.size(), false);
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -164,8 +164,16 @@ Configuration given_configuration(const std::string& text, const KernelSpec& spe
                                                                    values.front(), values.back());
       throw InputError(fmt::format("{}: {} is not one of the values of '{}' ({})", where, value_text, name, listed));
     }
-    configuration[index] = *value;
+    assignments.emplace_back(index, *value);
   }
+  return assignments;
+}
+
+Configuration given_configuration(const std::string& text, const KernelSpec& spec, const SpaceEnumerator& space,
+                                  const std::string& option) {
+  const std::string where = option + " " + text;
+  Configuration configuration = run_default_configuration(spec, space).values;
+  for (const auto& [index, value] : configuration_assignments(text, spec, option)) configuration[index] = value;
   if (!space.is_valid(configuration)) {
     throw InputError(fmt::format("{}: the configuration {} breaks {}", where, to_string(spec.space, configuration),
                                  broken_text(broken_constraint(space, configuration))));

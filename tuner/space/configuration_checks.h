@@ -10,6 +10,8 @@
 // And the configurations a run starts from or is given: the run's default, and `--config K=V,...`.
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tuner/space/space.h"
 #include "tuner/spec/model.h"
@@ -32,6 +34,12 @@ RunDefault run_default_configuration(const KernelSpec& spec, const SpaceEnumerat
 // default) that is valid here. InputError at the spec's reference, naming the first mapping's broken constraint and
 // the problem, when none is. Only for a spec whose reference is configurations (not `baseline`, not none).
 Configuration reference_configuration(const KernelSpec& spec, const SpaceEnumerator& space);
+
+// The NAME=VALUE assignments of a `--config K=V,K=V` text as (parameter index, value), checked against the space's
+// parameters and values only: what can be refused before the problem's device is known. InputError naming `option`:
+// not K=V, a name that is no parameter, a name given twice, a value not among the parameter's values.
+std::vector<std::pair<std::size_t, Value>> configuration_assignments(const std::string& text, const KernelSpec& spec,
+                                                                  const std::string& option = "--config");
 
 // One `--config K=V,K=V` of `tune run`: the parameters it names take its values, the others the run's default.
 // InputError naming `option` and what is wrong: not K=V, a name that is no parameter, a name given twice, a value
