@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "tuner/analysis/report.h"
-#include "tuner/cli/report_roofline.h"
 #include "tuner/common/error.h"
+#include "tuner/report/roofline.h"
 
 namespace kernlathe {
 

@@ -1,4 +1,4 @@
-#include "tuner/cli/report_roofline.h"
+#include "tuner/report/roofline.h"
 
 #include <fmt/format.h>
 
@@ -36,7 +36,6 @@ std::optional<Configuration> configuration_by_name(const Space& space, const std
   }
   return configuration;
 }
-
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;

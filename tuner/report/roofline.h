@@ -1,7 +1,8 @@
 #pragma once
-// The roofline data of `tune report`: which measured ceilings each recording is placed against, which compute roof
-// its kernel is judged by, and its best configuration's point (arithmetic intensity from the spec's metrics.flops /
-// metrics.bytes, as `tune run` computes GFLOP/s and GB/s). scripts/report/plots.py draws what this computes.
+// The roofline data of `tune report` (and of `tune analyze`): which measured ceilings each recording is placed
+// against, which compute roof its kernel is judged by, and its best configuration's point (arithmetic intensity from
+// the spec's metrics.flops / metrics.bytes, as `tune run` computes GFLOP/s and GB/s). scripts/report/plots.py draws
+// what this computes; tune analyze prints it.
 
 #include <filesystem>
 #include <optional>

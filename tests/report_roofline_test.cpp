@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/cli/report_roofline.h"
+#include "tuner/report/roofline.h"
 #include "tuner/spec/spec_loader.h"
 
 namespace kernlathe {
