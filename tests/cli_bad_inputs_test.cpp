@@ -446,8 +446,11 @@ TEST(BadOptions, OutputFoldersThatAreFilesAndKernelsThatDoNotExist) {
   for (const auto& [arguments, expected] : std::vector<std::pair<std::string, std::string>>{
            {"export saxpy --dir '" + best_dir + "' -o '" + plain + "'", "tune: -o " + plain + ": is a file"},
            {"t4 '" + csv.string() + "' -o '" + plain + "'", "tune: -o " + plain + ": is a file"},
+           {"report '" + csv.string() + "' -o '" + plain + "'", "tune: -o " + plain + ": is a file"},
            {"cover '" + saxpy_spec.string() + "' --best-dir '" + plain + "/db'", "tune: --best-dir " + plain + "/db: " + plain + " is a file"},
-           {"best frobkernel --dir '" + best_dir + "'", "tune: no kernel 'frobkernel': nothing stored under"}}) {
+           {"best frobkernel --dir '" + best_dir + "'", "tune: no kernel 'frobkernel': nothing stored under"},
+           {"best saxpy --dir '" + best_dir + "' --problem N=a", "tune: --problem: "},
+           {"best saxpy --dir '" + best_dir + "' --problem Q=4", "tune: --problem Q=4: kernel saxpy has no symbol Q"}}) {
     SCOPED_TRACE(arguments);
     const CommandResult result = run_tune_in(folder, arguments);
     EXPECT_EQ(result.exit_code, 2) << result.err;

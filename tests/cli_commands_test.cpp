@@ -209,10 +209,14 @@ TEST(Cli, MissingSpecAndBadProblemAreBadInput) {
   EXPECT_NE(bad_arch.err.find("sm_90"), std::string::npos) << bad_arch.err;
 }
 
+// A kernel with a spec and nothing stored is a result (exit 1); a name with neither is a mistyped one (exit 2).
 TEST(Cli, BestOnEmptyCacheFails) {
-  CommandResult result = run_tune("best no_such_kernel --dir /tmp/tune_cli_test_empty_cache");
+  CommandResult result = run_tune("best saxpy --dir /tmp/tune_cli_test_empty_cache");
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("no_such_kernel"), std::string::npos);
+  EXPECT_NE(result.err.find("nothing stored for kernel 'saxpy'"), std::string::npos) << result.err;
+  CommandResult unknown = run_tune("best no_such_kernel --dir /tmp/tune_cli_test_empty_cache");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no kernel 'no_such_kernel'"), std::string::npos) << unknown.err;
 }
 
 // `tune best` judges an entry by the kernel as it is now (its spec, space and template with every include), as

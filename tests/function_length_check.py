@@ -19,14 +19,29 @@ EXTENSIONS = (".cpp", ".h", ".cu", ".cuh")
 NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "decltype", "static_assert", "defined"}
 
 
+# One pass over the text, left to right, so that whichever starts first wins: "//" inside a string literal is not a
+# comment, and a quote inside a comment is not a string.
+TOKENS = re.compile(
+    r'R"(?P<delimiter>[^ ()\\\n]{0,16})\((?:.|\n)*?\)(?P=delimiter)"'  # raw string
+    r'|"(?:\\.|[^"\\\n])*"'                                           # string
+    r"|'(?:\\.|[^'\\\n])*'"                                           # character
+    r"|//[^\n]*"                                                       # line comment
+    r"|/\*(?:.|\n)*?\*/"                                                # block comment
+)
+
+
 def strip(text):
-    """The text with comments and string literals blanked, line structure kept."""
-    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-    text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r'R"\((.*?)\)"', lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-    text = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
-    text = re.sub(r"'(?:\\.|[^'\\\n])'", "' '", text)
-    return text
+    """The text with comments and string and character literals blanked, line structure kept."""
+    def blank(match):
+        token = match.group(0)
+        if token.startswith("//"):
+            return ""
+        if token.startswith("/*"):
+            return re.sub(r"[^\n]", " ", token)
+        if token.startswith("'"):
+            return "' '"
+        return '""' + "\n" * token.count("\n")  # raw strings may span lines
+    return TOKENS.sub(blank, text)
 
 
 def functions(path):

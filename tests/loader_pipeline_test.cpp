@@ -286,10 +286,11 @@ TEST(Pipeline, SeveralWorkersShareTheFirstBatch) {
 }
 
 TEST(Pipeline, TheSlotFreedLastIsFilledNext) {
-  // One worker reading 5 ms a batch, a device done 0.3 ms after each submit: a batch's slot is free again long
+  // One worker reading 20 ms a batch, a device done 0.3 ms after each submit: a batch's slot is free again long
   // before the worker needs the next one, so two of the eight slots take turns (first in, first out would walk
-  // through all eight and keep all of them out of the host's cache).
-  RecordingSource source(6, std::chrono::milliseconds(5));
+  // through all eight and keep all of them out of the host's cache). The margin is what the completer thread has
+  // to be scheduled in: with 5 ms, one run in a few hundred on a loaded 2-core machine used a third slot.
+  RecordingSource source(6, std::chrono::milliseconds(20));
   FakeDevice device;
   PipelineResult result = run_pipeline(source, 4, device, settings(1, 8, 1, 1), plus_thousand);
   ASSERT_TRUE(result.ok()) << result.message;

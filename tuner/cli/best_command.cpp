@@ -155,6 +155,8 @@ int BestCommand::list_entries() const {
                                  suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
                                  known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
   }
+  // A --problem that does not parse, or names a symbol the kernel lacks, is bad input, not a problem nothing matches.
+  if (database && !problem.empty()) requested_problem(database->description, problem);
   std::vector<DatabaseEntry> entries = database ? database->entries : std::vector<DatabaseEntry>{};
   std::erase_if(entries, [&](const DatabaseEntry& entry) {
     return (!arch.empty() && entry.arch != arch) ||

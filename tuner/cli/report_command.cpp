@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/common/error.h"
+#include "tuner/common/output_folder.h"
 #include "tuner/report/chart_data.h"
 
 extern char** environ;
@@ -180,6 +181,7 @@ void ReportCommand::add_to(CLI::App& command) {
 
 int ReportCommand::run() const {
   const auto started = std::chrono::steady_clock::now();
+  check_output_folder("-o", out, "the pages");
   const ChartScript chart = find_chart_script();
   const fs::path& script = chart.script;
   std::error_code error;
