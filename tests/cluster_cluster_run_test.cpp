@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <future>
 #include <set>
 
@@ -30,13 +31,17 @@ ClusterOptions fast_cluster() {
 
 struct ClusterRun {
   std::vector<TuneReport> reports;
-  std::vector<std::optional<EvaluatorOutcome>> outcomes;  // by rank; rank 0 has none
+  std::vector<std::optional<EvaluatorOutcome>> outcomes;  // by rank, its first GPU's; rank 0 has none
+  std::vector<std::vector<EvaluatorOutcome>> all_outcomes;  // by rank, one per GPU
   std::vector<std::string> failures;                      // by rank: what serve_as_evaluator threw
 };
 
-ClusterRun run_cluster(LocalNetwork& network, int size, const TuneOptions& options) {
+// devices_of(rank): the GPUs an evaluator rank measures on (its --devices).
+ClusterRun run_cluster(LocalNetwork& network, int size, const TuneOptions& options,
+                       std::function<std::vector<int>(int)> devices_of = [](int) { return std::vector<int>{0}; }) {
   ClusterRun run;
   run.outcomes.resize(static_cast<std::size_t>(size));
+  run.all_outcomes.resize(static_cast<std::size_t>(size));
   run.failures.resize(static_cast<std::size_t>(size));
   std::vector<std::unique_ptr<Communicator>> communicators;
   for (int rank = 0; rank < size; ++rank) communicators.push_back(network.communicator(rank));
@@ -44,8 +49,10 @@ ClusterRun run_cluster(LocalNetwork& network, int size, const TuneOptions& optio
   for (int rank = 1; rank < size; ++rank) {
     evaluators.push_back(std::async(std::launch::async, [&, rank] {
       try {
-        run.outcomes[static_cast<std::size_t>(rank)] =
-            serve_as_evaluator(*communicators[static_cast<std::size_t>(rank)], options, 0, fast_cluster());
+        std::vector<EvaluatorOutcome> outcomes =
+            serve_as_evaluator(*communicators[static_cast<std::size_t>(rank)], options, devices_of(rank), fast_cluster());
+        run.outcomes[static_cast<std::size_t>(rank)] = outcomes.front();
+        run.all_outcomes[static_cast<std::size_t>(rank)] = std::move(outcomes);
       } catch (const std::exception& error) {
         run.failures[static_cast<std::size_t>(rank)] = error.what();
       }
@@ -92,6 +99,46 @@ TEST(ClusterRun, FourRanksMeasureEachConfigurationOnceAndEndWithRankZerosChoice)
     const std::uint64_t from_rank = recorded == report.evaluations_per_device.end() ? 0 : recorded->second;
     EXPECT_EQ(outcome->measured, from_rank);
     EXPECT_GE(outcome->measured, 1u);  // every lane gets a configuration at the start
+  }
+  EXPECT_EQ(rows_each_configuration_once(report.records, spec), 90u);
+}
+
+// Several GPUs per rank (--devices inside a rank, as two hosts of two GPUs each would run): every GPU of every rank
+// is a lane of its own, measures, and ends with rank 0's choice; nothing is measured twice.
+TEST(ClusterRun, RanksOfSeveralGpusMeasureOnEachAndEveryGpuEndsWithTheChoice) {
+  const fs::path dir = fresh_directory("cluster_slots");
+  const fs::path spec = write_spec(dir, 6, 5, 3);
+  const fs::path recording = write_recording(spec, dir);
+  LocalNetwork network(3);
+  TuneOptions options = replay_options(spec, recording, dir / "out");
+  options.devices = {0, 1};  // rank 0's own two
+  const ClusterRun run = run_cluster(network, 3, options, [](int rank) {
+    return rank == 1 ? std::vector<int>{0, 1} : std::vector<int>{0, 1, 2};
+  });
+
+  ASSERT_EQ(run.reports.size(), 1u);
+  const TuneReport& report = run.reports.front();
+  EXPECT_EQ(report.evaluated, 90u);
+  EXPECT_EQ(report.devices, (std::vector<std::string>{"rank 0, replayed gpu 0", "rank 0, replayed gpu 1",
+                                                      "rank 1, replayed gpu 0", "rank 1, replayed gpu 1",
+                                                      "rank 2, replayed gpu 0", "rank 2, replayed gpu 1",
+                                                      "rank 2, replayed gpu 2"}));
+  ASSERT_FALSE(report.best.empty());
+  EXPECT_EQ(report.best.front().evaluation.configuration, configuration_of(3, 2, 1));
+  for (int rank : {1, 2}) {
+    SCOPED_TRACE(rank);
+    EXPECT_EQ(run.failures[static_cast<std::size_t>(rank)], "");
+    const std::vector<EvaluatorOutcome>& outcomes = run.all_outcomes[static_cast<std::size_t>(rank)];
+    ASSERT_EQ(outcomes.size(), rank == 1 ? 2u : 3u);
+    for (const EvaluatorOutcome& outcome : outcomes) {
+      SCOPED_TRACE(outcome.label);
+      ASSERT_TRUE(outcome.chosen.has_value()) << outcome.failure;
+      EXPECT_EQ(outcome.chosen->at("A").get<std::int64_t>(), 3);
+      const auto recorded = report.evaluations_per_device.find(outcome.label);
+      ASSERT_NE(recorded, report.evaluations_per_device.end());
+      EXPECT_EQ(outcome.measured, recorded->second);
+      EXPECT_GE(outcome.measured, 1u);
+    }
   }
   EXPECT_EQ(rows_each_configuration_once(report.records, spec), 90u);
 }

@@ -72,17 +72,17 @@ Json chosen_json(const TuneReport& report) {
 }
 
 // A rank other than 0 under mpirun: the configuration rank 0 chose for its GPU model.
-void print_evaluator_outcome(const EvaluatorOutcome& outcome, bool json) {
-  if (json) {
-    Json output = {{"label", outcome.label},
-                   {"device", outcome.device_name},
-                   {"kernel", outcome.kernel},
-                   {"measured", outcome.measured},
-                   {"chosen", outcome.chosen ? Json::parse(outcome.chosen->dump()) : Json(nullptr)}};
-    if (!outcome.failure.empty()) output["reason"] = outcome.failure;
-    fmt::print("{}\n", output.dump(2));
-    return;
-  }
+Json evaluator_outcome_json(const EvaluatorOutcome& outcome) {
+  Json output = {{"label", outcome.label},
+                 {"device", outcome.device_name},
+                 {"kernel", outcome.kernel},
+                 {"measured", outcome.measured},
+                 {"chosen", outcome.chosen ? Json::parse(outcome.chosen->dump()) : Json(nullptr)}};
+  if (!outcome.failure.empty()) output["reason"] = outcome.failure;
+  return output;
+}
+
+void print_evaluator_outcome(const EvaluatorOutcome& outcome) {
   if (!outcome.chosen) {
     fmt::print("{} ({}): no configuration chosen: {}\n", outcome.label, outcome.device_name, outcome.failure);
     return;
@@ -91,6 +91,18 @@ void print_evaluator_outcome(const EvaluatorOutcome& outcome, bool json) {
   for (const auto& [name, value] : outcome.chosen->items()) values.push_back(fmt::format("{}={}", name, value.dump()));
   fmt::print("{} ({}): measured {}; chosen for {}: {}\n", outcome.label, outcome.device_name, outcome.measured,
              outcome.kernel, fmt::join(values, " "));
+}
+
+// One line per GPU of an evaluator rank; --json: the outcome as an object, or an array of them for a rank of
+// several GPUs.
+void print_evaluator_outcomes(const std::vector<EvaluatorOutcome>& outcomes, bool json) {
+  if (json) {
+    Json output = Json::array();
+    for (const EvaluatorOutcome& outcome : outcomes) output.push_back(evaluator_outcome_json(outcome));
+    fmt::print("{}\n", (output.size() == 1 ? output[0] : output).dump(2));
+    return;
+  }
+  for (const EvaluatorOutcome& outcome : outcomes) print_evaluator_outcome(outcome);
 }
 
 std::string format_ms(double ms) { return ms > 0 ? fmt::format("{:.4f}", ms) : "-"; }
@@ -484,19 +496,20 @@ int RunCommand::run() const {
 
   std::vector<TuneReport> reports;
   if (std::optional<LaunchedRank> launched = launched_by_mpirun(); launched && launched->size > 1) {
-    // Under mpirun: rank 0 tunes with every rank's GPU; the others measure for it and print what it chose.
-    if (!devices.empty())
-      throw InputError("--devices does not apply under mpirun: each rank measures on one GPU (--device, or the GPU "
-                       "of its local rank)");
+    // Under mpirun: rank 0 tunes with every rank's GPUs; the others measure for it and print what it chose. Each
+    // rank measures on its --devices (ranks on one host each give their own, mpirun's "A : B" form), else on one
+    // GPU: --device, or the GPU of its local rank.
     const int device = device_option != nullptr && device_option->count() > 0 ? common.device : launched->local_rank;
     options.device = device;
     std::unique_ptr<Communicator> communicator = open_mpi_communicator();
     ClusterOptions cluster;
     cluster.silence_seconds = rank_timeout;
     if (communicator->rank() != 0) {
-      const EvaluatorOutcome outcome = serve_as_evaluator(*communicator, options, device, cluster);
-      print_evaluator_outcome(outcome, common.json);
-      return outcome.chosen ? exit_ok : exit_failure;
+      const std::vector<EvaluatorOutcome> outcomes =
+          serve_as_evaluator(*communicator, options, devices.empty() ? std::vector<int>{device} : options.devices, cluster);
+      print_evaluator_outcomes(outcomes, common.json);
+      const bool chosen = std::all_of(outcomes.begin(), outcomes.end(), [](const auto& each) { return each.chosen.has_value(); });
+      return chosen ? exit_ok : exit_failure;
     }
     ClusterCoordinator coordinator(*communicator, cluster);
     options.device_label_prefix = replay.empty() ? "rank 0, gpu " : "rank 0, replayed gpu ";

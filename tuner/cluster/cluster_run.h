@@ -2,10 +2,11 @@
 // A tuning run over several processes, each with its GPU (`mpirun -n K tune run spec ...`).
 //
 // Rank 0 runs tune() as on one host: the strategy, the compile pool, the records, the final round and the best
-// cache are its own. Every other rank opens its GPU (GPU <local rank> unless --device says), runs the reference
-// configuration, says so, then measures what rank 0 sends it: a configuration with its cubin, compiled once on
-// rank 0. On rank 0 each other rank is a lane of the run loop (measurement_lanes.h) through a RemoteMeasurer, so
-// ranks and local GPUs are scheduled alike, and GPUs of another model are tuned apart, as with --devices.
+// cache are its own, and its --devices its local lanes. Every other rank opens its GPUs (its --devices, else GPU
+// <local rank> unless --device says), runs the reference configuration on each, says so, then measures what rank 0
+// sends each GPU: a configuration with its cubin, compiled once on rank 0. On rank 0 each GPU of another rank is a
+// lane of the run loop (measurement_lanes.h) through a RemoteMeasurer, so ranks and local GPUs are scheduled alike,
+// and GPUs of another model are tuned apart, as with --devices.
 //
 // Every rank sends a heartbeat every `heartbeat_seconds`. A rank silent for `silence_seconds` is lost: rank 0
 // reports it and gives the configuration it was measuring to another rank (its lane throws; the run loop does the
@@ -68,20 +69,24 @@ class ClusterCoordinator {
 
  private:
   void post_office();
-  void tell_done(int rank, const nlohmann::json& message);
+  // Sends the end of the run to one GPU of a rank (message "every_slot": all of them), once.
+  void tell_done(int rank, int slot, const nlohmann::json& message);
 
   Communicator& communicator_;
   ClusterOptions options_;
   std::shared_ptr<Mailbox> mailbox_;
-  std::vector<std::string> labels_;  // by rank, from the greetings ("" for none)
-  std::vector<bool> told_;           // by rank: sent the end of the run
+  std::vector<std::vector<std::string>> labels_;  // by rank, then slot, from the greetings (none: no greeting)
+  std::vector<std::vector<bool>> told_slots_;     // by rank, then slot: sent the end of the run
+  std::vector<bool> told_;                        // by rank: every slot told, so heartbeats stop
   std::thread thread_;
 };
 
 // Every other rank's side: serves rank 0 until it ends the run. options are the command line's, as on rank 0;
-// device: the GPU this rank measures on. Throws TunerError when rank 0 stops answering, InputError or NoGpuError
-// when the spec or the GPU cannot be opened (rank 0 is told first).
-EvaluatorOutcome serve_as_evaluator(Communicator& communicator, const TuneOptions& options, int device,
-                                    const ClusterOptions& cluster);
+// devices: the GPUs this rank measures on (its --devices, else the GPU of its local rank), each a lane of rank 0's
+// run loop, measured by a thread of its own. Returns one outcome per device. Throws TunerError when rank 0 stops
+// answering or every device of the rank has failed, InputError or NoGpuError when the spec or every GPU cannot be
+// opened (rank 0 is told first); a device that fails alone is reported to rank 0 and the others go on.
+std::vector<EvaluatorOutcome> serve_as_evaluator(Communicator& communicator, const TuneOptions& options,
+                                                 const std::vector<int>& devices, const ClusterOptions& cluster);
 
 }  // namespace kernlathe
