@@ -48,15 +48,42 @@ CANDIDATES = ["random", "local", "annealing", "genetic", "differential-evolution
               "portfolio:model_share=0.25,model_first=30", "portfolio:model_share=0.25,model_first=60"]
 
 
-def wgmma_only_spec(kernel, workdir):
-    """The kernel's spec over the wgmma sub-space of spaces/gemm.yaml (the exhaustive wgmma records)."""
-    space = (ROOT / "spaces" / "gemm.yaml").read_text().replace("constraints:\n", 'constraints:\n  - PATH == "wgmma"\n', 1)
-    space_file = Path(workdir) / "gemm_wgmma.yaml"
+def without_split_k(csv, workdir, label):
+    """The GEMM records were made before the space had WG_SPLIT_K, by a kernel that never split K: at their 4096
+    rows that is the value 0 of today's space (above 256 rows 0 never splits, and the space admits only 0 there). A
+    record without the column is copied (with its run.json) into workdir with WG_SPLIT_K=0 on every row, and the
+    space is pinned to WG_SPLIT_K == 0, so the replayed space is the one the record covers. Returns the record to
+    replay and whether it was pinned."""
+    lines = Path(csv).read_text().splitlines()
+    header = lines[0].split(",")
+    if "WG_SPLIT_K" in header:
+        return csv, False
+    at = header.index("WG_CLUSTER") + 1
+    copied = Path(workdir) / label
+    copied.mkdir(parents=True, exist_ok=True)
+    rows = [",".join(header[:at] + ["WG_SPLIT_K"] + header[at:])]
+    for line in lines[1:]:
+        # Fields before WG_CLUSTER are plain values (no quotes or commas), so splitting there is safe.
+        fields = line.split(",", at)
+        rows.append(",".join(fields[:at] + ["0"] + fields[at:]))
+    (copied / "evaluations.csv").write_text("\n".join(rows) + "\n")
+    run_json = Path(csv).parent / "run.json"
+    if run_json.exists():
+        (copied / "run.json").write_text(run_json.read_text())
+    return copied / "evaluations.csv", True
+
+
+def wgmma_only_spec(kernel, workdir, pin_split_k=False):
+    """The kernel's spec over the wgmma sub-space of spaces/gemm.yaml (the exhaustive wgmma records); pin_split_k:
+    only WG_SPLIT_K == 0 (records made before split-K existed, see without_split_k)."""
+    pinned = '  - PATH == "wgmma"\n' + ("  - WG_SPLIT_K == 0\n" if pin_split_k else "")
+    space = (ROOT / "spaces" / "gemm.yaml").read_text().replace("constraints:\n", "constraints:\n" + pinned, 1)
+    space_file = Path(workdir) / f"gemm_wgmma{'_unsplit' if pin_split_k else ''}.yaml"
     space_file.write_text(space)
     spec = (ROOT / "kernels" / f"{kernel}.yaml").read_text()
     spec = spec.replace("space: ../spaces/gemm.yaml", f"space: {space_file}")
     spec = spec.replace("template: ../templates", f"template: {ROOT / 'templates'}")
-    spec_file = Path(workdir) / f"{kernel}_wgmma.yaml"
+    spec_file = Path(workdir) / f"{kernel}_wgmma{'_unsplit' if pin_split_k else ''}.yaml"
     spec_file.write_text(spec)
     return spec_file
 
@@ -88,13 +115,16 @@ def landscapes(workdir):
         leaf = problem.replace(",", "_") + f"_{kind}_ELEMENT_BYTES=2"
         csv = ROOT / "results" / "runs" / kernel / "sm_90" / folder / leaf / "evaluations.csv"
         if csv.exists():
-            found.append((f"gemm-{label}", "gemm", ["--csv", str(csv), "--spec", str(wgmma_only_spec(kernel, workdir)),
+            csv, pinned = without_split_k(csv, workdir, f"gemm-{label}")
+            found.append((f"gemm-{label}", "gemm", ["--csv", str(csv),
+                                                     "--spec", str(wgmma_only_spec(kernel, workdir, pinned)),
                                                      "--problem", problem, "--arch", "sm_90"]))
     return found
 
 
 def replay(tune, candidate, name, arguments, seeds, cache):
-    key = re.sub(r"[^A-Za-z0-9_.=-]", "_", f"{name}--{candidate}--{seeds}")
+    budgets = "" if BUDGETS == [50, 100, 200] else "--" + "-".join(map(str, BUDGETS))
+    key = re.sub(r"[^A-Za-z0-9_.=-]", "_", f"{name}--{candidate}--{seeds}{budgets}")
     path = cache / f"{key}.json"
     if path.exists():
         return json.loads(path.read_text())
@@ -136,7 +166,11 @@ def main():
     parser.add_argument("--candidates", default=" ".join(CANDIDATES), help="strategies separated by spaces")
     parser.add_argument("--cache", default=str(ROOT / "build" / "strategy-cv"))
     parser.add_argument("--landscapes", default="", help="regular expression: only landscapes whose name matches")
+    parser.add_argument("--budgets", default="50,100,200",
+                        help="evaluation budgets, comma-separated; the criterion is the mean over them (default "
+                             "50,100,200, those the default strategy was chosen on)")
     options = parser.parse_args()
+    BUDGETS[:] = [int(budget) for budget in options.budgets.split(",")]
     candidates = options.candidates.split()
     cache = Path(options.cache)
     cache.mkdir(parents=True, exist_ok=True)
