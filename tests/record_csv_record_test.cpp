@@ -610,6 +610,46 @@ TEST_F(RecordTest, UnknownStatusIsAnInputError) {
   EXPECT_THROW(read_records(csv_, space), InputError);
 }
 
+// A time that is not a number of milliseconds on an ok row is a corrupt row (it would rank first, or poison every
+// mean), named by line and column; a failed row's times are not read as times.
+TEST_F(RecordTest, ATimeThatIsNoTimeOnAnOkRowIsRefusedByLineAndColumn) {
+  Space space = mixed_space();
+  { RecordWriter writer(csv_, space, metadata()); }
+  const std::string ok_row = "h,64,true,row,ok,,nan,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\n";
+  append_text(csv_, ok_row);
+  try {
+    read_records(csv_, space);
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("evaluations.csv:2"), std::string::npos) << message;
+    EXPECT_NE(message.find("column 'time_median_ms': 'nan' is not a time in milliseconds"), std::string::npos)
+        << message;
+  }
+  std::filesystem::remove(csv_);  // the corrupt row is never appended to: start again
+  { RecordWriter writer(csv_, space, metadata()); }
+  append_text(csv_, "h,64,true,row,ok,,-1,1,1,0,1,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\n");
+  EXPECT_THROW(read_records(csv_, space), InputError);
+  std::filesystem::remove(csv_);
+  { RecordWriter writer(csv_, space, metadata()); }
+  append_text(csv_, "h,64,true,row,crashed,,nan,nan,nan,0,0,0,false,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\n");
+  EXPECT_EQ(read_records(csv_, space).size(), 1u);
+}
+
+// A CSV saved by a spreadsheet program starts with a UTF-8 byte order mark: read as if it had none.
+TEST_F(RecordTest, AByteOrderMarkBeforeTheHeaderIsNotPartOfIt) {
+  Space space = mixed_space();
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(measured_evaluation(), "h");
+  }
+  const std::string text = read_text(csv_);
+  std::ofstream(csv_, std::ios::binary | std::ios::trunc) << "\xEF\xBB\xBF" << text;
+  const std::vector<RecordedEvaluation> records = read_records(csv_, space);
+  ASSERT_EQ(records.size(), 1u);
+  expect_same(measured_evaluation(), records.front().evaluation);
+}
+
 TEST_F(RecordTest, ConfigurationOfWrongSizeIsRefused) {
   Space space = mixed_space();
   RecordWriter writer(csv_, space, metadata());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <ctime>
 #include <exception>
 #include <fstream>
@@ -397,9 +398,9 @@ class RowParser {
     if (!status) fail(line, "status", status_text, "a status such as ok or compile_error");
     evaluation.status = *status;
     evaluation.message = std::move(fields[column++]);
-    evaluation.time.median_ms = number(fields, column++, line);
-    evaluation.time.min_ms = number(fields, column++, line);
-    evaluation.time.max_ms = number(fields, column++, line);
+    evaluation.time.median_ms = time(fields, column++, line, evaluation.ok());
+    evaluation.time.min_ms = time(fields, column++, line, evaluation.ok());
+    evaluation.time.max_ms = time(fields, column++, line, evaluation.ok());
     evaluation.time.relative_spread = number(fields, column++, line);
     evaluation.time.samples = integer<int>(fields, column++, line);
     evaluation.compile_ms = number(fields, column++, line);
@@ -463,6 +464,15 @@ class RowParser {
     return value;
   }
 
+  // A time of a verified row: a number of milliseconds, finite and not negative (nan or -1 there is a corrupt row,
+  // which would rank first or poison every mean).
+  double time(const std::vector<std::string>& fields, std::size_t column, int line, bool verified) const {
+    const double value = number(fields, column, line);
+    if (verified && (!std::isfinite(value) || value < 0))
+      fail(line, columns_[column], fields[column], "a time in milliseconds (finite, not negative) on an ok row");
+    return value;
+  }
+
   template <typename Integer>
   Integer integer(const std::vector<std::string>& fields, std::size_t column, int line) const {
     Integer value = 0;
@@ -490,6 +500,11 @@ ScanResult scan_records(std::string_view text, const std::filesystem::path& path
   const std::vector<std::string> columns = record_columns(space);
   RowParser parser(space, path);
   bool header_done = false;
+  // A UTF-8 byte order mark, which spreadsheet programs put before the header of a CSV they save, is not part of
+  // the first column's name. The byte offsets of the result still count it.
+  constexpr std::string_view byte_order_mark = "\xEF\xBB\xBF";
+  const std::size_t skipped = text.starts_with(byte_order_mark) ? byte_order_mark.size() : 0;
+  text.remove_prefix(skipped);
   RecordScanner scanner(text, path, columns);
   ScanResult result = scanner.scan([&](std::vector<std::string>& fields, int line) {
     if (!header_done) {
@@ -502,6 +517,7 @@ ScanResult scan_records(std::string_view text, const std::filesystem::path& path
     visit(parser.parse(fields, line));
   });
   if (header_seen) *header_seen = header_done;
+  if (result.complete_bytes > 0) result.complete_bytes += skipped;
   return result;
 }
 
