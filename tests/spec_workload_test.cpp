@@ -92,6 +92,35 @@ TEST_F(WorkloadFile, MistakesNameTheLineAndWhat) {
   EXPECT_NE(error_of("workload: ../up\ntasks:\n  - spec: gemm.yaml\n").find("workload.yaml:1"), std::string::npos);
 }
 
+// A workload is tuned problem by problem: more than 10,000 is a mistake, refused at the axis that passes the limit
+// before the product is built (100 axes of 10 values would not fit in memory); the same problem twice, in any
+// symbol order and from any task, would be tuned twice into one record.
+TEST_F(WorkloadFile, TooManyProblemsAndTheSameProblemTwiceAreRefusedByLine) {
+  std::string axes;
+  for (int axis = 0; axis < 100; ++axis) axes += "      S" + std::to_string(axis) + ": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";
+  const std::string huge = error_of("workload: w\ntasks:\n  - spec: gemm.yaml\n    sweep:\n" + axes);
+  EXPECT_NE(huge.find("workload.yaml:9"), std::string::npos) << huge;  // S4: 10^4 still fits, 10^5 not
+  EXPECT_NE(huge.find("the axes up to 'S4' give 100000 problems, more than a workload's 10000"), std::string::npos)
+      << huge;
+  std::string listed;
+  for (int index = 0; index < 6000; ++index) listed += "      - {M: " + std::to_string(index + 1) + "}\n";
+  const std::string many = error_of("workload: w\ntasks:\n  - spec: gemm.yaml\n    problems:\n" + listed +
+                                    "  - spec: gemm.yaml\n    problems:\n" +
+                                    listed.substr(0, listed.size()) );
+  EXPECT_NE(many.find("already in task 1"), std::string::npos) << many.substr(0, 300);
+  const std::string twice = error_of("workload: w\ntasks:\n  - spec: gemm.yaml\n    sweep: {M: [1, 2], N: [3]}\n"
+                                     "  - spec: gemm.yaml\n    problem: {N: 3}\n    problems: [{M: 2}]\n");
+  EXPECT_NE(twice.find("workload.yaml:5"), std::string::npos) << twice;
+  EXPECT_NE(twice.find("task 2: "), std::string::npos) << twice;
+  EXPECT_NE(twice.find("at N=3,M=2 is already in task 1"), std::string::npos) << twice;
+  std::string more;
+  for (int index = 0; index < 6000; ++index) more += "      - {K: " + std::to_string(index + 1) + "}\n";
+  const std::string total = error_of("workload: w\ntasks:\n  - spec: gemm.yaml\n    problems:\n" + listed +
+                                     "  - spec: gemm.yaml\n    problems:\n" + more);
+  EXPECT_NE(total.find("the workload now holds 12000 problems, more than 10000"), std::string::npos)
+      << total.substr(0, 300);
+}
+
 TEST_F(WorkloadFile, AWorkloadIsToldFromAKernelSpec) {
   EXPECT_TRUE(is_workload_file(write("workload: w\ntasks: []\n")));
   EXPECT_FALSE(is_workload_file(directory_ / "gemm.yaml"));

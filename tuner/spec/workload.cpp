@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "tuner/spec/spec_loader.h"
 #include "tuner/spec/yaml_reader.h"
 
@@ -23,6 +26,10 @@ Symbols read_symbols(const Document& document, const YAML::Node& node, const std
   return symbols;
 }
 
+// What one workload may hold: each problem is a tuning run of its own (minutes on a GPU), so more is a mistake, and
+// a product of many axes would otherwise be built in memory before anything said so.
+constexpr std::size_t max_problems = 10000;
+
 // The product of the sweep's axes, the first axis varying slowest.
 std::vector<Symbols> read_sweep(const Document& document, const YAML::Node& node, const std::string& what) {
   std::vector<Symbols> product{Symbols{}};
@@ -42,6 +49,10 @@ std::vector<Symbols> read_sweep(const Document& document, const YAML::Node& node
     }
     const std::vector<YAML::Node> values = read_list(document, axis.value, fmt::format("{} axis '{}'", what, key));
     if (values.empty()) document.fail(axis.value, fmt::format("{} axis '{}' has no values", what, key));
+    if (product.size() * values.size() > max_problems)
+      document.fail(axis.value, fmt::format("{}: the axes up to '{}' give {} problems, more than a workload's {}; "
+                                            "split the workload", what, key, product.size() * values.size(),
+                                            max_problems));
     std::vector<Symbols> next;
     for (const Symbols& prefix : product) {
       for (const YAML::Node& value : values) {
@@ -102,6 +113,7 @@ Workload read_workload(const std::filesystem::path& file) {
   const YAML::Node tasks_node = top.require("tasks");
   const std::vector<YAML::Node> tasks = read_list(document, tasks_node, "tasks");
   if (tasks.empty()) document.fail(tasks_node, "the workload lists no tasks");
+  std::map<std::pair<std::string, Symbols>, std::size_t> seen;  // (spec, sorted symbols) -> the task listing it
   for (std::size_t index = 0; index < tasks.size(); ++index) {
     const std::string what = fmt::format("task {}", index + 1);
     Fields fields(document, tasks[index], what);
@@ -126,8 +138,18 @@ Workload read_workload(const std::filesystem::path& file) {
             document.fail(tasks[index], fmt::format("{}: symbol '{}' is both fixed (problem) and varied", what, name));
         problem.symbols.emplace_back(name, value);
       }
+      // The same spec at the same problem twice (in any symbol order) would be tuned twice into one record.
+      Symbols sorted = problem.symbols;
+      std::sort(sorted.begin(), sorted.end());
+      const auto [first, inserted] = seen.try_emplace({std::filesystem::weakly_canonical(spec).string(), sorted}, index + 1);
+      if (!inserted)
+        document.fail(tasks[index], fmt::format("{}: {} at {} is already in task {}", what, spec.string(),
+                                                problem.problem_text(), first->second));
       workload.problems.push_back(std::move(problem));
     }
+    if (workload.problems.size() > max_problems)
+      document.fail(tasks[index], fmt::format("{}: the workload now holds {} problems, more than {}; split it", what,
+                                              workload.problems.size(), max_problems));
   }
   return workload;
 }
