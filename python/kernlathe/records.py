@@ -43,7 +43,8 @@ def _typed(column, text):
 
 
 def _read_rows(path):
-    text = path.read_text()
+    # utf-8-sig: a byte order mark before the header (a CSV saved by a spreadsheet) is not part of its first name.
+    text = path.read_text(encoding="utf-8-sig")
     # A final line without its newline is a row torn by a killed writer: readers skip it, as `tune` does.
     if text and not text.endswith("\n"):
         text = text[:text.rfind("\n") + 1]

@@ -34,6 +34,14 @@ def test_rows_as_dicts_typed_and_torn_row_skipped(tmp_path):
     assert rows[1]["time_median_ms"] is None
 
 
+def test_a_byte_order_mark_before_the_header_is_not_part_of_it(tmp_path):
+    run = write_record(tmp_path)
+    (run / "evaluations.csv").write_bytes(b"\xef\xbb\xbf" + RECORD.encode())
+    rows = kernlathe.records(run, as_dataframe=False)
+    assert list(rows[0])[0] == "hash"
+    assert rows[0]["hash"] == "3f2a"
+
+
 def test_dataframe_with_run_metadata(tmp_path):
     pandas = pytest.importorskip("pandas")
     frame = kernlathe.records(write_record(tmp_path) / "evaluations.csv")
