@@ -19,13 +19,8 @@
 #include "tuner/spec/spec_loader.h"
 
 namespace kernlathe {
-namespace {
 
-using Json = nlohmann::ordered_json;
-
-
-// --devices: "all" (every GPU the driver reports) or a comma-separated list of indices.
-std::vector<int> parse_devices(const std::string& text, bool replay) {
+std::vector<int> parse_device_list(const std::string& text, bool replay) {
   std::vector<int> indices;
   if (text == "all") {
     if (replay) throw InputError("--devices all needs a GPU to count; with --replay give indices, such as 0,1,2");
@@ -49,6 +44,10 @@ std::vector<int> parse_devices(const std::string& text, bool replay) {
   }
   return indices;
 }
+
+namespace {
+
+using Json = nlohmann::ordered_json;
 
 // --out names a folder: one that exists as a file, or lies under a file, is refused before anything runs.
 void check_record_folder(const std::string& out) {
@@ -86,7 +85,7 @@ Json chosen_json(const TuneReport& report) {
 }
 
 // A rank other than 0 under mpirun: the configuration rank 0 chose for its GPU model.
-void print_evaluator_outcome(const EvaluatorOutcome& outcome, bool json) {
+void print_evaluator_outcome(std::FILE* out, const EvaluatorOutcome& outcome, bool json) {
   if (json) {
     Json output = {{"label", outcome.label},
                    {"device", outcome.device_name},
@@ -94,16 +93,16 @@ void print_evaluator_outcome(const EvaluatorOutcome& outcome, bool json) {
                    {"measured", outcome.measured},
                    {"chosen", outcome.chosen ? Json::parse(outcome.chosen->dump()) : Json(nullptr)}};
     if (!outcome.failure.empty()) output["reason"] = outcome.failure;
-    fmt::print("{}\n", output.dump(2));
+    fmt::print(out, "{}\n", output.dump(2));
     return;
   }
   if (!outcome.chosen) {
-    fmt::print("{} ({}): no configuration chosen: {}\n", outcome.label, outcome.device_name, outcome.failure);
+    fmt::print(out, "{} ({}): no configuration chosen: {}\n", outcome.label, outcome.device_name, outcome.failure);
     return;
   }
   std::vector<std::string> values;
   for (const auto& [name, value] : outcome.chosen->items()) values.push_back(fmt::format("{}={}", name, value.dump()));
-  fmt::print("{} ({}): measured {}; chosen for {}: {}\n", outcome.label, outcome.device_name, outcome.measured,
+  fmt::print(out, "{} ({}): measured {}; chosen for {}: {}\n", outcome.label, outcome.device_name, outcome.measured,
              outcome.kernel, fmt::join(values, " "));
 }
 
@@ -119,16 +118,16 @@ std::string configuration_text(const TuneReport& report, const Evaluation& evalu
 // Streamed specs (tuner/loader): where each pass's time went, for the top configurations and the default (the
 // naive loader in the shipped spaces), against the pinned host-to-device ceiling (the ceilings', cached or measured
 // in this run: report.pinned_copy_in_source says which).
-void print_stream_breakdown(const TuneReport& report) {
-  fmt::print("\nstream breakdown per pass; pinned host-to-device ceiling ({}): {}\n",
+void print_stream_breakdown(std::FILE* out, const TuneReport& report) {
+  fmt::print(out, "\nstream breakdown per pass; pinned host-to-device ceiling ({}): {}\n",
              report.replay ? "recorded" : (report.pinned_copy_in_source.empty() ? "source unknown" : report.pinned_copy_in_source),
              report.pinned_copy_in_gbps > 0 ? fmt::format("{:.1f} GB/s", report.pinned_copy_in_gbps) : "unknown");
-  fmt::print("{:<6} {:>10} {:>11} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "total ms", "items/s",
+  fmt::print(out, "{:<6} {:>10} {:>11} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "total ms", "items/s",
              "in GB/s", "of H2D", "read ms", "H2D ms", "kernel ms", "D2H ms", "idle ms", "configuration");
   auto row = [&](const std::string& label, const Evaluation& evaluation) {
     const StreamStages& s = evaluation.stream;
     double fraction = report.pinned_copy_in_gbps > 0 ? s.input_gbps / report.pinned_copy_in_gbps : 0;
-    fmt::print("{:<6} {:>10.3f} {:>11.4g} {:>8.2f} {:>7} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}  {}\n", label,
+    fmt::print(out, "{:<6} {:>10.3f} {:>11.4g} {:>8.2f} {:>7} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}  {}\n", label,
                s.end_to_end_ms, s.items_per_second, s.input_gbps,
                fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-", s.host_read_ms, s.copy_in_ms, s.kernel_ms,
                s.copy_out_ms, s.gpu_idle_ms, configuration_text(report, evaluation));
@@ -139,7 +138,7 @@ void print_stream_breakdown(const TuneReport& report) {
     const StreamStages& s = report.best.front().evaluation.stream;
     double bound = std::max({s.copy_in_ms, s.kernel_ms, s.copy_out_ms});
     if (bound > 0)
-      fmt::print("best total / max(H2D, kernel, D2H) = {:.3f} (1.0 is perfect overlap)\n", s.end_to_end_ms / bound);
+      fmt::print(out, "best total / max(H2D, kernel, D2H) = {:.3f} (1.0 is perfect overlap)\n", s.end_to_end_ms / bound);
   }
 }
 
@@ -162,97 +161,97 @@ Json final_round_json(const FinalFigures& figures) {
   return document;
 }
 
-void print_table(const TuneReport& report) {
-  if (report.replay) fmt::print("REPLAY of recorded measurements (no GPU was used): {}\n", report.device_name);
-  fmt::print("kernel {} | problem {} | {} ({})\n", report.kernel, report.problem,
+void print_table(std::FILE* out, const TuneReport& report) {
+  if (report.replay) fmt::print(out, "REPLAY of recorded measurements (no GPU was used): {}\n", report.device_name);
+  fmt::print(out, "kernel {} | problem {} | {} ({})\n", report.kernel, report.problem,
              report.replay ? "replayed" : report.device_name, report.arch);
   std::vector<std::string> counts;
   for (const auto& [status, count] : report.status_counts) counts.push_back(fmt::format("{} {}", status, count));
-  fmt::print("evaluated {} of {} valid configurations in {:.1f} s ({:.1f}/s; {}); stopped: {}\n", report.evaluated,
+  fmt::print(out, "evaluated {} of {} valid configurations in {:.1f} s ({:.1f}/s; {}); stopped: {}\n", report.evaluated,
              report.valid_configurations, report.seconds, report.evaluations_per_second, fmt::join(counts, ", "),
              report.stop_reason);
   if (report.devices.size() > 1) {
     std::vector<std::string> shares;
     for (const auto& [device, count] : report.evaluations_per_device) shares.push_back(fmt::format("{}: {}", device, count));
-    fmt::print("measured on {} devices ({}); the final round on one\n", report.devices.size(), fmt::join(shares, ", "));
+    fmt::print(out, "measured on {} devices ({}); the final round on one\n", report.devices.size(), fmt::join(shares, ", "));
   }
   for (const std::string& lost : report.lost_devices)
-    fmt::print("device lost during the run, its configuration measured on another: {}\n", lost);
+    fmt::print(out, "device lost during the run, its configuration measured on another: {}\n", lost);
   if (report.skipped_by_resume)
-    fmt::print("resumed: {} configurations recorded before under this spec hash were not measured again; they are "
+    fmt::print(out, "resumed: {} configurations recorded before under this spec hash were not measured again; they are "
                "ranked with this run's\n",
                report.skipped_by_resume);
   if (report.other_hash_rows)
-    fmt::print("resumed: {} recorded rows of another spec hash (another version of the spec, space, template, "
+    fmt::print(out, "resumed: {} recorded rows of another spec hash (another version of the spec, space, template, "
                "problem or arch) were ignored\n",
                report.other_hash_rows);
   if (report.copy_bandwidth_gbps > 0)
-    fmt::print("device copy bandwidth {}: {:.0f} GB/s\n",
+    fmt::print(out, "device copy bandwidth {}: {:.0f} GB/s\n",
                report.replay ? "recorded with these measurements" : "measured in this run", report.copy_bandwidth_gbps);
   if (report.baseline_final_round) {
     const FinalFigures& figures = *report.baseline_final_round;
-    fmt::print("baseline {} measured in the final round: {} ms [{}, {}]{} (at setup: {} ms)\n",
+    fmt::print(out, "baseline {} measured in the final round: {} ms [{}, {}]{} (at setup: {} ms)\n",
                report.baseline_library.empty() ? "library" : report.baseline_library, format_ms(figures.mean_ms),
                format_ms(figures.low_ms), format_ms(figures.high_ms),
                figures.energy_mj > 0 ? fmt::format(", {:.4g} mJ per call", figures.energy_mj) : "",
                format_ms(report.baseline_search_ms));
   } else if (report.baseline_ms > 0) {
-    fmt::print("baseline {} {}: {} ms\n", report.baseline_library.empty() ? "library" : report.baseline_library,
+    fmt::print(out, "baseline {} {}: {} ms\n", report.baseline_library.empty() ? "library" : report.baseline_library,
                report.replay ? "recorded with these measurements" : "measured in this run",
                format_ms(report.baseline_ms));
   }
   if (report.best.empty()) {
-    fmt::print("no configuration passed verification\n");
+    fmt::print(out, "no configuration passed verification\n");
     return;
   }
   // With a baseline the ratio that matters is the fraction of it; otherwise the fraction of the copy ceiling.
   const bool baseline = report.baseline_ms > 0;
   if (report.objective != Objective::time)
-    fmt::print("\nranked by {} per launch{}\n", report.objective == Objective::energy ? "energy" : "energy x time",
+    fmt::print(out, "\nranked by {} per launch{}\n", report.objective == Objective::energy ? "energy" : "energy x time",
                report.final_rounds > 0 ? " in the final round (the energy lines below)" : "");
   if (report.final_rounds > 0) {
-    fmt::print("\nranked by the final round: the mean of {} interleaved rounds with its 95% interval\n", report.final_rounds);
-    fmt::print("final round stopped: {}; confidence that the winner beats the runner-up {:.3f}; the winner at most "
+    fmt::print(out, "\nranked by the final round: the mean of {} interleaved rounds with its 95% interval\n", report.final_rounds);
+    fmt::print(out, "final round stopped: {}; confidence that the winner beats the runner-up {:.3f}; the winner at most "
                "{:.2f}% slower than the fastest\n",
                report.final_round_stop, report.final_round_confidence, 100 * report.final_round_worst_regret);
   }
-  fmt::print("\n{:<4} {:>11} {:>21} {:>9} {:>9} {:>8} {:>9} {:>9}  {}\n", "rank", "time ms", "95% interval", "GB/s",
+  fmt::print(out, "\n{:<4} {:>11} {:>21} {:>9} {:>9} {:>8} {:>9} {:>9}  {}\n", "rank", "time ms", "95% interval", "GB/s",
              "GFLOP/s", baseline ? "of base" : "of copy", "vs dflt", "vs median", "configuration");
   for (std::size_t i = 0; i < report.best.size(); ++i) {
     const RankedResult& r = report.best[i];
     const double fraction = baseline ? r.fraction_of_baseline : r.fraction_of_ceiling;
     const std::string interval =
         r.final_round ? fmt::format("[{}, {}]", format_ms(r.final_round->low_ms), format_ms(r.final_round->high_ms)) : "-";
-    fmt::print("{:<4} {:>11} {:>21} {:>9.1f} {:>9.1f} {:>8} {:>9} {:>9.2f}  {}\n", i + 1,
+    fmt::print(out, "{:<4} {:>11} {:>21} {:>9.1f} {:>9.1f} {:>8} {:>9} {:>9.2f}  {}\n", i + 1,
                format_ms(r.evaluation.time.median_ms), interval, r.gbps, r.gflops,
                fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-",
                r.speedup_over_default > 0 ? fmt::format("{:.2f}x", r.speedup_over_default) : "-",
                r.speedup_over_median, configuration_text(report, r.evaluation));
   }
   if (report.default_evaluation)
-    fmt::print("default configuration: {} ms ({})\n", format_ms(report.default_evaluation->time.median_ms),
+    fmt::print(out, "default configuration: {} ms ({})\n", format_ms(report.default_evaluation->time.median_ms),
                status_name(report.default_evaluation->status));
   // Energy per launch from the final round (mean of the rounds, 95% interval), where it was measured.
   bool energy_shown = false;
   for (std::size_t i = 0; i < report.best.size(); ++i) {
     const RankedResult& r = report.best[i];
     if (!r.final_round || r.final_round->energy_mj <= 0) continue;
-    if (!energy_shown) fmt::print("energy per launch (final round, NVML energy counter):\n");
+    if (!energy_shown) fmt::print(out, "energy per launch (final round, NVML energy counter):\n");
     energy_shown = true;
     const double seconds = r.final_round->mean_ms * 1e-3;
-    fmt::print("  rank {}: {:.4g} mJ [{:.4g}, {:.4g}], {:.0f} W\n", i + 1, r.final_round->energy_mj,
+    fmt::print(out, "  rank {}: {:.4g} mJ [{:.4g}, {:.4g}], {:.0f} W\n", i + 1, r.final_round->energy_mj,
                r.final_round->energy_low_mj, r.final_round->energy_high_mj,
                seconds > 0 ? r.final_round->energy_mj * 1e-3 / seconds : 0.0);
   }
   std::size_t flagged = 0;
   for (const RankedResult& r : report.best) flagged += clock_policy_flag(r.evaluation.throttle_reasons).empty() ? 0 : 1;
   if (flagged > 0)
-    fmt::print("note: {} of the ranked configurations were measured during a thermal or hardware slowdown "
+    fmt::print(out, "note: {} of the ranked configurations were measured during a thermal or hardware slowdown "
                "(clock_flag in the record)\n", flagged);
-  if (report.streamed) print_stream_breakdown(report);
-  if (!report.records.empty()) fmt::print("records: {}\n", report.records.string());
-  if (report.best_cache_updated) fmt::print("best configuration stored in the cache under results/best\n");
-  if (!report.best_cache_decision.empty()) fmt::print("best cache: {}\n", report.best_cache_decision);
+  if (report.streamed) print_stream_breakdown(out, report);
+  if (!report.records.empty()) fmt::print(out, "records: {}\n", report.records.string());
+  if (report.best_cache_updated) fmt::print(out, "best configuration stored in the cache under results/best\n");
+  if (!report.best_cache_decision.empty()) fmt::print(out, "best cache: {}\n", report.best_cache_decision);
 }
 
 Json report_json(const TuneReport& report) {
@@ -329,6 +328,52 @@ Json report_json(const TuneReport& report) {
   output["evaluations_per_device"] = report.evaluations_per_device;
   output["lost_devices"] = report.lost_devices;
   return output;
+}
+
+// Text for stderr with prefix before each of its lines, written at once so that runs printing beside each other
+// (tune sweep) do not cut into each other's lines.
+void print_to_stderr(const std::string& prefix, const std::string& text) {
+  if (prefix.empty()) {
+    fmt::print(stderr, "{}", text);
+    return;
+  }
+  std::string prefixed;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    const std::size_t newline = text.find('\n', begin);
+    const std::size_t end = newline == std::string::npos ? text.size() : newline + 1;
+    prefixed += prefix;
+    prefixed.append(text, begin, end - begin);
+    begin = end;
+  }
+  fmt::print(stderr, "{}", prefixed);
+}
+
+// Each report: its profile on stderr, its table or JSON on output.results. Exit 0 when every model has a best.
+int print_reports(const std::vector<TuneReport>& reports, bool json, const RunOutput& output) {
+  std::FILE* out = output.results;
+  Json models = Json::array();
+  bool every_model_has_a_best = true;
+  for (const TuneReport& report : reports) {
+    if (!report.torn_row_file.empty())
+      print_to_stderr(output.stderr_prefix,
+                      fmt::format("tune: note: the last row of {} was torn (a run killed while writing it); it was "
+                                  "moved to {}\n", report.records.string(), report.torn_row_file.string()));
+    std::string profile = reports.size() > 1 ? fmt::format("{} ({}):\n", report.device_name, report.arch) : "";
+    print_to_stderr(output.stderr_prefix, profile + format_profile(report.profile));
+    if (json) {
+      models.push_back(report_json(report));
+    } else {
+      if (reports.size() > 1)
+        fmt::print(out, "\n== {} ({}), devices {} ==\n", report.device_name, report.arch, fmt::join(report.devices, ","));
+      print_table(out, report);
+    }
+    every_model_has_a_best = every_model_has_a_best && !report.best.empty();
+  }
+  // One model: its report as ever; several: one report each, in an array.
+  if (json) fmt::print(out, "{}\n", (models.size() == 1 ? models.front() : models).dump(2));
+  std::fflush(out);
+  return every_model_has_a_best ? exit_ok : exit_failure;
 }
 
 }  // namespace
@@ -429,7 +474,7 @@ void RunCommand::add_to(CLI::App& command) {
       ->check(CLI::Range(2, 200));
 }
 
-int RunCommand::run() const {
+int RunCommand::run(const RunOutput& output) const {
   TuneOptions options;
   options.spec_file = find_spec(common.spec);
   options.problem = parse_problem_overrides(common.problem);
@@ -484,11 +529,12 @@ int RunCommand::run() const {
   options.final_candidates = final_candidates;
   options.final_rounds = final_rounds;
   options.final_max_rounds = final_max_rounds;
-  options.show_progress = true;
+  options.show_progress = output.progress;
+  options.open_device = open_device;
   if (!common.arch.empty() && replay.empty())
     throw InputError("--arch applies to --replay only: `tune run` measures on the real GPU");
 
-  if (!devices.empty()) options.devices = parse_devices(devices, !replay.empty());
+  if (!devices.empty()) options.devices = parse_device_list(devices, !replay.empty());
 
   std::vector<TuneReport> reports;
   if (std::optional<LaunchedRank> launched = launched_by_mpirun(); launched && launched->size > 1) {
@@ -503,7 +549,7 @@ int RunCommand::run() const {
     cluster.silence_seconds = rank_timeout;
     if (communicator->rank() != 0) {
       const EvaluatorOutcome outcome = serve_as_evaluator(*communicator, options, device, cluster);
-      print_evaluator_outcome(outcome, common.json);
+      print_evaluator_outcome(output.results, outcome, common.json);
       return outcome.chosen ? exit_ok : exit_failure;
     }
     ClusterCoordinator coordinator(*communicator, cluster);
@@ -519,26 +565,7 @@ int RunCommand::run() const {
   } else {
     reports = tune_each_model(options);
   }
-  Json models = Json::array();
-  bool every_model_has_a_best = true;
-  for (const TuneReport& report : reports) {
-    if (!report.torn_row_file.empty())
-      fmt::print(stderr,
-                 "tune: note: the last row of {} was torn (a run killed while writing it); it was moved to {}\n",
-                 report.records.string(), report.torn_row_file.string());
-    if (reports.size() > 1) fmt::print(stderr, "{} ({}):\n", report.device_name, report.arch);
-    fmt::print(stderr, "{}", format_profile(report.profile));
-    if (common.json) {
-      models.push_back(report_json(report));
-    } else {
-      if (reports.size() > 1) fmt::print("\n== {} ({}), devices {} ==\n", report.device_name, report.arch, fmt::join(report.devices, ","));
-      print_table(report);
-    }
-    every_model_has_a_best = every_model_has_a_best && !report.best.empty();
-  }
-  // One model: its report as ever; several: one report each, in an array.
-  if (common.json) fmt::print("{}\n", (models.size() == 1 ? models.front() : models).dump(2));
-  return every_model_has_a_best ? exit_ok : exit_failure;
+  return print_reports(reports, common.json, output);
 }
 
 }  // namespace kernlathe
