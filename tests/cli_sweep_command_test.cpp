@@ -97,6 +97,35 @@ TEST_F(SweepCommand, ProblemsDoneBeforeAreSkippedAndTheNextOneRuns) {
   EXPECT_EQ(restarted.err.find("skipped"), std::string::npos) << restarted.err;
 }
 
+TEST_F(SweepCommand, ADeviceListThatCannotBeUsedIsBadInputBeforeAnythingRuns) {
+  const fs::path file = write_workload("  - spec: saxpy\n    sweep: {N: [1024, 2048]}\n");
+  const fs::path out = directory_ / "out";
+  const auto twice = run_tune("sweep " + file.string() + " --out " + out.string() + " --devices 0,1,0");
+  EXPECT_EQ(twice.exit_code, 2) << twice.err;
+  EXPECT_NE(twice.err.find("names a GPU twice"), std::string::npos) << twice.err;
+  const auto not_an_index = run_tune("sweep " + file.string() + " --out " + out.string() + " --devices 0,x");
+  EXPECT_EQ(not_an_index.exit_code, 2) << not_an_index.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(SweepCommand, WithoutAGpuOverTwoDevicesTheProblemsStartedFailWithExit3AndNothingMoreStarts) {
+  const fs::path file = write_workload("  - spec: saxpy\n    sweep: {N: [1024, 2048, 4096]}\n");
+  const fs::path out = directory_ / "out";
+  const auto result = run_tune("sweep " + file.string() + " --out " + out.string() + " --devices 0,1");
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find("1/3 01-saxpy-N=1024 on device 0"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("2/3 02-saxpy-N=2048 on device 1"), std::string::npos) << result.err;
+  std::ifstream in(out / "state.json");
+  const nlohmann::json state = nlohmann::json::parse(in);
+  for (const auto& [label, device] : {std::pair{"01-saxpy-N=1024", 0}, std::pair{"02-saxpy-N=2048", 1}}) {
+    const nlohmann::json& entry = state.at("problems").at(label);
+    EXPECT_EQ(entry.at("status"), "failed") << label;
+    EXPECT_EQ(entry.at("exit"), 3) << label;
+    EXPECT_EQ(entry.at("devices"), nlohmann::json::array({device})) << label;
+  }
+  EXPECT_FALSE(state.at("problems").contains("03-saxpy-N=4096"));  // never started
+}
+
 using Clock = std::chrono::steady_clock;
 
 // What the stand-in GPUs measured: each measurement's problem (its N), device, start and end.
@@ -185,7 +214,7 @@ class SweepAcrossDevices : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(directory_); }
 
-  int sweep(int problems, const std::string& devices, const std::map<int, int>& pace_ms) {
+  int sweep(int problems, const std::string& devices, const std::map<int, int>& pace_ms, bool json = true) {
     std::string values;
     for (int index = 1; index <= problems; ++index) values += (index > 1 ? ", " : "") + std::to_string(1000 * index);
     const fs::path workload = directory_ / "workload.yaml";
@@ -193,7 +222,7 @@ class SweepAcrossDevices : public ::testing::Test {
                             << values << "]}\n";
     ::kernlathe::SweepCommand command;
     command.run.common.spec = workload.string();
-    command.run.common.json = true;
+    command.run.common.json = json;
     command.run.out = out_.string();
     command.run.devices = devices;
     command.run.budget = budget;
@@ -210,7 +239,8 @@ class SweepAcrossDevices : public ::testing::Test {
     std::string text;
     for (int c = std::fgetc(results); c != EOF; c = std::fgetc(results)) text += static_cast<char>(c);
     std::fclose(results);
-    summary_ = nlohmann::json::parse(text);
+    summary_text_ = text;
+    if (json) summary_ = nlohmann::json::parse(text);
     std::ifstream in(out_ / "state.json");
     state_ = nlohmann::json::parse(in);
     return exit_code;
@@ -242,6 +272,7 @@ class SweepAcrossDevices : public ::testing::Test {
   fs::path directory_, spec_, out_;
   std::shared_ptr<DeviceLog> log_ = std::make_shared<DeviceLog>();
   nlohmann::json summary_, state_;
+  std::string summary_text_;
 };
 
 TEST_F(SweepAcrossDevices, ProblemsOutnumberingTheDevicesRunAtOnceOneDeviceEachAndEachOnce) {
@@ -290,6 +321,12 @@ TEST_F(SweepAcrossDevices, TheLastProblemTakesEveryFreeDevice) {
   EXPECT_TRUE(log_->devices_of(1000).empty());  // done before: skipped
   EXPECT_EQ(summary_.at("problems").at(0).at("devices"), nlohmann::json::array({2}));
   EXPECT_EQ(summary_.at("problems").at(2).at("devices"), nlohmann::json::array({0, 1, 2}));
+  // Again: everything is done, nothing runs, and the table names each problem's devices.
+  ASSERT_EQ(sweep(3, "0,1,2", {{0, 1}, {1, 3}, {2, 1}}, false), 0);
+  EXPECT_NE(summary_text_.find("devices\n"), std::string::npos) << summary_text_;
+  EXPECT_NE(summary_text_.find("  2\n"), std::string::npos) << summary_text_;
+  EXPECT_NE(summary_text_.find("  0,1,2\n"), std::string::npos) << summary_text_;
+  EXPECT_EQ(log_->devices_of(3000), (std::set<int>{0, 1, 2}));  // not measured again
 }
 
 TEST_F(SweepAcrossDevices, OneDeviceTunesTheProblemsOneAfterTheOtherWithTheEarlierOnesAsPriors) {

@@ -125,6 +125,14 @@ struct FinishedRun {
 // One sweep: the problems, their state and the runs in flight. The sweep's own thread starts runs, takes their
 // results, writes the state and prints; each run has a thread of its own that touches nothing but its RunCommand,
 // its report file and the queue of finished runs.
+//
+// What runs at once share, and why that is safe: the best cache (an flock() per update, taken per open file, so
+// threads of one process exclude each other as processes do, and a rename into place); the cubin cache and the
+// ceiling cache (temporary names unique per process and thread, renamed into place); the results database that
+// the default prior reads (a record being appended is read up to its last whole row); the NVRTC and driver
+// libraries (loaded under a mutex); stdio (each message one call, so lines are not cut into). A run's records, its
+// run.json and its report are its own: identical problems never run at once (startable_problems). SIGPIPE is
+// ignored once, in main, before any thread starts.
 class Sweep {
  public:
   Sweep(const RunCommand& run, const Workload& workload, const fs::path& state_dir, Json state)
