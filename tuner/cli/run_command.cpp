@@ -530,6 +530,7 @@ int RunCommand::run(const RunOutput& output) const {
   options.final_rounds = final_rounds;
   options.final_max_rounds = final_max_rounds;
   options.show_progress = output.progress;
+  options.message_prefix = output.stderr_prefix;
   options.open_device = open_device;
   if (!common.arch.empty() && replay.empty())
     throw InputError("--arch applies to --replay only: `tune run` measures on the real GPU");

@@ -24,7 +24,7 @@ struct KernelSpec;
 // problems at once, each run writing its report to a file of its own and its stderr lines under a prefix.
 struct RunOutput {
   std::FILE* results = stdout;  // the ranking, or the --json report
-  std::string stderr_prefix;    // put before each line the command prints on stderr (the profile, notes)
+  std::string stderr_prefix;    // put before each line the run prints on stderr (the profile, the session's notes)
   bool progress = true;         // the session's progress line and its progress messages on stderr
 };
 
