@@ -64,7 +64,9 @@ Json summary_row(const std::string& label, const WorkloadProblem& problem, const
               {"exit", status}, {"devices", devices}, {"report", report_file.string()}};
   try {
     std::ifstream in(report_file);
-    const Json report = Json::parse(in);
+    const Json parsed = Json::parse(in);
+    // GPUs of several models tune a problem in one session each, and the report is an array: the first model's.
+    const Json report = parsed.is_array() && !parsed.empty() ? parsed.front() : parsed;
     row["evaluated"] = report.value("evaluated", 0);
     row["seconds"] = report.value("seconds", 0.0);
     if (report.contains("best") && !report["best"].empty()) {
