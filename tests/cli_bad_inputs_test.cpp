@@ -443,7 +443,11 @@ TEST(BadOptions, OutputFoldersThatAreFilesAndKernelsThatDoNotExist) {
   write_text(folder.path() / "plain", "not a folder\n");
   const std::string plain = (folder.path() / "plain").string();
   const std::string best_dir = (fs::path(KERNLATHE_SOURCE_DIR) / "results" / "best").string();
+  write_text(folder.path() / "workload.yaml",
+             "workload: w\ntasks:\n  - spec: " + saxpy_spec.string() + "\n    problems: [{N: 1024}]\n");
   for (const auto& [arguments, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"sweep '" + (folder.path() / "workload.yaml").string() + "' --out '" + plain + "'",
+            "tune: --out " + plain + ": is a file"},
            {"export saxpy --dir '" + best_dir + "' -o '" + plain + "'", "tune: -o " + plain + ": is a file"},
            {"t4 '" + csv.string() + "' -o '" + plain + "'", "tune: -o " + plain + ": is a file"},
            {"report '" + csv.string() + "' -o '" + plain + "'", "tune: -o " + plain + ": is a file"},

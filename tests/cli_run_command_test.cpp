@@ -1,18 +1,22 @@
 // `tune run` on recorded data (no GPU): a default configuration that breaks a constraint is replaced by the first
 // valid one, said once and recorded; `--config` measures exactly the configurations given, and refuses one that is
-// not in the space or breaks a constraint, naming which.
+// not in the space or breaks a constraint, naming which. In this process, a run writes its report where its caller
+// says (RunCommand::run(RunOutput)), with every stderr line under the caller's prefix, as `tune sweep` runs them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "analysis_test_support.h"
 #include "cli_test_support.h"
+#include "tuner/cli/run_command.h"
 
 namespace kernlathe {
 namespace {
@@ -132,6 +136,40 @@ TEST(GivenConfigurations, OneNotInTheSpaceOrBreakingAConstraintIsRefusedByName) 
     EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
     EXPECT_FALSE(fs::exists(out)) << "nothing is written before the configurations are known good";
   }
+}
+
+TEST(RunOutput, TheReportGoesToTheGivenFileAndEveryStderrLineStartsWithThePrefix) {
+  TemporaryFolder folder("run-output");
+  RunCommand command;
+  command.common.spec = saxpy_spec.string();
+  command.common.json = true;
+  command.replay = saxpy_csv.string();
+  command.out = (folder.path() / "out").string();
+  command.budget = 5;
+  command.final_candidates = 0;
+  std::FILE* report = std::tmpfile();
+  RunOutput output;
+  output.results = report;
+  output.stderr_prefix = "03-saxpy on device 1: ";
+  output.progress = false;
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int exit_code = command.run(output);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(exit_code, 0) << err;
+  std::rewind(report);
+  std::string text;
+  for (int c = std::fgetc(report); c != EOF; c = std::fgetc(report)) text += static_cast<char>(c);
+  std::fclose(report);
+  EXPECT_EQ(nlohmann::json::parse(text).at("evaluated"), 5);
+  EXPECT_EQ(out, "") << "the report went to the given file only";
+  ASSERT_NE(err.find("profile"), std::string::npos) << err;
+  std::istringstream lines(err);
+  std::size_t count = 0;
+  for (std::string line; std::getline(lines, line); ++count)
+    EXPECT_EQ(line.rfind(output.stderr_prefix, 0), 0u) << "a line without the prefix: " << line;
+  EXPECT_GT(count, 3u);
 }
 
 }  // namespace

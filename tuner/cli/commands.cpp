@@ -52,7 +52,8 @@ int run_cli(int argc, char** argv) {
   run_command.add_to(*run);
 
   SweepCommand sweep_command;
-  CLI::App* sweep = app.add_subcommand("sweep", "tune every problem of a workload file, one after the other, resumably");
+  CLI::App* sweep = app.add_subcommand(
+      "sweep", "tune every problem of a workload file, one after the other or several GPUs at once, resumably");
   sweep_command.add_to(*sweep);
 
   CoverCommand cover_command;

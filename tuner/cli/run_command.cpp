@@ -22,13 +22,8 @@
 #include "tuner/spec/spec_loader.h"
 
 namespace kernlathe {
-namespace {
 
-using Json = nlohmann::ordered_json;
-
-
-// --devices: "all" (every GPU the driver reports) or a comma-separated list of indices.
-std::vector<int> parse_devices(const std::string& text, bool replay) {
+std::vector<int> parse_device_list(const std::string& text, bool replay) {
   std::vector<int> indices;
   if (text == "all") {
     if (replay) throw InputError("--devices all needs a GPU to count; with --replay give indices, such as 0,1,2");
@@ -52,6 +47,10 @@ std::vector<int> parse_devices(const std::string& text, bool replay) {
   }
   return indices;
 }
+
+namespace {
+
+using Json = nlohmann::ordered_json;
 
 // --replay names a record file (evaluations.csv): a folder or a missing file is refused by name.
 void check_record_file(const std::string& replay) {
@@ -82,27 +81,27 @@ Json evaluator_outcome_json(const EvaluatorOutcome& outcome) {
   return output;
 }
 
-void print_evaluator_outcome(const EvaluatorOutcome& outcome) {
+void print_evaluator_outcome(std::FILE* out, const EvaluatorOutcome& outcome) {
   if (!outcome.chosen) {
-    fmt::print("{} ({}): no configuration chosen: {}\n", outcome.label, outcome.device_name, outcome.failure);
+    fmt::print(out, "{} ({}): no configuration chosen: {}\n", outcome.label, outcome.device_name, outcome.failure);
     return;
   }
   std::vector<std::string> values;
   for (const auto& [name, value] : outcome.chosen->items()) values.push_back(fmt::format("{}={}", name, value.dump()));
-  fmt::print("{} ({}): measured {}; chosen for {}: {}\n", outcome.label, outcome.device_name, outcome.measured,
+  fmt::print(out, "{} ({}): measured {}; chosen for {}: {}\n", outcome.label, outcome.device_name, outcome.measured,
              outcome.kernel, fmt::join(values, " "));
 }
 
 // One line per GPU of an evaluator rank; --json: the outcome as an object, or an array of them for a rank of
 // several GPUs.
-void print_evaluator_outcomes(const std::vector<EvaluatorOutcome>& outcomes, bool json) {
+void print_evaluator_outcomes(std::FILE* out, const std::vector<EvaluatorOutcome>& outcomes, bool json) {
   if (json) {
-    Json output = Json::array();
-    for (const EvaluatorOutcome& outcome : outcomes) output.push_back(evaluator_outcome_json(outcome));
-    fmt::print("{}\n", (output.size() == 1 ? output[0] : output).dump(2));
+    Json printed = Json::array();
+    for (const EvaluatorOutcome& outcome : outcomes) printed.push_back(evaluator_outcome_json(outcome));
+    fmt::print(out, "{}\n", (printed.size() == 1 ? printed[0] : printed).dump(2));
     return;
   }
-  for (const EvaluatorOutcome& outcome : outcomes) print_evaluator_outcome(outcome);
+  for (const EvaluatorOutcome& outcome : outcomes) print_evaluator_outcome(out, outcome);
 }
 
 std::string format_ms(double ms) { return ms > 0 ? fmt::format("{:.4f}", ms) : "-"; }
@@ -117,16 +116,16 @@ std::string configuration_text(const TuneReport& report, const Evaluation& evalu
 // Streamed specs (tuner/loader): where each pass's time went, for the top configurations and the default (the
 // naive loader in the shipped spaces), against the pinned host-to-device ceiling (the ceilings', cached or measured
 // in this run: report.pinned_copy_in_source says which).
-void print_stream_breakdown(const TuneReport& report) {
-  fmt::print("\nstream breakdown per pass; pinned host-to-device ceiling ({}): {}\n",
+void print_stream_breakdown(std::FILE* out, const TuneReport& report) {
+  fmt::print(out, "\nstream breakdown per pass; pinned host-to-device ceiling ({}): {}\n",
              report.replay ? "recorded" : (report.pinned_copy_in_source.empty() ? "source unknown" : report.pinned_copy_in_source),
              report.pinned_copy_in_gbps > 0 ? fmt::format("{:.1f} GB/s", report.pinned_copy_in_gbps) : "unknown");
-  fmt::print("{:<6} {:>10} {:>11} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "total ms", "items/s",
+  fmt::print(out, "{:<6} {:>10} {:>11} {:>8} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "rank", "total ms", "items/s",
              "in GB/s", "of H2D", "read ms", "H2D ms", "kernel ms", "D2H ms", "idle ms", "configuration");
   auto row = [&](const std::string& label, const Evaluation& evaluation) {
     const StreamStages& s = evaluation.stream;
     double fraction = report.pinned_copy_in_gbps > 0 ? s.input_gbps / report.pinned_copy_in_gbps : 0;
-    fmt::print("{:<6} {:>10.3f} {:>11.4g} {:>8.2f} {:>7} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}  {}\n", label,
+    fmt::print(out, "{:<6} {:>10.3f} {:>11.4g} {:>8.2f} {:>7} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}  {}\n", label,
                s.end_to_end_ms, s.items_per_second, s.input_gbps,
                fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-", s.host_read_ms, s.copy_in_ms, s.kernel_ms,
                s.copy_out_ms, s.gpu_idle_ms, configuration_text(report, evaluation));
@@ -137,7 +136,7 @@ void print_stream_breakdown(const TuneReport& report) {
     const StreamStages& s = report.best.front().evaluation.stream;
     double bound = std::max({s.copy_in_ms, s.kernel_ms, s.copy_out_ms});
     if (bound > 0)
-      fmt::print("best total / max(H2D, kernel, D2H) = {:.3f} (1.0 is perfect overlap)\n", s.end_to_end_ms / bound);
+      fmt::print(out, "best total / max(H2D, kernel, D2H) = {:.3f} (1.0 is perfect overlap)\n", s.end_to_end_ms / bound);
   }
 }
 
@@ -160,97 +159,97 @@ Json final_round_json(const FinalFigures& figures) {
   return document;
 }
 
-void print_table(const TuneReport& report) {
-  if (report.replay) fmt::print("REPLAY of recorded measurements (no GPU was used): {}\n", report.device_name);
-  fmt::print("kernel {} | problem {} | {} ({})\n", report.kernel, report.problem,
+void print_table(std::FILE* out, const TuneReport& report) {
+  if (report.replay) fmt::print(out, "REPLAY of recorded measurements (no GPU was used): {}\n", report.device_name);
+  fmt::print(out, "kernel {} | problem {} | {} ({})\n", report.kernel, report.problem,
              report.replay ? "replayed" : report.device_name, report.arch);
   std::vector<std::string> counts;
   for (const auto& [status, count] : report.status_counts) counts.push_back(fmt::format("{} {}", status, count));
-  fmt::print("evaluated {} of {} valid configurations in {:.1f} s ({:.1f}/s; {}); stopped: {}\n", report.evaluated,
+  fmt::print(out, "evaluated {} of {} valid configurations in {:.1f} s ({:.1f}/s; {}); stopped: {}\n", report.evaluated,
              report.valid_configurations, report.seconds, report.evaluations_per_second, fmt::join(counts, ", "),
              report.stop_reason);
   if (report.devices.size() > 1) {
     std::vector<std::string> shares;
     for (const auto& [device, count] : report.evaluations_per_device) shares.push_back(fmt::format("{}: {}", device, count));
-    fmt::print("measured on {} devices ({}); the final round on one\n", report.devices.size(), fmt::join(shares, ", "));
+    fmt::print(out, "measured on {} devices ({}); the final round on one\n", report.devices.size(), fmt::join(shares, ", "));
   }
   for (const std::string& lost : report.lost_devices)
-    fmt::print("device lost during the run, its configuration measured on another: {}\n", lost);
+    fmt::print(out, "device lost during the run, its configuration measured on another: {}\n", lost);
   if (report.skipped_by_resume)
-    fmt::print("resumed: {} configurations recorded before under this spec hash were not measured again; they are "
+    fmt::print(out, "resumed: {} configurations recorded before under this spec hash were not measured again; they are "
                "ranked with this run's\n",
                report.skipped_by_resume);
   if (report.other_hash_rows)
-    fmt::print("resumed: {} recorded rows of another spec hash (another version of the spec, space, template, "
+    fmt::print(out, "resumed: {} recorded rows of another spec hash (another version of the spec, space, template, "
                "problem or arch) were ignored\n",
                report.other_hash_rows);
   if (report.copy_bandwidth_gbps > 0)
-    fmt::print("device copy bandwidth {}: {:.0f} GB/s\n",
+    fmt::print(out, "device copy bandwidth {}: {:.0f} GB/s\n",
                report.replay ? "recorded with these measurements" : "measured in this run", report.copy_bandwidth_gbps);
   if (report.baseline_final_round) {
     const FinalFigures& figures = *report.baseline_final_round;
-    fmt::print("baseline {} measured in the final round: {} ms [{}, {}]{} (at setup: {} ms)\n",
+    fmt::print(out, "baseline {} measured in the final round: {} ms [{}, {}]{} (at setup: {} ms)\n",
                report.baseline_library.empty() ? "library" : report.baseline_library, format_ms(figures.mean_ms),
                format_ms(figures.low_ms), format_ms(figures.high_ms),
                figures.energy_mj > 0 ? fmt::format(", {:.4g} mJ per call", figures.energy_mj) : "",
                format_ms(report.baseline_search_ms));
   } else if (report.baseline_ms > 0) {
-    fmt::print("baseline {} {}: {} ms\n", report.baseline_library.empty() ? "library" : report.baseline_library,
+    fmt::print(out, "baseline {} {}: {} ms\n", report.baseline_library.empty() ? "library" : report.baseline_library,
                report.replay ? "recorded with these measurements" : "measured in this run",
                format_ms(report.baseline_ms));
   }
   if (report.best.empty()) {
-    fmt::print("no configuration passed verification\n");
+    fmt::print(out, "no configuration passed verification\n");
     return;
   }
   // With a baseline the ratio that matters is the fraction of it; otherwise the fraction of the copy ceiling.
   const bool baseline = report.baseline_ms > 0;
   if (report.objective != Objective::time)
-    fmt::print("\nranked by {} per launch{}\n", report.objective == Objective::energy ? "energy" : "energy x time",
+    fmt::print(out, "\nranked by {} per launch{}\n", report.objective == Objective::energy ? "energy" : "energy x time",
                report.final_rounds > 0 ? " in the final round (the energy lines below)" : "");
   if (report.final_rounds > 0) {
-    fmt::print("\nranked by the final round: the mean of {} interleaved rounds with its 95% interval\n", report.final_rounds);
-    fmt::print("final round stopped: {}; confidence that the winner beats the runner-up {:.3f}; the winner at most "
+    fmt::print(out, "\nranked by the final round: the mean of {} interleaved rounds with its 95% interval\n", report.final_rounds);
+    fmt::print(out, "final round stopped: {}; confidence that the winner beats the runner-up {:.3f}; the winner at most "
                "{:.2f}% slower than the fastest\n",
                report.final_round_stop, report.final_round_confidence, 100 * report.final_round_worst_regret);
   }
-  fmt::print("\n{:<4} {:>11} {:>21} {:>9} {:>9} {:>8} {:>9} {:>9}  {}\n", "rank", "time ms", "95% interval", "GB/s",
+  fmt::print(out, "\n{:<4} {:>11} {:>21} {:>9} {:>9} {:>8} {:>9} {:>9}  {}\n", "rank", "time ms", "95% interval", "GB/s",
              "GFLOP/s", baseline ? "of base" : "of copy", "vs dflt", "vs median", "configuration");
   for (std::size_t i = 0; i < report.best.size(); ++i) {
     const RankedResult& r = report.best[i];
     const double fraction = baseline ? r.fraction_of_baseline : r.fraction_of_ceiling;
     const std::string interval =
         r.final_round ? fmt::format("[{}, {}]", format_ms(r.final_round->low_ms), format_ms(r.final_round->high_ms)) : "-";
-    fmt::print("{:<4} {:>11} {:>21} {:>9.1f} {:>9.1f} {:>8} {:>9} {:>9.2f}  {}\n", i + 1,
+    fmt::print(out, "{:<4} {:>11} {:>21} {:>9.1f} {:>9.1f} {:>8} {:>9} {:>9.2f}  {}\n", i + 1,
                format_ms(r.evaluation.time.median_ms), interval, r.gbps, r.gflops,
                fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-",
                r.speedup_over_default > 0 ? fmt::format("{:.2f}x", r.speedup_over_default) : "-",
                r.speedup_over_median, configuration_text(report, r.evaluation));
   }
   if (report.default_evaluation)
-    fmt::print("default configuration: {} ms ({})\n", format_ms(report.default_evaluation->time.median_ms),
+    fmt::print(out, "default configuration: {} ms ({})\n", format_ms(report.default_evaluation->time.median_ms),
                status_name(report.default_evaluation->status));
   // Energy per launch from the final round (mean of the rounds, 95% interval), where it was measured.
   bool energy_shown = false;
   for (std::size_t i = 0; i < report.best.size(); ++i) {
     const RankedResult& r = report.best[i];
     if (!r.final_round || r.final_round->energy_mj <= 0) continue;
-    if (!energy_shown) fmt::print("energy per launch (final round, NVML energy counter):\n");
+    if (!energy_shown) fmt::print(out, "energy per launch (final round, NVML energy counter):\n");
     energy_shown = true;
     const double seconds = r.final_round->mean_ms * 1e-3;
-    fmt::print("  rank {}: {:.4g} mJ [{:.4g}, {:.4g}], {:.0f} W\n", i + 1, r.final_round->energy_mj,
+    fmt::print(out, "  rank {}: {:.4g} mJ [{:.4g}, {:.4g}], {:.0f} W\n", i + 1, r.final_round->energy_mj,
                r.final_round->energy_low_mj, r.final_round->energy_high_mj,
                seconds > 0 ? r.final_round->energy_mj * 1e-3 / seconds : 0.0);
   }
   std::size_t flagged = 0;
   for (const RankedResult& r : report.best) flagged += clock_policy_flag(r.evaluation.throttle_reasons).empty() ? 0 : 1;
   if (flagged > 0)
-    fmt::print("note: {} of the ranked configurations were measured during a thermal or hardware slowdown "
+    fmt::print(out, "note: {} of the ranked configurations were measured during a thermal or hardware slowdown "
                "(clock_flag in the record)\n", flagged);
-  if (report.streamed) print_stream_breakdown(report);
-  if (!report.records.empty()) fmt::print("records: {}\n", report.records.string());
-  if (report.best_cache_updated) fmt::print("best configuration stored in the cache under results/best\n");
-  if (!report.best_cache_decision.empty()) fmt::print("best cache: {}\n", report.best_cache_decision);
+  if (report.streamed) print_stream_breakdown(out, report);
+  if (!report.records.empty()) fmt::print(out, "records: {}\n", report.records.string());
+  if (report.best_cache_updated) fmt::print(out, "best configuration stored in the cache under results/best\n");
+  if (!report.best_cache_decision.empty()) fmt::print(out, "best cache: {}\n", report.best_cache_decision);
 }
 
 Json report_json(const TuneReport& report) {
@@ -327,6 +326,52 @@ Json report_json(const TuneReport& report) {
   output["evaluations_per_device"] = report.evaluations_per_device;
   output["lost_devices"] = report.lost_devices;
   return output;
+}
+
+// Text for stderr with prefix before each of its lines, written at once so that runs printing beside each other
+// (tune sweep) do not cut into each other's lines.
+void print_to_stderr(const std::string& prefix, const std::string& text) {
+  if (prefix.empty()) {
+    fmt::print(stderr, "{}", text);
+    return;
+  }
+  std::string prefixed;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    const std::size_t newline = text.find('\n', begin);
+    const std::size_t end = newline == std::string::npos ? text.size() : newline + 1;
+    prefixed += prefix;
+    prefixed.append(text, begin, end - begin);
+    begin = end;
+  }
+  fmt::print(stderr, "{}", prefixed);
+}
+
+// Each report: its profile on stderr, its table or JSON on output.results. Exit 0 when every model has a best.
+int print_reports(const std::vector<TuneReport>& reports, bool json, const RunOutput& output) {
+  std::FILE* out = output.results;
+  Json models = Json::array();
+  bool every_model_has_a_best = true;
+  for (const TuneReport& report : reports) {
+    if (!report.torn_row_file.empty())
+      print_to_stderr(output.stderr_prefix,
+                      fmt::format("tune: note: the last row of {} was torn (a run killed while writing it); it was "
+                                  "moved to {}\n", report.records.string(), report.torn_row_file.string()));
+    std::string profile = reports.size() > 1 ? fmt::format("{} ({}):\n", report.device_name, report.arch) : "";
+    print_to_stderr(output.stderr_prefix, profile + format_profile(report.profile));
+    if (json) {
+      models.push_back(report_json(report));
+    } else {
+      if (reports.size() > 1)
+        fmt::print(out, "\n== {} ({}), devices {} ==\n", report.device_name, report.arch, fmt::join(report.devices, ","));
+      print_table(out, report);
+    }
+    every_model_has_a_best = every_model_has_a_best && !report.best.empty();
+  }
+  // One model: its report as ever; several: one report each, in an array.
+  if (json) fmt::print(out, "{}\n", (models.size() == 1 ? models.front() : models).dump(2));
+  std::fflush(out);
+  return every_model_has_a_best ? exit_ok : exit_failure;
 }
 
 }  // namespace
@@ -427,7 +472,7 @@ void RunCommand::add_to(CLI::App& command) {
       ->check(CLI::Range(2, 200));
 }
 
-int RunCommand::run() const {
+int RunCommand::run(const RunOutput& output) const {
   TuneOptions options;
   options.spec_file = find_spec(common.spec);
   options.problem = parse_problem_overrides(common.problem);
@@ -488,11 +533,13 @@ int RunCommand::run() const {
   options.final_candidates = final_candidates;
   options.final_rounds = final_rounds;
   options.final_max_rounds = final_max_rounds;
-  options.show_progress = true;
+  options.show_progress = output.progress;
+  options.message_prefix = output.stderr_prefix;
+  options.open_device = open_device;
   if (!common.arch.empty() && replay.empty())
     throw InputError("--arch applies to --replay only: `tune run` measures on the real GPU");
 
-  if (!devices.empty()) options.devices = parse_devices(devices, !replay.empty());
+  if (!devices.empty()) options.devices = parse_device_list(devices, !replay.empty());
 
   std::vector<TuneReport> reports;
   if (std::optional<LaunchedRank> launched = launched_by_mpirun(); launched && launched->size > 1) {
@@ -507,7 +554,7 @@ int RunCommand::run() const {
     if (communicator->rank() != 0) {
       const std::vector<EvaluatorOutcome> outcomes =
           serve_as_evaluator(*communicator, options, devices.empty() ? std::vector<int>{device} : options.devices, cluster);
-      print_evaluator_outcomes(outcomes, common.json);
+      print_evaluator_outcomes(output.results, outcomes, common.json);
       const bool chosen = std::all_of(outcomes.begin(), outcomes.end(), [](const auto& each) { return each.chosen.has_value(); });
       return chosen ? exit_ok : exit_failure;
     }
@@ -524,26 +571,7 @@ int RunCommand::run() const {
   } else {
     reports = tune_each_model(options);
   }
-  Json models = Json::array();
-  bool every_model_has_a_best = true;
-  for (const TuneReport& report : reports) {
-    if (!report.torn_row_file.empty())
-      fmt::print(stderr,
-                 "tune: note: the last row of {} was torn (a run killed while writing it); it was moved to {}\n",
-                 report.records.string(), report.torn_row_file.string());
-    if (reports.size() > 1) fmt::print(stderr, "{} ({}):\n", report.device_name, report.arch);
-    fmt::print(stderr, "{}", format_profile(report.profile));
-    if (common.json) {
-      models.push_back(report_json(report));
-    } else {
-      if (reports.size() > 1) fmt::print("\n== {} ({}), devices {} ==\n", report.device_name, report.arch, fmt::join(report.devices, ","));
-      print_table(report);
-    }
-    every_model_has_a_best = every_model_has_a_best && !report.best.empty();
-  }
-  // One model: its report as ever; several: one report each, in an array.
-  if (common.json) fmt::print("{}\n", (models.size() == 1 ? models.front() : models).dump(2));
-  return every_model_has_a_best ? exit_ok : exit_failure;
+  return print_reports(reports, common.json, output);
 }
 
 }  // namespace kernlathe

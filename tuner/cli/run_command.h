@@ -5,6 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,17 @@
 #include "tuner/search/strategy.h"
 
 namespace kernlathe {
+
+class Measurer;
+struct KernelSpec;
+
+// Where a run writes what `tune run` prints: stdout and stderr, or what its caller gives. `tune sweep` tunes several
+// problems at once, each run writing its report to a file of its own and its stderr lines under a prefix.
+struct RunOutput {
+  std::FILE* results = stdout;  // the ranking, or the --json report
+  std::string stderr_prefix;    // put before each line the run prints on stderr (the profile, the session's notes)
+  bool progress = true;         // the session's progress line and its progress messages on stderr
+};
 
 struct RunCommand {
   CommonSpecOptions common;
@@ -45,10 +59,17 @@ struct RunCommand {
   CLI::Option* device_option = nullptr;  // --device, to tell whether it was given
   std::vector<std::string> prior;  // --prior FILE...: records or T4 files of this kernel measured elsewhere
   bool no_prior = false;           // --no-prior: not even the results database's other records of the kernel
-
+  // Not an option: opens device `index` in place of a GPU's evaluation worker (TuneOptions::open_device), so that
+  // tests run whole sweeps over stand-in GPUs (tests/cli_sweep_command_test.cpp). Unset from the command line.
+  std::function<std::unique_ptr<Measurer>(const KernelSpec& spec, int index)> open_device;
 
   void add_to(CLI::App& command);
-  int run() const;
+  int run() const { return run(RunOutput{}); }
+  int run(const RunOutput& output) const;
 };
+
+// --devices: "all" (every GPU the driver reports; NoGpuError without one, InputError with replay) or a
+// comma-separated list of indices (InputError naming the bad one).
+std::vector<int> parse_device_list(const std::string& text, bool replay);
 
 }  // namespace kernlathe

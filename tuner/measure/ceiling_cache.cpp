@@ -2,11 +2,12 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -68,9 +69,11 @@ void write_cached_ceilings(const std::filesystem::path& dir, const CeilingCacheK
                                    {"values", ceiling_metadata(entry.ceilings)},
                                    {"failures", entry.ceilings.failures}};
   const std::filesystem::path target = dir / file_name(key);
-  std::ostringstream suffix;
-  suffix << ".tmp" << ::getpid();
-  const std::filesystem::path temporary = target.string() + suffix.str();
+  // Unique per process and per thread: problems of a sweep tuned at once on GPUs of one model may store the same
+  // entry together, and each must rename a whole file of its own into place.
+  static std::atomic<std::uint64_t> counter{0};
+  const std::filesystem::path temporary =
+      target.string() + fmt::format(".tmp{}.{}", static_cast<long>(::getpid()), counter.fetch_add(1));
   {
     std::ofstream file(temporary, std::ios::trunc);
     file << document.dump(2) << "\n";

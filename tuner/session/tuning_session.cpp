@@ -323,7 +323,8 @@ class TuningRun {
     run_default_ = run_default_configuration(spec_, space_);
     static std::once_flag default_note_said;  // several models run a session each: the note is said once
     if (!run_default_.fallback_note.empty())
-      std::call_once(default_note_said, [&] { fmt::print(stderr, "tune: note: {}\n", run_default_.fallback_note); });
+      std::call_once(default_note_said, [&] { fmt::print(stderr, "{}tune: note: {}\n",
+                                                         options_.message_prefix, run_default_.fallback_note); });
     for (const std::string& text : options_.given_configurations) given_.push_back(given_configuration(text, spec_, space_));
     arch_ = device_.arch_name();
     hash_ = spec_hash(spec_, arch_);
@@ -415,7 +416,8 @@ class TuningRun {
         sources.push_back(read_prior_source(files[index], spec_.space));
       } catch (const InputError& error) {
         if (index < given) throw;
-        fmt::print(stderr, "tune: prior: {} is left out ({})\n", files[index].string(), error.what());
+        fmt::print(stderr, "{}tune: prior: {} is left out ({})\n",
+                   options_.message_prefix, files[index].string(), error.what());
       }
     }
     std::vector<Configuration> transfers;
@@ -453,7 +455,8 @@ class TuningRun {
     try {
       stored = BestCache(options_.best_cache_dir).read(spec_.name);
     } catch (const InputError& error) {
-      fmt::print(stderr, "tune: {} (the run goes on; the file is replaced when this run stores its best)\n", error.what());
+      fmt::print(stderr, "{}tune: {} (the run goes on; the file is replaced when this run stores its best)\n",
+                 options_.message_prefix, error.what());
     }
     Problem problem;
     for (const auto& [symbol, value] : spec_.problem) problem[symbol] = value;
@@ -537,12 +540,13 @@ class TuningRun {
     report_.ceilings = measurer_->ceilings();
     report_.ceilings_measured_at = now;
     if (!report_.ceilings.failures.empty())
-      fmt::print(stderr, "tune: ceilings not measured: {}\n", report_.ceilings.failures);
+      fmt::print(stderr, "{}tune: ceilings not measured: {}\n", options_.message_prefix, report_.ceilings.failures);
     try {
       if (report_.ceilings.copy_gbps > 0 && report_.ceilings.fma_gflops > 0)
         write_cached_ceilings(ceiling_dir, key, {report_.ceilings, now});
     } catch (const TunerError& error) {
-      fmt::print(stderr, "tune: the ceilings are not cached ({}); the next run measures them again\n", error.what());
+      fmt::print(stderr, "{}tune: the ceilings are not cached ({}); the next run measures them again\n",
+                 options_.message_prefix, error.what());
     }
     // Each ceiling's part, and what the worker's parts leave of the wall time (the round trip, the cache file).
     const double ceilings_seconds = lap_.lap();
@@ -699,8 +703,8 @@ class TuningRun {
       report_.lost_devices.push_back(fmt::format("{}: {}", label, outcome.lost_reason));
       if (lanes_->alive() == 0)
         throw TunerError(fmt::format("every device of the run was lost; the last, {}: {}", label, outcome.lost_reason));
-      fmt::print(stderr, "tune: device {} was lost ({}); its configuration goes to another device\n", label,
-                 outcome.lost_reason);
+      fmt::print(stderr, "{}tune: device {} was lost ({}); its configuration goes to another device\n",
+                 options_.message_prefix, label, outcome.lost_reason);
       job.lanes_tried.push_back(outcome.lane);
       job.earlier_failure = fmt::format("device {} was lost during it: {}", label, outcome.lost_reason);
       again_.push_back(std::move(job));
@@ -847,7 +851,7 @@ class TuningRun {
     try {
       add_to_last_run(report_.records, profile_metadata(profile_));
     } catch (const TunerError& error) {
-      fmt::print(stderr, "tune: the search profile is not in run.json ({})\n", error.what());
+      fmt::print(stderr, "{}tune: the search profile is not in run.json ({})\n", options_.message_prefix, error.what());
     }
   }
 
@@ -952,12 +956,14 @@ class TuningRun {
         report_.baseline_ms = baseline.mean_ms;
         report_.baseline_final_round = baseline;
       } else {
-        fmt::print(stderr, "tune: the baseline left the final round ({}); its setup figure stays\n", baseline.failure);
+        fmt::print(stderr, "{}tune: the baseline left the final round ({}); its setup figure stays\n",
+                   options_.message_prefix, baseline.failure);
       }
     }
     for (std::size_t index = 0; index < candidates_.size(); ++index) {
       if (!figures[index].complete)
-        fmt::print(stderr, "tune: {} left the final round ({})\n", to_string(spec_.space, candidates_[index]), figures[index].failure);
+        fmt::print(stderr, "{}tune: {} left the final round ({})\n",
+                   options_.message_prefix, to_string(spec_.space, candidates_[index]), figures[index].failure);
       final_figures_.emplace(configuration_key(spec_.space, candidates_[index]), std::move(figures[index]));
     }
   }

@@ -77,6 +77,9 @@ struct TuneOptions {
   double replay_pace_ms = 0;  // each replayed measurement takes this long (the lanes' waiting as on a GPU)
   std::filesystem::path worker_executable;  // the `tune` binary, for compile and evaluation workers
   bool show_progress = true;                 // a progress line on stderr
+  // Put before each note the run prints on stderr ("tune: ..."): `tune sweep` names the problem and its GPUs there
+  // when several problems are tuned at once.
+  std::string message_prefix;
   // The final round (tuner/session/final_round.h): the best `final_candidates` configurations of the search, the
   // default and the best cache's configuration measured again `final_rounds` times, round-robin. 0: no final round.
   int final_candidates = 5;
