@@ -63,6 +63,18 @@ TEST_F(SweepCommand, AProblemTheSpecCannotTakeIsBadInputBeforeAnythingRuns) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// Under mpirun every rank would run the whole sweep and open MPI once per problem: refused before anything is
+// written (the launcher's variables are what tune reads to know it runs under mpirun).
+TEST_F(SweepCommand, UnderMpirunASweepIsRefusedBeforeAnythingIsWritten) {
+  const fs::path file = write_workload("  - spec: saxpy\n    sweep: {N: [1024, 2048]}\n");
+  const fs::path out = directory_ / "out";
+  const auto result = cli_test::run_tune_in_shell("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 ",
+                                                  "sweep " + file.string() + " --out " + out.string());
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("a sweep does not run under mpirun"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TEST_F(SweepCommand, AKernelSpecIsNotAWorkload) {
   const auto result = run_tune("sweep kernels/saxpy.yaml --out " + (directory_ / "out").string());
   EXPECT_EQ(result.exit_code, 2);

@@ -18,6 +18,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "tuner/cluster/communicator.h"
 #include "tuner/common/error.h"
 #include "tuner/common/output_folder.h"
 #include "tuner/compile/compile_pool.h"
@@ -367,6 +368,10 @@ int SweepCommand::run_sweep(std::FILE* results) const {
     throw InputError(fmt::format("{}: not a workload file (a YAML file with a top-level 'workload:' key)", file.string()));
   if (!run.common.problem.empty()) throw InputError("--problem does not apply to a sweep: the workload names the problems");
   if (!run.replay.empty()) throw InputError("--replay does not apply to a sweep");
+  // Each problem's run would open MPI again, and the ranks would not agree on which problem is whose.
+  if (std::optional<LaunchedRank> launched = launched_by_mpirun(); launched && launched->size > 1)
+    throw InputError("a sweep does not run under mpirun: sweep on one host with --devices, or run each problem "
+                     "with tune run under mpirun");
   const Workload workload = read_workload(file);
   // Every problem is checked before anything is tuned: a symbol the spec lacks is bad input, not a failed run.
   for (const WorkloadProblem& problem : workload.problems) {
