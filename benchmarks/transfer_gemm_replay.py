@@ -44,7 +44,8 @@ def main():
     print(f"# date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}")
     print(f"# commit: {commit}")
     print(f"# machine: {platform.machine()}, {os.cpu_count()} cores, CPU only")
-    print(f"# command: benchmarks/transfer_gemm_replay.py --seeds {options.seeds} (default strategy, tune replay)\n")
+    print(f"# command: benchmarks/transfer_gemm_replay.py --seeds {options.seeds} (default strategy, tune replay)")
+    print("# records: results/runs/gemm_bf16/sm_90/h100-wgmma-only and h200-wgmma-only, bf16 M=N=K=4096\n")
     base = ROOT / "results" / "runs" / "gemm_bf16" / "sm_90"
     with tempfile.TemporaryDirectory(prefix="transfer_gemm_") as workdir:
         records = {}
