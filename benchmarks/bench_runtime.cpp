@@ -28,6 +28,7 @@
 #include "kernlathe/embedded.h"
 #include "kernlathe/runtime.h"
 #include "kernlathe/stream.h"
+#include "kernlathe/timing.h"
 #include "tuner/driver/cuda_driver.h"
 #include "tuner/run/element_values.h"
 #include "tuner/measure/measurement.h"
@@ -86,33 +87,6 @@ struct Buffers {
     for (CUdeviceptr pointer : pointers) KERNLATHE_CUDA_CHECK_NOTHROW(gpu::cuda_driver().cuMemFree(pointer));
   }
 };
-
-// Times launch() as the evaluation worker does: 20 ms warm-up, events around batches, stop at 2% spread or 1 s.
-TimeStatistics time_kernel(const std::function<void()>& launch, CUstream stream) {
-  const gpu::CudaDriver& cuda = gpu::cuda_driver();
-  CUevent start = nullptr, stop = nullptr;
-  KERNLATHE_CUDA_CHECK(cuda.cuEventCreate(&start, CU_EVENT_DEFAULT));
-  KERNLATHE_CUDA_CHECK(cuda.cuEventCreate(&stop, CU_EVENT_DEFAULT));
-  auto timed = [&](int launches) {
-    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start, stream));
-    for (int index = 0; index < launches; ++index) launch();
-    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop, stream));
-    KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(stop));
-    float ms = 0;
-    KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&ms, start, stop));
-    return static_cast<double>(ms) / launches;
-  };
-  double fastest = timed(1);
-  for (auto warm = Clock::now(); ms_since(warm) < 20;) fastest = std::min(fastest, timed(1));
-  int batch = launches_per_sample(fastest * 1000, false);
-  MeasurementSettings settings;
-  std::vector<double> samples;
-  auto begin = Clock::now();
-  while (!measurement_complete(samples, ms_since(begin) / 1000, settings)) samples.push_back(timed(batch));
-  KERNLATHE_CUDA_CHECK(cuda.cuEventDestroy(start));
-  KERNLATHE_CUDA_CHECK(cuda.cuEventDestroy(stop));
-  return summarise(samples);
-}
 
 // Registers the exported cubins and database of a kernel as if compiled in by `tune export --embed` (the same
 // registry and lookup; only the file read happens before the clock).
@@ -320,7 +294,8 @@ int main(int argc, char** argv) {
       }
       Buffers inputs(tuned);
       BoundLaunch launch = tuned.bind(inputs.arguments);
-      TimeStatistics time = time_kernel([&] { launch.launch(stream); }, stream);
+      // The one harness tune times candidates with (include/kernlathe/timing.h, KernelTimer underneath).
+      const LaunchTiming time = time_launches(stream, [&] { launch.launch(stream); });
       double recorded = tuned.selection().entry->time.median_ms;
       double again = remeasured.count(name) ? remeasured[name] : 0;
       std::printf("%-16s %-14s %11.4f %13.4f %7.3f %15s %7s\n", name.c_str(), rung_name(tuned.selection().rung),
