@@ -460,7 +460,8 @@ void RunCommand::add_to(CLI::App& command) {
   command.add_option("--devices", devices,
                      "GPUs of this host to measure on at once: all, or indices such as 0,1 (one evaluation worker "
                      "each, one compile pool and strategy; identical GPUs share a record, each other model gets its "
-                     "own). With --replay: replayed devices, to try the scheduling without a GPU")
+                     "own). Under mpirun, the GPUs of this rank. With --replay: replayed devices, to try the scheduling "
+                     "without a GPU")
       ->excludes(device_option);
   command.add_option("--rank-timeout", rank_timeout,
                      "under mpirun: seconds without a message (heartbeats come every 0.5 s) after which a rank is "
