@@ -13,7 +13,7 @@
 #include "kernlathe/runtime.h"
 #include "tuner/cache/best_cache.h"
 #include "tuner/cache/kernel_description.h"
-#include "tuner/cli/json_values.h"
+#include "tuner/space/json_values.h"
 #include "tuner/common/error.h"
 #include "tuner/expr/expression.h"
 #include "tuner/runtime/kernel_plan.h"

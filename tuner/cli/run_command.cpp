@@ -10,7 +10,7 @@
 #include <string_view>
 #include <nlohmann/json.hpp>
 
-#include "tuner/cli/json_values.h"
+#include "tuner/space/json_values.h"
 #include "tuner/cluster/cluster_run.h"
 #include "tuner/cluster/communicator.h"
 #include "tuner/common/output_folder.h"

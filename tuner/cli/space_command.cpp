@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "tuner/cli/configuration_listing.h"
-#include "tuner/cli/json_values.h"
+#include "tuner/space/json_values.h"
 #include "tuner/common/error.h"
 #include "tuner/session/device_query.h"
 #include "tuner/session/tuning_session.h"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "tuner/cli/json_values.h"
+#include "tuner/space/json_values.h"
 #include "tuner/common/error.h"
 #include "tuner/compile/instantiate.h"
 #include "tuner/session/tuning_session.h"

@@ -12,6 +12,7 @@
 #include "tuner/common/error.h"
 #include "tuner/report/roofline.h"
 #include "tuner/search/benchmark.h"
+#include "tuner/space/json_values.h"
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
 
@@ -20,10 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-
-Json value_json(const Value& value) {
-  return std::visit([](const auto& held) { return Json(held); }, value);
-}
 
 Json finite_or_null(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
 
@@ -127,7 +124,7 @@ Json configurations_json(const Recording& recording) {
               {"copy_out_ms", Json::array()}, {"gpu_idle_ms", Json::array()}, {"end_to_end_ms", Json::array()}};
   for (const Evaluation& evaluation : recording.evaluations) {
     for (std::size_t p = 0; p < recording.parameters.size(); ++p)
-      values[p].push_back(p < evaluation.configuration.size() ? value_json(evaluation.configuration[p]) : Json(nullptr));
+      values[p].push_back(p < evaluation.configuration.size() ? value_to_json(evaluation.configuration[p]) : Json(nullptr));
     status.push_back(std::string(status_name(evaluation.status)));
     time_ms.push_back(is_valid_measurement(evaluation) ? Json(evaluation.time.median_ms) : Json(nullptr));
     if (streamed) {
@@ -143,7 +140,7 @@ Json configurations_json(const Recording& recording) {
   Json parameter_values = Json::array();
   for (const Parameter& parameter : recording.parameters) {
     Json declared = Json::array();
-    for (const Value& value : parameter.values) declared.push_back(value_json(value));
+    for (const Value& value : parameter.values) declared.push_back(value_to_json(value));
     parameter_values.push_back({{"name", parameter.name}, {"values", declared}});
   }
   Json object{{"parameters", parameter_values}, {"values", values}, {"status", status}, {"time_ms", time_ms}};

@@ -1,4 +1,4 @@
-#include "tuner/cli/json_values.h"
+#include "tuner/space/json_values.h"
 
 #include <variant>
 

@@ -1,7 +1,7 @@
 #pragma once
-// Parameter values and configurations as JSON, the way every `--json` output of the commands writes them: a value as
-// its own JSON type (integer, number, boolean, string), a configuration as an object of the space's parameters in
-// declared order.
+// Parameter values and configurations as JSON, the way every `--json` output of the commands and the report's data
+// write them: a value as its own JSON type (integer, number, boolean, string), a configuration as an object of the
+// space's parameters in declared order.
 
 #include <nlohmann/json.hpp>
 

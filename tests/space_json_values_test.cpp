@@ -1,5 +1,5 @@
 // Values and configurations as the commands' --json outputs write them.
-#include "tuner/cli/json_values.h"
+#include "tuner/space/json_values.h"
 
 #include <gtest/gtest.h>
 
