@@ -66,6 +66,37 @@ TEST(PortfolioStrategy, ProposesEveryValidConfigurationOnceWhateverTheBatch) {
   }
 }
 
+// With several lanes many proposals are out at once and their results come later, in any order: the portfolio
+// answers every request with something new until the space is spent, even while nothing is told (each part then
+// keeps suggesting what the other, or an earlier batch, already holds). An empty answer ends a run.
+TEST(PortfolioStrategy, AnswersUntilTheSpaceIsSpentWhileResultsAreOutstanding) {
+  SpaceEnumerator space(two_path_space(), {});
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    PortfolioStrategy strategy(space, seed);
+    std::vector<Configuration> outstanding;
+    std::set<std::uint64_t> seen;
+    // Three results told, then eight requests answered with none told, then all told: as lanes of different speeds
+    // with the strategy behind them.
+    for (int round = 0; seen.size() < space.valid_count() && round < 100; ++round) {
+      for (int request = 0; request < 8; ++request) {
+        std::vector<Configuration> proposals = strategy.ask(1);
+        if (proposals.empty()) break;
+        ASSERT_TRUE(seen.insert(*space.index_of(proposals.front())).second) << "seed " << seed;
+        outstanding.push_back(proposals.front());
+      }
+      for (const Configuration& configuration : outstanding) {
+        Evaluation evaluation;
+        evaluation.configuration = configuration;
+        evaluation.time.median_ms = time_of(configuration);
+        strategy.tell(evaluation);
+      }
+      outstanding.clear();
+    }
+    EXPECT_EQ(seen.size(), space.valid_count()) << "seed " << seed;
+    EXPECT_TRUE(strategy.ask(1).empty());
+  }
+}
+
 TEST(PortfolioStrategy, SettingsAreTakenByNameAndChecked) {
   SpaceEnumerator space(two_path_space(), {});
   EXPECT_EQ(make_strategy("portfolio", space, 1)->name(), "portfolio");

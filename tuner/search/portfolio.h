@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <random>
 #include <unordered_set>
 
 #include "tuner/search/local_search.h"
@@ -45,10 +47,14 @@ class PortfolioStrategy final : public Strategy {
   ModelUpdates model_updates() const override { return model_.model_updates(); }
 
  private:
+  // A configuration neither part has proposed, uniformly at random; nothing when every one has been.
+  std::optional<Configuration> unproposed_at_random();
+
   const SpaceEnumerator& space_;
   PortfolioSettings settings_;
   SurrogateStrategy model_;
   LocalSearchStrategy local_;
+  std::mt19937_64 random_;  // for unproposed_at_random
   double model_credit_ = 0;  // proposals owed to the model: a deterministic interleaving of the two
   std::unordered_set<std::uint64_t> proposed_;
   std::unordered_set<std::uint64_t> proposed_by_local_;
