@@ -755,7 +755,13 @@ class TuningRun {
           wait_for_the_strategy();
           continue;
         }
-        if (lanes_->busy() == 0) break;
+        if (lanes_->busy() == 0) {
+          // The strategy's thread may have answered since the refill above, after the wait's check saw nothing
+          // outstanding: those proposals are not queued yet, and ending here would drop them.
+          take_proposals();
+          if (!pending_.empty() && within_budget() && lanes_->idle() > 0) continue;
+          break;
+        }
         take_outcome();
         continue;  // the lane that finished starts its next configuration before this result is processed
       }
