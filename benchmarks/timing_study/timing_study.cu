@@ -8,8 +8,12 @@
 //   sustained: back-to-back launches for SECONDS, the time per launch in each half-second window, with the SM
 //            clocks and power logged beside by `nvidia-smi --query-gpu=... -lms 500` (burst figures come from the
 //            first window).
+//   gaps:    (with the argument `gaps` instead of SECONDS) rounds as a harness takes them: the host sleeps GAP ms,
+//            launches for 2 ms untimed, then times 10 gated single launches; per GAP the median of 8 rounds' medians
+//            and their range. Then `onset`: after a 1 s rest, 600 gated single launches, the median of each 50
+//            with the time since the rest ended, to see how the figure moves as the GPU goes from idle to busy.
 // Build (on the GPU host): nvcc -O2 -std=c++17 -arch=sm_90 timing_study.cu -lcublas -lcuda -o timing_study
-// Usage: timing_study M N K [SECONDS]
+// Usage: timing_study M N K [SECONDS | gaps]
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -20,6 +24,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <thread>
 #include <vector>
 
 #define CHECK(call)                                                                                \
@@ -55,7 +61,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int m = std::atoi(argv[1]), n = std::atoi(argv[2]), k = std::atoi(argv[3]);
-  const double seconds = argc > 4 ? std::atof(argv[4]) : 10.0;
+  const bool gaps_mode = argc > 4 && std::strcmp(argv[4], "gaps") == 0;
+  const double seconds = argc > 4 && !gaps_mode ? std::atof(argv[4]) : 10.0;
   __nv_bfloat16 *a, *b, *c;
   CHECK(cudaMalloc(&a, size_t(m) * k * 2));
   CHECK(cudaMalloc(&b, size_t(k) * n * 2));
@@ -103,8 +110,7 @@ int main(int argc, char** argv) {
   CHECK(cudaHostAlloc(&flag_host, sizeof(unsigned), cudaHostAllocMapped));
   CUdeviceptr flag_device = 0;
   CHECK(cuMemHostGetDevicePointer(&flag_device, flag_host, 0));
-  std::vector<double> gated;
-  for (int s = 0; s < samples; ++s) {
+  auto gated_sample = [&] {
     *reinterpret_cast<volatile unsigned*>(flag_host) = 0;
     CHECK(cuStreamWaitValue32(stream, flag_device, 1, CU_STREAM_WAIT_VALUE_GEQ));
     CHECK(cudaEventRecord(start, stream));
@@ -112,8 +118,44 @@ int main(int argc, char** argv) {
     CHECK(cudaEventRecord(stop, stream));
     std::atomic_thread_fence(std::memory_order_seq_cst);
     *reinterpret_cast<volatile unsigned*>(flag_host) = 1;
-    gated.push_back(elapsed());
+    return elapsed();
+  };
+  if (gaps_mode) {
+    using Clock = std::chrono::steady_clock;
+    std::printf("bf16 GEMM %d x %d x %d, cublasGemmEx: rounds after a host sleep of GAP ms\n", m, n, k);
+    std::printf("  GAP ms   median of round medians   range\n");
+    for (const int gap : {0, 1, 5, 20, 100, 500, 0}) {
+      std::vector<double> rounds;
+      for (int round = 0; round < 8; ++round) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(gap));
+        const auto warm_start = Clock::now();
+        while (std::chrono::duration<double, std::milli>(Clock::now() - warm_start).count() < 2) {
+          gemm();
+          CHECK(cudaStreamSynchronize(stream));
+        }
+        std::vector<double> round_samples;
+        for (int s = 0; s < 10; ++s) round_samples.push_back(gated_sample());
+        rounds.push_back(median(round_samples));
+      }
+      std::printf("  %6d   %9.4f ms            %.4f-%.4f\n", gap, median(rounds),
+                  *std::min_element(rounds.begin(), rounds.end()), *std::max_element(rounds.begin(), rounds.end()));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    std::printf("onset after a 1 s rest: launches  ms since the rest  median ms of the 50\n");
+    const auto onset = Clock::now();
+    std::vector<double> group;
+    for (int s = 1; s <= 600; ++s) {
+      group.push_back(gated_sample());
+      if (s % 50 == 0) {
+        std::printf("  %4d  %8.1f  %9.4f\n", s, std::chrono::duration<double, std::milli>(Clock::now() - onset).count(),
+                    median(group));
+        group.clear();
+      }
+    }
+    return 0;
   }
+  std::vector<double> gated;
+  for (int s = 0; s < samples; ++s) gated.push_back(gated_sample());
   // batch
   std::vector<double> batch;
   for (int s = 0; s < 10; ++s) {
