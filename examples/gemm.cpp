@@ -101,12 +101,14 @@ int main(int argc, char** argv) {
     }
     std::printf("  %zu of %zu elements outside the tolerance of cuBLAS's result\n", wrong, c.size());
 
-    // Timed as `tune` times (kernlathe/timing.h): samples queued behind a launch gate, so cuBLAS's host-side
-    // algorithm choice is not timed; three interleaved rounds, the median of each kernel's round figures.
+    // Timed as `tune`'s final round times (kernlathe/timing.h): each timing after a rest of the GPU (burst figures),
+    // samples queued behind a launch gate, so cuBLAS's host-side algorithm choice is not timed; five interleaved
+    // rounds, the median of each kernel's round figures.
     std::vector<double> ours_rounds, theirs_rounds;
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < 5; ++round) {
       ours_rounds.push_back(kernlathe::time_launches(stream, [&] { launch.launch(stream); }).median_ms);
       theirs_rounds.push_back(kernlathe::time_launches(stream, cublas_gemm).median_ms);
+      std::printf("  round %d: kernlathe %.4f ms, cuBLAS %.4f ms\n", round + 1, ours_rounds.back(), theirs_rounds.back());
     }
     const auto median_of = [](std::vector<double> values) {
       std::sort(values.begin(), values.end());
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
     const double ours = median_of(ours_rounds);
     const double theirs = median_of(theirs_rounds);
     double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    std::printf("  kernlathe %.3f ms (%.0f TFLOP/s), cuBLAS %.3f ms (%.0f TFLOP/s): %.1f%% of cuBLAS\n", ours,
+    std::printf("  kernlathe %.4f ms (%.0f TFLOP/s), cuBLAS %.4f ms (%.0f TFLOP/s): %.1f%% of cuBLAS\n", ours,
                 flops / ours / 1e9, theirs, flops / theirs / 1e9, 100 * theirs / ours);
     cublasDestroy(handle);
     cudaFree(device_a), cudaFree(device_b), cudaFree(device_c), cudaFree(device_reference);

@@ -38,8 +38,8 @@ struct Planted {
   double spread = 0.005;
 };
 
-// What the stand-in GPU measured, in order: a configuration's key or "baseline", and whether it was a measurement
-// again (the final round's) rather than the configuration's first (the search's).
+// What the stand-in GPU measured, in order: a configuration's key, "baseline" or "rest" (Measurer::rest), and
+// whether it was a measurement again (the final round's) rather than the configuration's first (the search's).
 struct MeasuredLog {
   struct Entry {
     std::string what;
@@ -53,8 +53,22 @@ struct MeasuredLog {
     std::lock_guard lock(mutex);
     std::vector<std::string> measured;
     for (const Entry& entry : entries)
-      if (entry.again) measured.push_back(entry.what);
+      if (entry.again && entry.what != "rest") measured.push_back(entry.what);
     return measured;
+  }
+
+  // Whether every measurement of the final round came right after a rest, and the search's measurements after none.
+  bool rests_only_before_the_final_rounds_measurements() {
+    std::lock_guard lock(mutex);
+    for (std::size_t index = 0; index < entries.size(); ++index) {
+      const bool rested = index > 0 && entries[index - 1].what == "rest";
+      if (entries[index].what == "rest") {
+        if (rested) return false;  // two rests in a row
+      } else if (rested != entries[index].again) {
+        return false;
+      }
+    }
+    return !entries.empty() && entries.back().what != "rest";
   }
 };
 
@@ -89,6 +103,11 @@ class PlantedGpu final : public Measurer {
     const Planted truth = planted != planting_.planted.end() ? planted->second : Planted{evaluation.time.median_ms};
     evaluation.time.median_ms = evaluation.time.min_ms = draw(key, truth);
     return evaluation;
+  }
+
+  void rest() override {
+    std::lock_guard lock(mutex_);
+    log("rest", true);
   }
 
   Evaluation measure_baseline(bool measure_energy) override {
@@ -321,6 +340,8 @@ TEST(FinalRoundWiring, TheBaselineIsInterleavedInEveryRoundButNeverContends) {
   }
   EXPECT_EQ(baseline_places.size(), 3u);
   EXPECT_EQ(std::count(measured.begin(), measured.end(), "baseline"), 3);
+  // Every figure of the final round is a burst figure: the GPU rested before each, and before none of the search's.
+  EXPECT_TRUE(log->rests_only_before_the_final_rounds_measurements());
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #pragma once
-// Times launches the way `tune` times candidates and baselines, so that an application's or an example's figures
-// compare with the tuner's: a warm-up, batches for launches shorter than the batching threshold, samples until
-// their spread settles (or a second), and each sample queued behind a launch gate, so that the host's cost of the
-// call (a library choosing its algorithm, say) stays out of the timed window. The median per launch is reported.
+// Times launches the way `tune`'s final round times candidates and baselines, so that an application's or an
+// example's figures compare with the tuner's: the GPU rests 100 ms first (a burst figure: the H200's power limiter
+// lowers the clocks within about 50 ms of continuous load, so a figure taken right after other work reads up to
+// 15% slower; docs/measurement.md), then a warm-up, batches for launches shorter than the batching threshold,
+// samples until their spread settles (or a second), and each sample queued behind a launch gate, so that the
+// host's cost of the call (a library choosing its algorithm, say) stays out of the timed window. The median per
+// launch is reported. Each call takes at least the 100 ms rest.
 //
 //   kernlathe::LaunchTiming ours = kernlathe::time_launches(stream, [&] { kernel.launch(arguments, stream); });
 //

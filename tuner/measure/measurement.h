@@ -93,6 +93,14 @@ bool measurement_complete(const std::vector<double>& samples_ms, double elapsed_
 double warmup_duration_ms(const MeasurementSettings& settings, double idle_ms);
 inline constexpr int min_warmup_launches = 2;
 
+// Burst figures: a timing that starts after the GPU rested this long, with nothing else on it. Measured on an H200
+// (results/timing_study/2026-11-29-h200-gaps): at 8192 x 28672 x 4096 bf16 the same cuBLAS call took 2.80 ms timed
+// right after other work and 2.43 ms after a rest of 100 ms (2.45 after 20 ms, 2.42 after 500 ms): the power
+// limiter lowers the clocks within about 50 ms of continuous load (4096^3: 0.176 ms for the first 40 ms, 0.193 ms
+// after 120 ms). The final round rests before every measurement (Measurer::rest), and kernlathe::time_launches
+// before its timing, so both report burst figures whatever ran before them; docs/measurement.md has the analysis.
+inline constexpr double burst_rest_ms = 100;
+
 // Kernels whose single launch is shorter than this are timed in batches.
 inline constexpr double batch_threshold_us = 20;
 // Launches per sample for a kernel estimated at kernel_us per launch: enough to fill ~2.5x the threshold, at most

@@ -2,7 +2,9 @@
 // spec and a configuration into the plain launch descriptions the worker understands: buffer sizes, scalar
 // values, grid, block and shared memory, all evaluated here from the spec's expressions.
 #include <algorithm>
+#include <chrono>
 #include <future>
+#include <thread>
 #include <variant>
 
 #include <fmt/format.h>
@@ -10,6 +12,7 @@
 #include "tuner/compile/instantiate.h"
 #include "tuner/loader/dataset.h"
 #include "tuner/loader/pipeline.h"
+#include "tuner/measure/measurement.h"
 #include "tuner/run/gpu_evaluator.h"
 #include "tuner/session/device_query.h"
 #include "tuner/session/measurer.h"
@@ -211,6 +214,10 @@ class GpuMeasurer final : public Measurer {
     for (const WorkerSetupStage& part : evaluator_.ceiling_parts()) phases.push_back({"ceilings: " + part.name, part.seconds});
     return phases;
   }
+  void rest() override {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(burst_rest_ms));
+  }
+
   Evaluation measure_baseline(bool measure_energy) override {
     if (!spec_.baseline.present()) return Measurer::measure_baseline(measure_energy);
     return evaluator_.measure_baseline(measure_energy);

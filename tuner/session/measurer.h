@@ -39,6 +39,10 @@ class Measurer {
   // worker cannot be started again): a configuration's failure is a status.
   virtual Evaluation measure(const Configuration& configuration, const CompileResult* compiled,
                              const SpaceEnumerator& space, bool measure_energy) = 0;
+  // Leaves the device idle for burst_rest_ms (tuner/measure/measurement.h) before a measurement whose figure must
+  // not depend on what ran before it: the final round calls it before each of its measurements. Nothing to wait
+  // for where no GPU measures (a replay).
+  virtual void rest() {}
   // The ceilings of tuner/measure/ceilings.h on this device; all zero when unknown (a replay).
   virtual Ceilings ceilings() { return {}; }
   // What the last ceilings() spent its time on, in order (the start-up profile); empty when unknown.

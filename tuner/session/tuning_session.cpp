@@ -910,7 +910,10 @@ class TuningRun {
     baseline_in_round_ = report_.baseline_ms > 0;
   }
 
+  // One final-round measurement, after the GPU rested (Measurer::rest): every figure of the round is a burst figure,
+  // however long the measurement before it kept the GPU busy.
   Evaluation measure_again(std::size_t index, bool with_energy) {
+    measurer_->rest();
     if (baseline_in_round_ && index == candidates_.size()) return measurer_->measure_baseline(with_energy);
     const Configuration& configuration = candidates_[index];
     if (!pool_) return measurer_->measure(configuration, nullptr, space_, with_energy);
