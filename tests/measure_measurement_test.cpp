@@ -155,6 +155,26 @@ TEST(MeasurementSettings, ContradictionsAreRefusedWithTheReason) {
   EXPECT_THROW(check_settings(settings), std::invalid_argument);
 }
 
+// A burst timing stops sampling after burst_sampling_seconds once it has burst_guaranteed_samples, where the usual
+// rule would go on to the spread target or a second; a steady burst still stops at the spread target.
+TEST(MeasurementSettings, BurstSamplingIsCappedNearTheLimitersReactionTime) {
+  const MeasurementSettings usual;
+  const MeasurementSettings burst = burst_settings(usual);
+  EXPECT_EQ(burst.max_seconds, burst_sampling_seconds);
+  EXPECT_EQ(burst.guaranteed_samples, burst_guaranteed_samples);
+  EXPECT_EQ(burst.min_samples, usual.min_samples);
+  const std::vector<double> noisy{1.0, 1.2, 0.9, 1.3, 1.0, 1.25};
+  EXPECT_FALSE(measurement_complete(noisy, 0.03, usual));
+  EXPECT_TRUE(measurement_complete(noisy, 0.03, burst));
+  EXPECT_FALSE(measurement_complete({1.0, 1.2, 0.9, 1.3}, 0.03, burst));  // fewer than the guaranteed samples
+  const std::vector<double> steady(10, 1.0);
+  EXPECT_TRUE(measurement_complete(steady, 0.001, burst));
+  // A setting already shorter is kept.
+  MeasurementSettings short_cap;
+  short_cap.max_seconds = 0.01;
+  EXPECT_EQ(burst_settings(short_cap).max_seconds, 0.01);
+}
+
 TEST(WarmupDuration, FullAfterAnIdleGapShortWhileTheGpuIsBusy) {
   MeasurementSettings settings;  // 20 ms after an idle gap of 100 ms or more, 2 ms otherwise
   EXPECT_EQ(warmup_duration_ms(settings, std::numeric_limits<double>::infinity()), 20);  // the first configuration

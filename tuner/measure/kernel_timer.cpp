@@ -33,7 +33,9 @@ double KernelTimer::elapsed_ms() {
   return static_cast<double>(elapsed);
 }
 
-TimeStatistics KernelTimer::time(const std::function<void()>& launch_once, std::string& phase) {
+TimeStatistics KernelTimer::time(const std::function<void()>& launch_once, std::string& phase, TimingKind kind) {
+  const bool burst = kind == TimingKind::burst;
+  const MeasurementSettings sampling = burst ? burst_settings(settings_) : settings_;
   const gpu::CudaDriver& cuda = cuda_driver();
   auto flush_l2 = [&] {
     if (flush_buffer_.bytes() == 0) return;
@@ -46,8 +48,8 @@ TimeStatistics KernelTimer::time(const std::function<void()>& launch_once, std::
   const Clock::time_point warmup_start = Clock::now();
   const double idle_ms = busy_until_ ? seconds_between(*busy_until_, warmup_start) * 1e3
                                      : std::numeric_limits<double>::infinity();
-  const double warmup_ms = warmup_duration_ms(settings_, idle_ms);
-  const int min_launches = warmup_ms > 0 ? min_warmup_launches : 1;
+  const double warmup_ms = burst ? 0 : warmup_duration_ms(settings_, idle_ms);
+  const int min_launches = warmup_ms > 0 || burst ? min_warmup_launches : 1;
   double fastest_ms = 0;
   int launches = 0;
   do {
@@ -88,7 +90,7 @@ TimeStatistics KernelTimer::time(const std::function<void()>& launch_once, std::
       continue;
     }
     samples.push_back(sample_ms);
-  } while (!measurement_complete(samples, seconds_between(sampling_start, Clock::now()), settings_));
+  } while (!measurement_complete(samples, seconds_between(sampling_start, Clock::now()), sampling));
   busy_until_ = Clock::now();
   last_sampling_ms_ = seconds_between(sampling_start, *busy_until_) * 1e3;
   return summarise(std::move(samples));

@@ -34,7 +34,9 @@ class KernelTimer {
   // LaunchGate::max_gated_launches launches is queued behind a closed gate (launch_gate.h), so the host's cost of
   // launch_once() is not timed. `phase` names what is running, for the error
   // message of a failing launch.
-  TimeStatistics time(const std::function<void()>& launch_once, std::string& phase);
+  // TimingKind::burst (after a rest: tuner/measure/measurement.h): min_warmup_launches warm-up launches, and
+  // sampling as burst_settings() says.
+  TimeStatistics time(const std::function<void()>& launch_once, std::string& phase, TimingKind kind = TimingKind::usual);
   // Wall time of the last time() call's warm-up and sampling.
   double last_warmup_ms() const { return last_warmup_ms_; }
   double last_sampling_ms() const { return last_sampling_ms_; }

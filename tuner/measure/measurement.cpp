@@ -112,6 +112,13 @@ bool measurement_complete(const std::vector<double>& samples_ms, double elapsed_
   return summarise(samples_ms).relative_spread <= settings.target_relative_spread;
 }
 
+MeasurementSettings burst_settings(MeasurementSettings settings) {
+  settings.max_seconds = std::min(settings.max_seconds, burst_sampling_seconds);
+  settings.min_seconds = 0;
+  settings.guaranteed_samples = std::max(settings.guaranteed_samples, burst_guaranteed_samples);
+  return settings;
+}
+
 int launches_per_sample(double kernel_us, bool cold) {
   if (cold || kernel_us >= batch_threshold_us) return 1;
   double wanted = 2.5 * batch_threshold_us / std::max(kernel_us, 0.1);

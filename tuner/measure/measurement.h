@@ -100,6 +100,17 @@ inline constexpr int min_warmup_launches = 2;
 // after 120 ms). The final round rests before every measurement (Measurer::rest), and kernlathe::time_launches
 // before its timing, so both report burst figures whatever ran before them; docs/measurement.md has the analysis.
 inline constexpr double burst_rest_ms = 100;
+// A burst timing (after the rest) is short: two warm-up launches (the clocks are up after a rest of 100 ms: the
+// first launches after a 1 s rest ran as fast as any), then samples for at most burst_sampling_seconds, at least
+// burst_guaranteed_samples of them. A longer one reaches the limiter: at 8192 x 28672 x 4096 a 20 ms warm-up and
+// ten samples of 2.5 ms gave round figures spread over 2.53-2.91 ms (results/timing_study/2026-11-29-h200-burst).
+inline constexpr double burst_sampling_seconds = 0.025;
+inline constexpr int burst_guaranteed_samples = 5;
+// How a timing runs: `usual` (candidates, the baseline at setup) or `burst` (the final round and
+// kernlathe::time_launches, after a rest).
+enum class TimingKind { usual, burst };
+// The settings a burst timing samples with: settings' rule, its sampling capped as above.
+MeasurementSettings burst_settings(MeasurementSettings settings);
 
 // Kernels whose single launch is shorter than this are timed in batches.
 inline constexpr double batch_threshold_us = 20;

@@ -113,8 +113,9 @@ class EvaluationWorker {
   }
   // Times launch_once() under the run's rule and, when asked, measures its energy per launch; fills the time,
   // clock, power and energy fields of `result`.
-  void measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result);
-  Evaluation measure_baseline(bool with_energy);
+  void measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result,
+               TimingKind kind = TimingKind::usual);
+  Evaluation measure_baseline(bool with_energy, TimingKind kind);
   // SM clock, throttle reasons, power and temperature now, into `result` (NVML; zeros where it is absent).
   void read_conditions(Evaluation& result) const;
   void encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box, ParameterSlot& slot) const;
@@ -206,7 +207,8 @@ json EvaluationWorker::handle(const json& message) {
     }
     if (type == "baseline") {
       if (!ready_ || !setup_.baseline) return error_reply("baseline before a setup with a baseline", false);
-      Evaluation evaluation = measure_baseline(message.value("measure_energy", false));
+      Evaluation evaluation = measure_baseline(message.value("measure_energy", false),
+                                               message.value("burst", false) ? TimingKind::burst : TimingKind::usual);
       return {{"type", "evaluation"}, {"evaluation", protocol::encode(evaluation)}};
     }
     if (type == "pinned_copy_in") {
@@ -503,8 +505,9 @@ void EvaluationWorker::read_conditions(Evaluation& result) const {
   result.temperature_c = power.temperature_c;
 }
 
-void EvaluationWorker::measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result) {
-  result.time = timer_.time(launch_once, phase_);
+void EvaluationWorker::measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result,
+                               TimingKind kind) {
+  result.time = timer_.time(launch_once, phase_, kind);
   result.worker_stages.warmup_ms = timer_.last_warmup_ms();
   result.worker_stages.sampling_ms = timer_.last_sampling_ms();
   // Clocks and power right after the samples, before the energy loop changes the GPU's state.
@@ -521,10 +524,10 @@ void EvaluationWorker::measure(const std::function<void()>& launch_once, bool wi
 }
 
 // The baseline measured again after setup, as the final round does, so that it shares the candidates' conditions.
-Evaluation EvaluationWorker::measure_baseline(bool with_energy) {
+Evaluation EvaluationWorker::measure_baseline(bool with_energy, TimingKind kind) {
   Evaluation evaluation = guarded_evaluation([&](Evaluation& result) {
     phase_ = "baseline timing";
-    measure([&] { run_baseline(); }, with_energy, result);
+    measure([&] { run_baseline(); }, with_energy, result, kind);
   });
   evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return evaluation;
@@ -576,7 +579,8 @@ Evaluation EvaluationWorker::evaluate(const EvaluationRequest& request) {
       result.worker_stages.verification_ms = stage.milliseconds();
       if (mismatch) throw ConfigurationFailure{Status::wrong_result, *mismatch};
     }
-    measure([&] { launch(kernel); }, request.measure_energy, result);
+    measure([&] { launch(kernel); }, request.measure_energy, result,
+            request.burst ? TimingKind::burst : TimingKind::usual);
   });
   evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return evaluation;

@@ -322,13 +322,13 @@ double GpuEvaluator::reply_deadline_seconds(const EvaluationRequest& request) co
          evaluation_margin_seconds;
 }
 
-Evaluation GpuEvaluator::measure_baseline(bool measure_energy) {
+Evaluation GpuEvaluator::measure_baseline(bool measure_energy, bool burst) {
   if (!setup_ || !setup_->baseline) throw TunerError("GpuEvaluator::measure_baseline called without a baseline");
   if (!worker_) send_setup();
   EvaluationRequest timing;
   timing.measure_energy = measure_energy;
   const double seconds = reply_deadline_seconds(timing);
-  Exchange answer = exchange({{"type", "baseline"}, {"measure_energy", measure_energy}}, seconds);
+  Exchange answer = exchange({{"type", "baseline"}, {"measure_energy", measure_energy}, {"burst", burst}}, seconds);
   Evaluation evaluation;
   if (answer.outcome == Exchange::Outcome::reply) {
     if (answer.reply.value("type", "") != "evaluation") throw_error_reply(answer.reply);

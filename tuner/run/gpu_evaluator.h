@@ -90,7 +90,8 @@ class GpuEvaluator {
 
   // The baseline (cuBLAS) timed again with the configurations' rule, energy too when asked: the final round
   // measures it beside the candidates. Throws TunerError when the setup has no baseline.
-  Evaluation measure_baseline(bool measure_energy);
+  // burst: a burst timing (the caller rested the GPU first: tuner/measure/measurement.h).
+  Evaluation measure_baseline(bool measure_energy, bool burst = false);
 
   // Device-to-device copy bandwidth (bytes read + written, GB/s), measured by the worker after setup(); the
   // ceiling that memory-bound results are reported against. Throws TunerError when the worker fails.

@@ -257,6 +257,7 @@ json encode(const EvaluationRequest& request) {
   json document = {{"launch", encode(request.launch)},
                    {"verify", request.verify},
                    {"measure_energy", request.measure_energy},
+                   {"burst", request.burst},
                    {"timeout_seconds", request.timeout_seconds}};
   if (request.loader) document["loader"] = encode(*request.loader);
   return document;
@@ -319,6 +320,7 @@ EvaluationRequest decode_request(const json& document) {
     request.launch = decode_launch(document.at("launch"));
     request.verify = document.at("verify").get<bool>();
     request.measure_energy = document.at("measure_energy").get<bool>();
+    request.burst = document.at("burst").get<bool>();
     request.timeout_seconds = document.at("timeout_seconds").get<double>();
     if (document.contains("loader")) request.loader = decode_loader(document.at("loader"));
     return request;

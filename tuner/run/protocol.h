@@ -119,6 +119,7 @@ struct EvaluationRequest {
   double timeout_seconds = 0;  // 0: the evaluator's default
   std::optional<loader::LoaderConfiguration> loader = std::nullopt;  // streamed specs: the configuration's loader settings
   bool measure_energy = false;  // energy per launch after timing (tuner/measure/kernel_timer.h)
+  bool burst = false;           // a burst timing: the tuner rested the GPU before it (tuner/measure/measurement.h)
 };
 
 namespace protocol {

@@ -18,7 +18,7 @@ LaunchTiming time_launches(CUstream_st* stream, const std::function<void()>& lau
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(burst_rest_ms));
     KernelTimer timer(reinterpret_cast<CUstream>(stream), MeasurementSettings{}, 0);
     std::string phase;
-    const TimeStatistics statistics = timer.time(launch, phase);
+    const TimeStatistics statistics = timer.time(launch, phase, TimingKind::burst);
     return LaunchTiming{statistics.median_ms, statistics.low_ms, statistics.high_ms, statistics.samples, timer.gated()};
   } catch (const RuntimeError&) {
     throw;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <future>
 #include <thread>
+#include <utility>
 #include <variant>
 
 #include <fmt/format.h>
@@ -216,11 +217,12 @@ class GpuMeasurer final : public Measurer {
   }
   void rest() override {
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(burst_rest_ms));
+    burst_next_ = true;
   }
 
   Evaluation measure_baseline(bool measure_energy) override {
     if (!spec_.baseline.present()) return Measurer::measure_baseline(measure_energy);
-    return evaluator_.measure_baseline(measure_energy);
+    return evaluator_.measure_baseline(measure_energy, std::exchange(burst_next_, false));
   }
   std::string baseline_library() const override {
     return evaluator_.baseline_time() ? evaluator_.baseline_time()->library : "";
@@ -229,6 +231,8 @@ class GpuMeasurer final : public Measurer {
   Evaluation measure(const Configuration& configuration, const CompileResult* compiled, const SpaceEnumerator& space,
                      bool measure_energy) override {
     std::variant<EvaluationRequest, Evaluation> request = request_for(configuration, compiled, space, measure_energy);
+    if (auto* timing = std::get_if<EvaluationRequest>(&request)) timing->burst = burst_next_;
+    burst_next_ = false;
     // No GPU work for a configuration refused before launch (geometry or loader settings that cannot be evaluated).
     Evaluation evaluation = std::holds_alternative<Evaluation>(request)
                                 ? std::move(std::get<Evaluation>(request))
@@ -341,6 +345,7 @@ class GpuMeasurer final : public Measurer {
   gpu::DeviceInfo info_;
   double copy_bandwidth_gbps_ = 0;
   std::vector<ProfilePhase> phases_;
+  bool burst_next_ = false;  // rest() ran: the next measurement is a burst timing
 };
 
 }  // namespace

@@ -39,9 +39,9 @@ class Measurer {
   // worker cannot be started again): a configuration's failure is a status.
   virtual Evaluation measure(const Configuration& configuration, const CompileResult* compiled,
                              const SpaceEnumerator& space, bool measure_energy) = 0;
-  // Leaves the device idle for burst_rest_ms (tuner/measure/measurement.h) before a measurement whose figure must
-  // not depend on what ran before it: the final round calls it before each of its measurements. Nothing to wait
-  // for where no GPU measures (a replay).
+  // Leaves the device idle for burst_rest_ms (tuner/measure/measurement.h) and times the next measurement (a
+  // configuration or the baseline) as a burst: a figure that does not depend on what ran before it. The final round
+  // calls it before each of its measurements. Nothing to do where no GPU measures (a replay).
   virtual void rest() {}
   // The ceilings of tuner/measure/ceilings.h on this device; all zero when unknown (a replay).
   virtual Ceilings ceilings() { return {}; }
