@@ -40,7 +40,7 @@ TEST(RuntimeTimingOnDevice, TheFigureIsTheGpusTimeNotTheHosts) {
       KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32Async(buffer.get(), 5, buffer.bytes() / 4, stream));
     });
     EXPECT_TRUE(timing.gated);
-    EXPECT_GE(timing.samples, 10);
+    EXPECT_GE(timing.samples, burst_guaranteed_samples);  // a burst timing: sampling capped at 25 ms (the host sleeps)
     EXPECT_GT(timing.median_ms, 0);
     EXPECT_LT(timing.median_ms, 0.5) << "the host's millisecond per launch was timed";
     EXPECT_LE(timing.low_ms, timing.median_ms);
