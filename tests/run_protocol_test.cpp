@@ -147,10 +147,12 @@ TEST(Protocol, RequestRoundTrip) {
   EvaluationRequest request{sample_launch(), false, 2.5, std::nullopt};
   request.measure_energy = true;
   request.burst = true;
+  request.sustained_seconds = 0.5;
   EvaluationRequest decoded = protocol::decode_request(protocol::encode(request));
   EXPECT_FALSE(decoded.verify);
   EXPECT_TRUE(decoded.measure_energy);
   EXPECT_TRUE(decoded.burst);
+  EXPECT_EQ(decoded.sustained_seconds, 0.5);
   EXPECT_FALSE(protocol::decode_request(protocol::encode(EvaluationRequest{sample_launch(), true, 1, std::nullopt})).burst);
   EXPECT_EQ(decoded.timeout_seconds, 2.5);
   EXPECT_EQ(decoded.launch.grid[0], 4096);

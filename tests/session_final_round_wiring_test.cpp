@@ -110,6 +110,15 @@ class PlantedGpu final : public Measurer {
     log("rest", true);
   }
 
+  // Sustained figures: 15% over a configuration's recorded time, 20% over the baseline's true one.
+  std::optional<double> sustained_ms(const Configuration* configuration, const CompileResult*,
+                                     const SpaceEnumerator&) override {
+    std::lock_guard lock(mutex_);
+    log("sustained", false);
+    if (configuration == nullptr) return planting_.baseline ? std::optional(1.2 * planting_.baseline->true_ms) : std::nullopt;
+    return 1.15 * recorded_->evaluate(*configuration).time.median_ms;
+  }
+
   Evaluation measure_baseline(bool measure_energy) override {
     if (!planting_.baseline) return Measurer::measure_baseline(measure_energy);
     std::lock_guard lock(mutex_);
@@ -342,6 +351,14 @@ TEST(FinalRoundWiring, TheBaselineIsInterleavedInEveryRoundButNeverContends) {
   EXPECT_EQ(std::count(measured.begin(), measured.end(), "baseline"), 3);
   // Every figure of the final round is a burst figure: the GPU rested before each, and before none of the search's.
   EXPECT_TRUE(log->rests_only_before_the_final_rounds_measurements());
+  // Then the winner's and the baseline's sustained figures, once each, reported beside the burst figures.
+  ASSERT_TRUE(report.sustained_ms.has_value());
+  EXPECT_DOUBLE_EQ(*report.sustained_ms, 1.15 * 1.0);
+  ASSERT_TRUE(report.baseline_sustained_ms.has_value());
+  EXPECT_DOUBLE_EQ(*report.baseline_sustained_ms, 1.2);
+  std::lock_guard lock(log->mutex);
+  EXPECT_EQ(std::count_if(log->entries.begin(), log->entries.end(), [](const auto& entry) { return entry.what == "sustained"; }), 2);
+  EXPECT_EQ(log->entries.back().what, "sustained");
 }
 
 }  // namespace

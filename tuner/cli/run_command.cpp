@@ -15,6 +15,7 @@
 #include "tuner/cluster/communicator.h"
 #include "tuner/common/output_folder.h"
 #include "tuner/gpu/device.h"
+#include "tuner/measure/measurement.h"
 #include "tuner/search/stop_condition.h"
 #include "tuner/search/strategy.h"
 #include "tuner/space/configuration_checks.h"
@@ -198,6 +199,14 @@ void print_table(std::FILE* out, const TuneReport& report) {
                report.replay ? "recorded with these measurements" : "measured in this run",
                format_ms(report.baseline_ms));
   }
+  if (report.sustained_ms) {
+    std::string baseline;
+    if (report.baseline_sustained_ms)
+      baseline = fmt::format(", the baseline {} ms (baseline / winner {:.3f})", format_ms(*report.baseline_sustained_ms),
+                             *report.baseline_sustained_ms / *report.sustained_ms);
+    fmt::print(out, "sustained, back to back for {} s (the second half): the winner {} ms{}; the ranking uses the burst "
+               "figures below\n", sustained_seconds, format_ms(*report.sustained_ms), baseline);
+  }
   if (report.best.empty()) {
     fmt::print(out, "no configuration passed verification\n");
     return;
@@ -320,6 +329,10 @@ Json report_json(const TuneReport& report) {
     if (r.final_round) best.back()["final_round"] = final_round_json(*r.final_round);
   }
   output["best"] = best;
+  if (report.sustained_ms) {
+    output["sustained"] = {{"seconds", sustained_seconds}, {"winner_ms", *report.sustained_ms}};
+    if (report.baseline_sustained_ms) output["sustained"]["baseline_ms"] = *report.baseline_sustained_ms;
+  }
   if (report.streamed && report.default_evaluation) output["default_stream"] = stream_json(report.default_evaluation->stream);
   output["chosen"] = chosen_json(report);
   output["devices"] = report.devices;

@@ -96,6 +96,44 @@ TimeStatistics KernelTimer::time(const std::function<void()>& launch_once, std::
   return summarise(std::move(samples));
 }
 
+TimeStatistics KernelTimer::sustained(const std::function<void()>& launch_once, double seconds, std::string& phase) {
+  const gpu::CudaDriver& cuda = cuda_driver();
+  phase = "sustained timing";
+  const auto timed_launches = [&](int count) {
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(start_.get(), stream_));
+    for (int launch_index = 0; launch_index < count; ++launch_index) launch_once();
+    KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(stop_.get(), stream_));
+    return elapsed_ms() / count;
+  };
+  const double one_launch_ms = std::max(timed_launches(1), 1e-4);
+  const int window = static_cast<int>(std::clamp(std::ceil(sustained_window_ms / one_launch_ms), 1.0, 100000.0));
+  // The next window is queued before the host waits for the current one, so the GPU never idles between them.
+  std::vector<double> second_half;
+  const Clock::time_point start = Clock::now();
+  gpu::Event window_start = gpu::Event::create(), window_stop = gpu::Event::create();
+  KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(window_start.get(), stream_));
+  for (int launch_index = 0; launch_index < window; ++launch_index) launch_once();
+  KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(window_stop.get(), stream_));
+  while (true) {
+    gpu::Event next_start = gpu::Event::create(), next_stop = gpu::Event::create();
+    const bool more = seconds_between(start, Clock::now()) < seconds;
+    if (more) {
+      KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(next_start.get(), stream_));
+      for (int launch_index = 0; launch_index < window; ++launch_index) launch_once();
+      KERNLATHE_CUDA_CHECK(cuda.cuEventRecord(next_stop.get(), stream_));
+    }
+    KERNLATHE_CUDA_CHECK(cuda.cuEventSynchronize(window_stop.get()));
+    float window_ms = 0;
+    KERNLATHE_CUDA_CHECK(cuda.cuEventElapsedTime(&window_ms, window_start.get(), window_stop.get()));
+    if (seconds_between(start, Clock::now()) >= seconds / 2) second_half.push_back(window_ms / window);
+    if (!more) break;
+    window_start = std::move(next_start);
+    window_stop = std::move(next_stop);
+  }
+  busy_until_ = Clock::now();
+  return summarise(std::move(second_half));
+}
+
 std::optional<EnergyFigures> KernelTimer::energy(const std::function<void()>& launch_once, double time_per_launch_ms,
                                                  const std::string& pci_bus_id, std::string& phase) {
   const gpu::CudaDriver& cuda = cuda_driver();

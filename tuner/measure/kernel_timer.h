@@ -37,6 +37,9 @@ class KernelTimer {
   // TimingKind::burst (after a rest: tuner/measure/measurement.h): min_warmup_launches warm-up launches, and
   // sampling as burst_settings() says.
   TimeStatistics time(const std::function<void()>& launch_once, std::string& phase, TimingKind kind = TimingKind::usual);
+  // The sustained figure (tuner/measure/measurement.h): launch_once() back to back for `seconds`, in windows of
+  // about sustained_window_ms; the statistics of the windows' time per launch in the second half.
+  TimeStatistics sustained(const std::function<void()>& launch_once, double seconds, std::string& phase);
   // Wall time of the last time() call's warm-up and sampling.
   double last_warmup_ms() const { return last_warmup_ms_; }
   double last_sampling_ms() const { return last_sampling_ms_; }

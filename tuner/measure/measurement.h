@@ -106,6 +106,12 @@ inline constexpr double burst_rest_ms = 100;
 // ten samples of 2.5 ms gave round figures spread over 2.53-2.91 ms (results/timing_study/2026-11-29-h200-burst).
 inline constexpr double burst_sampling_seconds = 0.025;
 inline constexpr int burst_guaranteed_samples = 5;
+// Sustained figures: the kernel back to back for sustained_seconds, in windows of about sustained_window_ms, the
+// time per launch of the windows in the second half. A loop of one kernel runs at this figure; at the H200's power
+// limit it is 13-20% over the burst figure for a bf16 GEMM (docs/measurement.md). The final round's winner and the
+// baseline get one each, reported beside the burst figures, which rank.
+inline constexpr double sustained_seconds = 0.5;
+inline constexpr double sustained_window_ms = 10;
 // How a timing runs: `usual` (candidates, the baseline at setup) or `burst` (the final round and
 // kernlathe::time_launches, after a rest).
 enum class TimingKind { usual, burst };

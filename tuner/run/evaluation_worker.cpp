@@ -115,7 +115,9 @@ class EvaluationWorker {
   // clock, power and energy fields of `result`.
   void measure(const std::function<void()>& launch_once, bool with_energy, Evaluation& result,
                TimingKind kind = TimingKind::usual);
-  Evaluation measure_baseline(bool with_energy, TimingKind kind);
+  Evaluation measure_baseline(bool with_energy, TimingKind kind, double sustained_seconds);
+  // The sustained figure of a launch into result.time (KernelTimer::sustained), with the clocks after it.
+  void measure_sustained(const std::function<void()>& launch_once, double seconds, Evaluation& result);
   // SM clock, throttle reasons, power and temperature now, into `result` (NVML; zeros where it is absent).
   void read_conditions(Evaluation& result) const;
   void encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box, ParameterSlot& slot) const;
@@ -208,7 +210,8 @@ json EvaluationWorker::handle(const json& message) {
     if (type == "baseline") {
       if (!ready_ || !setup_.baseline) return error_reply("baseline before a setup with a baseline", false);
       Evaluation evaluation = measure_baseline(message.value("measure_energy", false),
-                                               message.value("burst", false) ? TimingKind::burst : TimingKind::usual);
+                                               message.value("burst", false) ? TimingKind::burst : TimingKind::usual,
+                                               message.value("sustained_seconds", 0.0));
       return {{"type", "evaluation"}, {"evaluation", protocol::encode(evaluation)}};
     }
     if (type == "pinned_copy_in") {
@@ -524,10 +527,18 @@ void EvaluationWorker::measure(const std::function<void()>& launch_once, bool wi
 }
 
 // The baseline measured again after setup, as the final round does, so that it shares the candidates' conditions.
-Evaluation EvaluationWorker::measure_baseline(bool with_energy, TimingKind kind) {
+void EvaluationWorker::measure_sustained(const std::function<void()>& launch_once, double seconds, Evaluation& result) {
+  result.time = timer_.sustained(launch_once, seconds, phase_);
+  read_conditions(result);
+}
+
+Evaluation EvaluationWorker::measure_baseline(bool with_energy, TimingKind kind, double sustained_seconds) {
   Evaluation evaluation = guarded_evaluation([&](Evaluation& result) {
     phase_ = "baseline timing";
-    measure([&] { run_baseline(); }, with_energy, result, kind);
+    if (sustained_seconds > 0)
+      measure_sustained([&] { run_baseline(); }, sustained_seconds, result);
+    else
+      measure([&] { run_baseline(); }, with_energy, result, kind);
   });
   evaluation.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return evaluation;
@@ -568,6 +579,10 @@ Evaluation EvaluationWorker::evaluate(const EvaluationRequest& request) {
     Stopwatch stage;
     PreparedKernel kernel = prepare(request.launch, result);
     result.worker_stages.preparation_ms = stage.milliseconds();
+    if (request.sustained_seconds > 0) {
+      measure_sustained([&] { launch(kernel); }, request.sustained_seconds, result);
+      return;
+    }
     if (request.verify && setup_.verification_enabled) {
       stage = Stopwatch();
       phase_ = "verification run";

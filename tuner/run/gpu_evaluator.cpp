@@ -319,16 +319,19 @@ double GpuEvaluator::reply_deadline_seconds(const EvaluationRequest& request) co
   // The energy loop waits at most a second for each counter step (tuner/measure/kernel_timer.h).
   const double energy_seconds = request.measure_energy ? options_.measurement.energy_periods + 1.0 : 0.0;
   return timeout + options_.measurement.warmup_ms / 1000 + options_.measurement.max_seconds + energy_seconds +
-         evaluation_margin_seconds;
+         request.sustained_seconds + evaluation_margin_seconds;
 }
 
-Evaluation GpuEvaluator::measure_baseline(bool measure_energy, bool burst) {
+Evaluation GpuEvaluator::measure_baseline(bool measure_energy, bool burst, double sustained_seconds) {
   if (!setup_ || !setup_->baseline) throw TunerError("GpuEvaluator::measure_baseline called without a baseline");
   if (!worker_) send_setup();
   EvaluationRequest timing;
   timing.measure_energy = measure_energy;
+  timing.sustained_seconds = sustained_seconds;
   const double seconds = reply_deadline_seconds(timing);
-  Exchange answer = exchange({{"type", "baseline"}, {"measure_energy", measure_energy}, {"burst", burst}}, seconds);
+  Exchange answer = exchange({{"type", "baseline"}, {"measure_energy", measure_energy}, {"burst", burst},
+                              {"sustained_seconds", sustained_seconds}},
+                             seconds);
   Evaluation evaluation;
   if (answer.outcome == Exchange::Outcome::reply) {
     if (answer.reply.value("type", "") != "evaluation") throw_error_reply(answer.reply);

@@ -90,8 +90,9 @@ class GpuEvaluator {
 
   // The baseline (cuBLAS) timed again with the configurations' rule, energy too when asked: the final round
   // measures it beside the candidates. Throws TunerError when the setup has no baseline.
-  // burst: a burst timing (the caller rested the GPU first: tuner/measure/measurement.h).
-  Evaluation measure_baseline(bool measure_energy, bool burst = false);
+  // burst: a burst timing (the caller rested the GPU first: tuner/measure/measurement.h); sustained_seconds > 0:
+  // the sustained figure instead (KernelTimer::sustained).
+  Evaluation measure_baseline(bool measure_energy, bool burst = false, double sustained_seconds = 0);
 
   // Device-to-device copy bandwidth (bytes read + written, GB/s), measured by the worker after setup(); the
   // ceiling that memory-bound results are reported against. Throws TunerError when the worker fails.

@@ -258,6 +258,7 @@ json encode(const EvaluationRequest& request) {
                    {"verify", request.verify},
                    {"measure_energy", request.measure_energy},
                    {"burst", request.burst},
+                   {"sustained_seconds", request.sustained_seconds},
                    {"timeout_seconds", request.timeout_seconds}};
   if (request.loader) document["loader"] = encode(*request.loader);
   return document;
@@ -321,6 +322,7 @@ EvaluationRequest decode_request(const json& document) {
     request.verify = document.at("verify").get<bool>();
     request.measure_energy = document.at("measure_energy").get<bool>();
     request.burst = document.at("burst").get<bool>();
+    request.sustained_seconds = document.at("sustained_seconds").get<double>();
     request.timeout_seconds = document.at("timeout_seconds").get<double>();
     if (document.contains("loader")) request.loader = decode_loader(document.at("loader"));
     return request;

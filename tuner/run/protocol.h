@@ -120,6 +120,7 @@ struct EvaluationRequest {
   std::optional<loader::LoaderConfiguration> loader = std::nullopt;  // streamed specs: the configuration's loader settings
   bool measure_energy = false;  // energy per launch after timing (tuner/measure/kernel_timer.h)
   bool burst = false;           // a burst timing: the tuner rested the GPU before it (tuner/measure/measurement.h)
+  double sustained_seconds = 0;  // > 0: the sustained figure instead (KernelTimer::sustained), nothing verified
 };
 
 namespace protocol {

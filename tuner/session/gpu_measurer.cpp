@@ -220,6 +220,21 @@ class GpuMeasurer final : public Measurer {
     burst_next_ = true;
   }
 
+  std::optional<double> sustained_ms(const Configuration* configuration, const CompileResult* compiled,
+                                     const SpaceEnumerator& space) override {
+    if (configuration == nullptr) {
+      if (!spec_.baseline.present()) return std::nullopt;
+      const Evaluation baseline = evaluator_.measure_baseline(false, false, sustained_seconds);
+      return baseline.ok() ? std::optional(baseline.time.median_ms) : std::nullopt;
+    }
+    std::variant<EvaluationRequest, Evaluation> request = request_for(*configuration, compiled, space, false);
+    auto* timing = std::get_if<EvaluationRequest>(&request);
+    if (timing == nullptr || spec_.stream.enabled) return std::nullopt;
+    timing->sustained_seconds = sustained_seconds;
+    const Evaluation evaluation = evaluator_.evaluate(*timing);
+    return evaluation.ok() ? std::optional(evaluation.time.median_ms) : std::nullopt;
+  }
+
   Evaluation measure_baseline(bool measure_energy) override {
     if (!spec_.baseline.present()) return Measurer::measure_baseline(measure_energy);
     return evaluator_.measure_baseline(measure_energy, std::exchange(burst_next_, false));

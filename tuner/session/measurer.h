@@ -43,6 +43,14 @@ class Measurer {
   // configuration or the baseline) as a burst: a figure that does not depend on what ran before it. The final round
   // calls it before each of its measurements. Nothing to do where no GPU measures (a replay).
   virtual void rest() {}
+  // The sustained figure (tuner/measure/measurement.h) of a configuration, or of the baseline where configuration
+  // is null: milliseconds per launch with the kernel back to back for sustained_seconds. Nothing where no GPU
+  // measures (a replay), or where the measurement failed.
+  virtual std::optional<double> sustained_ms(const Configuration* configuration, const CompileResult* compiled,
+                                             const SpaceEnumerator& space) {
+    (void)configuration, (void)compiled, (void)space;
+    return std::nullopt;
+  }
   // The ceilings of tuner/measure/ceilings.h on this device; all zero when unknown (a replay).
   virtual Ceilings ceilings() { return {}; }
   // What the last ceilings() spent its time on, in order (the start-up profile); empty when unknown.

@@ -889,8 +889,26 @@ class TuningRun {
       choose_final_candidates();
       measure_the_final_round();
       rank_by_the_final_round();
+      measure_the_sustained_figures();
     }
     profile_.final_round_seconds = lap_.lap();
+  }
+
+  // The winner's and the baseline's sustained figures, beside the final round's burst figures that rank. Not for
+  // streamed specs (a pass is the figure) or objectives other than time.
+  void measure_the_sustained_figures() {
+    if (ok_.empty() || options_.objective != Objective::time || spec_.stream.enabled) return;
+    const Configuration& winner = ok_.front()->configuration;
+    std::optional<CompileResult> compiled;
+    if (pool_) {
+      compiled = pool_->submit(instantiate(spec_, space_, winner, device_arch())).get();
+      if (!compiled->ok) return;
+    }
+    if (options_.show_progress)
+      fmt::print(stderr, "sustained figures: the winner{} back to back for {} s each\n",
+                 report_.baseline_ms > 0 ? " and the baseline" : "", sustained_seconds);
+    report_.sustained_ms = measurer_->sustained_ms(&winner, compiled ? &*compiled : nullptr, space_);
+    if (report_.baseline_ms > 0) report_.baseline_sustained_ms = measurer_->sustained_ms(nullptr, nullptr, space_);
   }
 
   void choose_final_candidates() {

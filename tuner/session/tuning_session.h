@@ -150,6 +150,10 @@ struct TuneReport {
                                        // With a final round: its mean there, beside the candidates
   double baseline_search_ms = 0;       // with a final round: the figure timed at setup
   std::optional<FinalFigures> baseline_final_round;
+  // Sustained figures (tuner/measure/measurement.h: back to back for sustained_seconds) of the winner and the
+  // baseline, measured after the final round; reported, never ranked on. Empty where not measured.
+  std::optional<double> sustained_ms;
+  std::optional<double> baseline_sustained_ms;
   std::string baseline_library;        // "cuBLAS 13.0.2"
   std::optional<Evaluation> default_evaluation;
   std::optional<FinalFigures> default_final_round;  // the default configuration's figures in the final round
