@@ -6,11 +6,13 @@
 #      call with the weight transposed). Floors: geometric mean of cuBLAS / ours >= 1.00, worst shape >= 0.90.
 #   2. the runtime with only the 4096-token shapes tuned: `tune export` of those entries alone, then the shipped
 #      example (examples/gemm.cpp) at every shape: the runtime's ladder picks a configuration for shapes nobody
-#      tuned, C is checked element by element against cuBLAS's, and both are timed back to back (a burst of 20
-#      launches after 5; README "GEMM against cuBLAS" says how that harness differs from tune's rounds). Floors: no
-#      shape with a wrong element or an error, none below 0.5 of cuBLAS.
+#      tuned, C is checked element by element against cuBLAS's, and both are timed in five interleaved rounds of
+#      burst timings (kernlathe::time_launches, as tune's final round: docs/measurement.md). Floors: no shape with a
+#      wrong element or an error, none below 0.5 of cuBLAS.
 # Prints one table per part and exits 1 when a floor is missed or a step failed (the other steps still run), 2 on
 # bad usage.
+# LINEAR_PARTS=2 runs part 2 alone: only the 4096-token shapes are tuned (what part 2 exports), and part 1's
+# table and floors are left out.
 # Usage (on a GPU host, from anywhere): benchmarks/linear_workload_bench.sh [BIN_DIR] [LOG_DIR] [SECONDS] [WORKLOAD]
 #   BIN_DIR holds tune and kernlathe_gemm_example (scripts/package-for-device.sh puts both in .device/bin);
 #   SECONDS of tuning per shape (default 20); WORKLOAD defaults to workloads/llama3-8b.yaml.
@@ -25,6 +27,8 @@ seconds="${3:-20}"
 workload="${4:-workloads/llama3-8b.yaml}"
 [[ -f "$workload" ]] || bench_usage "no workload file $workload"
 [[ $seconds =~ ^[0-9]+$ ]] || bench_usage "SECONDS must be a whole number, not '$seconds'"
+parts="${LINEAR_PARTS:-1,2}"
+[[ $parts == "1,2" || $parts == "2" ]] || bench_usage "LINEAR_PARTS is 1,2 (the default) or 2, not '$parts'"
 mkdir -p "$logs"
 logs="$(cd "$logs" && pwd)"
 export KERNLATHE_SOURCE_DIR="$PWD"
@@ -60,6 +64,7 @@ for shape in "${shapes[@]}"; do
   # Entries of the 4096-token shapes go to their own best directory: part 2 exports those alone.
   best="$logs/best-others"
   [[ $m == 4096 ]] && best="$logs/best-4096"
+  [[ $parts == "2" && $m != 4096 ]] && continue  # part 2 alone: only what it exports is tuned
   echo "== tune $name $tag" >&2
   rm -rf "${logs:?}/$tag"
   bench_step "$tag: tune run, see $logs/$tag.err" "$bin/tune" run "$spec" --problem "M=$m,N=$n,K=$k,B_LAYOUT=1" \
@@ -75,22 +80,25 @@ for shape in "${shapes[@]}"; do
   echo "exit $?" >>"$logs/runtime_M${m}_N${n}_K${k}.txt"
 done
 
-bench_step "report" python3 - "$logs" "${shapes[@]}" <<'PY'
+bench_step "report" python3 - "$logs" "$parts" "${shapes[@]}" <<'PY'
 import json, math, os, re, sys
 sys.path.insert(0, "benchmarks")
 from bench_outcome import Outcome
 
-logs, shapes = sys.argv[1], [line.split() for line in sys.argv[2:]]
+logs, parts, shapes = sys.argv[1], sys.argv[2].split(","), [line.split() for line in sys.argv[3:]]
 missed = []
 with open(os.path.join(logs, "gpu.csv")) as gpu:
     print("GPU:", (gpu.read().strip().splitlines() or ["unknown"])[-1])
 print()
-print("1. Each shape tuned (tune's rounds; cuBLAS in the same rounds, B transposed: CUBLAS_OP_T)")
+print("1. Each shape tuned (tune's rounds; cuBLAS in the same rounds, B transposed: CUBLAS_OP_T)"
+      + ("" if "1" in parts else ": left out (LINEAR_PARTS=2), the 4096-token shapes only"))
 print()
 print("| GEMM | M | N | K | ours ms | cuBLAS ms | cuBLAS / ours | TFLOP/s | evaluated | configuration |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 ratios = []
 for m, n, k, name in shapes:
+    if "1" not in parts and m != "4096":
+        continue
     tag = f"M{m}_N{n}_K{k}"
     try:
         run = json.load(open(os.path.join(logs, tag + ".json")))
@@ -104,7 +112,7 @@ for m, n, k, name in shapes:
     configuration = " ".join(f"{key}={value}" for key, value in best["configuration"].items() if key.startswith("WG_"))
     print(f"| {name} | {m} | {n} | {k} | {best['median_ms']:.4f} | {run['baseline_ms']:.4f} | {ratio:.3f} | "
           f"{best['gflops'] / 1000:.0f} | {run['evaluated']} | {configuration} |")
-if ratios:
+if ratios and "1" in parts:
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"\ngeometric mean {geomean:.3f} (floor 1.00), worst {min(ratios):.3f} (floor 0.90) over {len(ratios)} shapes")
     if geomean < 1.0:
@@ -113,7 +121,8 @@ if ratios:
         missed.append(f"tuned worst {min(ratios):.3f} < 0.90")
 
 print()
-print("2. Through the runtime, only the 4096-token shapes tuned (examples/gemm.cpp: burst of 20 after 5)")
+print("2. Through the runtime, only the 4096-token shapes tuned (examples/gemm.cpp: five rounds of burst timings, "
+      "kernlathe::time_launches)")
 print()
 print("| GEMM | M | N | K | rung | wrong elements | of cuBLAS | exit |")
 print("|---|---|---|---|---|---|---|---|")
