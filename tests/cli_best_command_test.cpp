@@ -122,5 +122,32 @@ TEST_F(BestSelect, NoDatabaseIsAFailure) {
   EXPECT_NE(result.err.find("no database for kernel 'missing'"), std::string::npos) << result.err;
 }
 
+// ---------------------------------------------------------------- the space's default for this problem
+
+TEST_F(BestSelect, TheSpacesDefaultForThisProblemIsARungOfItsOwn) {
+  KernelDatabase database = tiled_database();
+  database.description.problem_defaults = {
+      {"M <= 512", {{"BM", std::int64_t{8}}, {"BN", std::int64_t{64}}, {"CTAS", std::int64_t{114}}}}};
+  std::ofstream(directory_ / "tiled.json") << database_json(database);
+  // M=256: the 4096 entry is usable but 4 away, beyond the nearest rung's 2.
+  CommandResult text = best("--device 'NVIDIA H200' --problem M=256");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("rung           the space's default for this problem\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("configuration  BM=8 BN=64 CTAS=114\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("reason         no usable entry of sm_90 within problem distance 2.00 of M=256,N=4096,K=4096; "
+                          "took the space's default for this problem (M <= 512 holds), preferred to the entry of NVIDIA "
+                          "H200 (sm_90) for M=4096,N=4096,K=4096, problem distance 4.00\n"),
+            std::string::npos)
+      << text.out;
+  CommandResult json = best("--device 'NVIDIA H200' --problem M=256 --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json output = nlohmann::json::parse(json.out);
+  EXPECT_EQ(output["rung"], "the space's default for this problem");
+  EXPECT_EQ(output["configuration"], (nlohmann::json{{"BM", 8}, {"BN", 64}, {"CTAS", 114}}));
+  // M=2048: the entry is near, and the condition fails anyway.
+  EXPECT_NE(best("--device 'NVIDIA H200' --problem M=2048").out.find("rung           same arch, nearest problem\n"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kernlathe
