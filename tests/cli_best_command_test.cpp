@@ -149,5 +149,31 @@ TEST_F(BestSelect, TheSpacesDefaultForThisProblemIsARungOfItsOwn) {
             std::string::npos);
 }
 
+// The shipped gemm_bf16 database, its problem defaults taken out, refreshed from kernels/gemm_bf16.yaml: they come
+// back, every entry is kept, and the file is the shipped one again byte for byte.
+TEST_F(BestSelect, RefreshingTheDescriptionBringsTheSpacesProblemDefaults) {
+  const fs::path shipped = fs::path(KERNLATHE_SOURCE_DIR) / "results/best/gemm_bf16.json";
+  std::ifstream input(shipped);
+  const std::string shipped_text((std::istreambuf_iterator<char>(input)), {});
+  KernelDatabase older = parse_database(shipped_text);
+  ASSERT_FALSE(older.description.problem_defaults.empty());
+  older.description.problem_defaults.clear();
+  std::ofstream(directory_ / "gemm_bf16.json") << database_json(older);
+
+  CommandResult refresh = run_tune("best gemm_bf16 --refresh-description --json --dir '" + directory_.string() + "'");
+  ASSERT_EQ(refresh.exit_code, 0) << refresh.err;
+  nlohmann::json output = nlohmann::json::parse(refresh.out);
+  EXPECT_EQ(output["changed"], (nlohmann::json{"problem_defaults"}));
+  EXPECT_EQ(output["entries"], older.entries.size());
+  std::ifstream refreshed(directory_ / "gemm_bf16.json");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(refreshed)), {}), shipped_text);
+  CommandResult again = run_tune("best gemm_bf16 --refresh-description --dir '" + directory_.string() + "'");
+  EXPECT_NE(again.out.find("nothing changed"), std::string::npos) << again.out;
+  // With --select: refused, one or the other.
+  EXPECT_EQ(run_tune("best gemm_bf16 --refresh-description --select --arch sm_90 --dir '" + directory_.string() + "'")
+                .exit_code,
+            2);
+}
+
 }  // namespace
 }  // namespace kernlathe
