@@ -202,6 +202,41 @@ TEST_F(BestCacheTest, TwoConcurrentWriterProcessesLoseNothing) {
   EXPECT_EQ(files, (std::set<std::string>{"saxpy.json", "saxpy.json.lock"}));
 }
 
+TEST_F(BestCacheTest, RefreshingTheDescriptionKeepsEveryEntry) {
+  BestCache cache(directory_);
+  EXPECT_THROW(cache.refresh_description(description()), InputError);  // nothing stored yet
+  ASSERT_TRUE(cache.update(description(), entry(1024, 0.5)));
+  ASSERT_TRUE(cache.update(description(), entry(4096, 0.9, "an older spec")));
+  const std::string before = read_text(directory_ / "saxpy.json");
+  KernelDescription refreshed = description();
+  refreshed.problem_defaults = {{"N <= 2048", {{"BLOCK", std::int64_t{64}}}}};
+  const KernelDatabase old = cache.refresh_description(refreshed);
+  EXPECT_TRUE(old.description.problem_defaults.empty());
+  const KernelDatabase now = *cache.read("saxpy");
+  EXPECT_EQ(now.description.problem_defaults, refreshed.problem_defaults);
+  EXPECT_EQ(now.entries, old.entries);
+  EXPECT_NE(read_text(directory_ / "saxpy.json"), before);
+  // Back without problem defaults: the file as it was, byte for byte.
+  cache.refresh_description(description());
+  EXPECT_EQ(read_text(directory_ / "saxpy.json"), before);
+}
+
+TEST_F(BestCacheTest, ARefreshThatWouldStaleACurrentEntryIsRefused) {
+  BestCache cache(directory_);
+  ASSERT_TRUE(cache.update(description(), entry(1024, 0.5)));
+  const std::string before = read_text(directory_ / "saxpy.json");
+  try {
+    cache.refresh_description(description("saxpy", "hash-b"));
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("would make 1 current entry stale, e.g. the entry of NVIDIA H200 (sm_90) "
+                                             "for N=1024: measured against spec hash hash-a, the kernel is now hash-b"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(read_text(directory_ / "saxpy.json"), before);
+}
+
 TEST(KeepOrReplace, TheWinnerReplacesOnlyWhenFasterBeyondTheNoise) {
   const SideBySideTime stored{1.00, 0.98, 1.02};
   const KeepOrReplace clear = decide_keep_or_replace(SideBySideTime{0.90, 0.89, 0.91}, stored, false);

@@ -162,5 +162,36 @@ TEST(KernelDescription, TheProblemDefaultsAreTheSpecFilesNotTheTunedProblems) {
   EXPECT_EQ(defaults.at("M"), 4096);
 }
 
+TEST(KernelDescription, ProblemDefaultsAreTheirValuesOverTheSpaceDefaults) {
+  // spaces/gemm.yaml's decode default (results/linear_workload/2026-11-29-h200-c9fd0ac-decode-configurations.txt).
+  const KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "gemm_bf16.yaml");
+  SpaceEnumerator space(spec.space, constants_of(spec, device_profile("sm_90")));
+  const KernelDescription description = describe_kernel(spec, space);
+  ASSERT_EQ(description.problem_defaults.size(), 1u);
+  const ProblemDefaultDescription& decode = description.problem_defaults[0];
+  EXPECT_EQ(decode.when, "M <= 128 and INPUT_KIND in [2, 3]");
+  ASSERT_EQ(decode.configuration.size(), spec.space.parameters.size());
+  EXPECT_EQ(decode.configuration.at("PATH"), Value{std::string("wgmma")});
+  EXPECT_EQ(decode.configuration.at("WG_BM"), Value{std::int64_t{64}});
+  EXPECT_EQ(decode.configuration.at("WG_BN"), Value{std::int64_t{128}});
+  EXPECT_EQ(decode.configuration.at("WG_STAGES"), Value{std::int64_t{8}});
+  EXPECT_EQ(decode.configuration.at("WG_CONSUMERS"), Value{std::int64_t{1}});
+  EXPECT_EQ(decode.configuration.at("WG_PERSISTENT"), Value{false});
+  EXPECT_EQ(decode.configuration.at("WG_PINGPONG"), Value{false});
+  EXPECT_EQ(decode.configuration.at("WG_SPLIT_K"), Value{std::int64_t{1}});
+  EXPECT_EQ(decode.configuration.at("BLOCKS_PER_SM"), Value{std::int64_t{1}});
+  EXPECT_EQ(decode.configuration.at("BM"), Value{std::int64_t{128}});  // not named: the space's default
+  EXPECT_EQ(decode.configuration.at("WG_SPREAD"), Value{false});
+  // Usable where it applies: a 16-row nn.Linear GEMM on an H200.
+  const Problem decode_problem{{"M", 16}, {"N", 6144}, {"K", 4096}, {"B_LAYOUT", 1}};
+  EXPECT_EQ(unusable_reason(description, identity_of(named_device_profile("NVIDIA H200")), decode_problem,
+                            decode.configuration),
+            "");
+  // gemm_f32 carries it too, and its condition never holds there (INPUT_KIND 0).
+  const KernelSpec f32 = load_kernel_spec(source_directory / "kernels" / "gemm_f32.yaml");
+  EXPECT_EQ(describe_kernel(f32, SpaceEnumerator(f32.space, constants_of(f32, device_profile("sm_90")))).problem_defaults,
+            description.problem_defaults);
+}
+
 }  // namespace
 }  // namespace kernlathe

@@ -122,5 +122,58 @@ TEST_F(BestSelect, NoDatabaseIsAFailure) {
   EXPECT_NE(result.err.find("no database for kernel 'missing'"), std::string::npos) << result.err;
 }
 
+// ---------------------------------------------------------------- the space's default for this problem
+
+TEST_F(BestSelect, TheSpacesDefaultForThisProblemIsARungOfItsOwn) {
+  KernelDatabase database = tiled_database();
+  database.description.problem_defaults = {
+      {"M <= 512", {{"BM", std::int64_t{8}}, {"BN", std::int64_t{64}}, {"CTAS", std::int64_t{114}}}}};
+  std::ofstream(directory_ / "tiled.json") << database_json(database);
+  // M=256: the 4096 entry is usable but 4 away, beyond the nearest rung's 2.
+  CommandResult text = best("--device 'NVIDIA H200' --problem M=256");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("rung           the space's default for this problem\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("configuration  BM=8 BN=64 CTAS=114\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("reason         no usable entry of sm_90 within problem distance 2.00 of M=256,N=4096,K=4096; "
+                          "took the space's default for this problem (M <= 512 holds), preferred to the entry of NVIDIA "
+                          "H200 (sm_90) for M=4096,N=4096,K=4096, problem distance 4.00\n"),
+            std::string::npos)
+      << text.out;
+  CommandResult json = best("--device 'NVIDIA H200' --problem M=256 --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  nlohmann::json output = nlohmann::json::parse(json.out);
+  EXPECT_EQ(output["rung"], "the space's default for this problem");
+  EXPECT_EQ(output["configuration"], (nlohmann::json{{"BM", 8}, {"BN", 64}, {"CTAS", 114}}));
+  // M=2048: the entry is near, and the condition fails anyway.
+  EXPECT_NE(best("--device 'NVIDIA H200' --problem M=2048").out.find("rung           same arch, nearest problem\n"),
+            std::string::npos);
+}
+
+// The shipped gemm_bf16 database, its problem defaults taken out, refreshed from kernels/gemm_bf16.yaml: they come
+// back, every entry is kept, and the file is the shipped one again byte for byte.
+TEST_F(BestSelect, RefreshingTheDescriptionBringsTheSpacesProblemDefaults) {
+  const fs::path shipped = fs::path(KERNLATHE_SOURCE_DIR) / "results/best/gemm_bf16.json";
+  std::ifstream input(shipped);
+  const std::string shipped_text((std::istreambuf_iterator<char>(input)), {});
+  KernelDatabase older = parse_database(shipped_text);
+  ASSERT_FALSE(older.description.problem_defaults.empty());
+  older.description.problem_defaults.clear();
+  std::ofstream(directory_ / "gemm_bf16.json") << database_json(older);
+
+  CommandResult refresh = run_tune("best gemm_bf16 --refresh-description --json --dir '" + directory_.string() + "'");
+  ASSERT_EQ(refresh.exit_code, 0) << refresh.err;
+  nlohmann::json output = nlohmann::json::parse(refresh.out);
+  EXPECT_EQ(output["changed"], (nlohmann::json{"problem_defaults"}));
+  EXPECT_EQ(output["entries"], older.entries.size());
+  std::ifstream refreshed(directory_ / "gemm_bf16.json");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(refreshed)), {}), shipped_text);
+  CommandResult again = run_tune("best gemm_bf16 --refresh-description --dir '" + directory_.string() + "'");
+  EXPECT_NE(again.out.find("nothing changed"), std::string::npos) << again.out;
+  // With --select: refused, one or the other.
+  EXPECT_EQ(run_tune("best gemm_bf16 --refresh-description --select --arch sm_90 --dir '" + directory_.string() + "'")
+                .exit_code,
+            2);
+}
+
 }  // namespace
 }  // namespace kernlathe

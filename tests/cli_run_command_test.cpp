@@ -85,6 +85,40 @@ TEST(FirstValidDefault, ARunStartsFromItSaysSoOnceAndRecordsIt) {
       << recorded;
 }
 
+// A run at a problem where the space's problem default applies starts from it, says so once and records it; at the
+// spec's own problem the declared default stands, and nothing is said.
+TEST(ProblemDefault, ARunStartsFromTheSpacesDefaultForItsProblem) {
+  const fs::path spec = source_directory / "tests/data/cli/problem_default.yaml";
+  TemporaryFolder folder("problem-default");
+  const std::vector<Parameter> parameters = {integer_parameter("BLOCK", {64, 128, 256})};
+  const std::vector<Evaluation> rows = {measured({Value{std::int64_t{64}}}, 1.0),
+                                        measured({Value{std::int64_t{128}}}, 3.0),
+                                        measured({Value{std::int64_t{256}}}, 2.0)};
+  const auto run_at = [&](const std::string& problem) {
+    const fs::path csv = write_record(folder.path() / problem / "recorded", parameters, rows, "Replayed GPU",
+                                      "problem_default", problem);
+    const fs::path out = folder.path() / problem / "out";
+    return std::pair{run_tune("run '" + spec.string() + "' --problem " + problem + " --replay '" + csv.string() +
+                              "' --out '" + out.string() + "' --json"),
+                     out};
+  };
+  const std::string note = "tune: note: the space's default for this problem (N < 1024 holds, " + spec.string() +
+                           ":11:7) stands for the default configuration: BLOCK=256\n";
+  const auto [small, small_out] = run_at("N=512");
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  EXPECT_EQ(occurrences(small.err, note), 1u) << small.err;
+  const nlohmann::json json = nlohmann::json::parse(small.out);
+  EXPECT_EQ(json["default_time_ms"], 2.0) << "the default is BLOCK=256's row";
+  EXPECT_DOUBLE_EQ(json["best"][0]["speedup_over_default"].get<double>(), 2.0);
+  EXPECT_EQ(last_run(small_out)["extra"]["default_configuration"].get<std::string>() + "\n",
+            note.substr(std::string("tune: note: ").size()));
+
+  const auto [large, large_out] = run_at("N=4096");
+  ASSERT_EQ(large.exit_code, 0) << large.err;
+  EXPECT_EQ(large.err.find("the space's default for this problem"), std::string::npos) << large.err;
+  EXPECT_EQ(nlohmann::json::parse(large.out)["default_time_ms"], 3.0) << "the default is the declared BLOCK=128's row";
+}
+
 TEST(GivenConfigurations, ExactlyTheGivenOnesAreMeasuredRecordedAndRanked) {
   TemporaryFolder folder("given-configurations");
   const fs::path out = folder.path() / "out";

@@ -265,6 +265,151 @@ TEST(DatabaseLadderChecksTheDefault, AnArchConstraintRefusesTheDefaultOnAnotherA
       << ampere.reason;
 }
 
+// ---------------------------------------------------------------- the space's default for this problem
+
+// A GEMM with two paths as the runtime sees it: simt tiles must divide M, wgmma runs on sm_90 only and takes any M.
+// The problem default (decode: M <= 128) is the wgmma configuration with 64-row tiles; the 4096-row entry has 128.
+KernelDatabase decode_database() {
+  KernelDatabase database = runtime_test::tiled_database_with(
+      {{"PATH", "enumeration", {std::string("simt"), std::string("wgmma")}},
+       {"BM", "integer", {std::int64_t{16}, std::int64_t{64}, std::int64_t{128}}},
+       {"BN", "integer", {std::int64_t{64}, std::int64_t{128}}}},
+      {"PATH == 'wgmma' or M % BM == 0", "N % BN == 0", "PATH != 'wgmma' or arch == 90"}, {"N // BN", "M // BM", "1"},
+      {{"PATH", std::string("simt")}, {"BM", std::int64_t{128}}, {"BN", std::int64_t{128}}}, "");
+  database.description.problem_defaults = {
+      {"M <= 128", {{"PATH", std::string("wgmma")}, {"BM", std::int64_t{64}}, {"BN", std::int64_t{128}}}}};
+  return database;
+}
+
+DatabaseEntry decode_entry(std::int64_t m, std::int64_t bm, const std::string& arch = "sm_90") {
+  DatabaseEntry entry = tiled_entry(m, bm);
+  entry.arch = arch;
+  entry.configuration["PATH"] = std::string("wgmma");
+  return entry;
+}
+
+std::string path_of(const Selection& selection) { return std::get<std::string>(selection.configuration.at("PATH")); }
+std::int64_t bm_of(const Selection& selection) { return std::get<std::int64_t>(selection.configuration.at("BM")); }
+
+const DeviceIdentity& h200() {
+  static const DeviceIdentity identity = runtime_identity(named_device_profile("NVIDIA H200"));
+  return identity;
+}
+
+TEST(DatabaseLadderProblemDefaults, TakenOverAnEntryOfAFarProblem) {
+  KernelDatabase database = decode_database();
+  database.entries = {decode_entry(4096, 128)};  // M=16: log2(4096 / 16) = 8 from it, beyond 2
+  Selection selection = select(database, h200(), {{"M", 16}});
+  EXPECT_EQ(selection.rung, Rung::problem_default);
+  EXPECT_STREQ(rung_name(selection.rung), "the space's default for this problem");
+  EXPECT_TRUE(selection.usable());
+  EXPECT_FALSE(selection.entry);
+  EXPECT_EQ(path_of(selection), "wgmma");
+  EXPECT_EQ(bm_of(selection), 64);
+  EXPECT_EQ(selection.reason,
+            "no usable entry of sm_90 within problem distance 2.00 of M=16,N=4096,K=4096; took the space's default for "
+            "this problem (M <= 128 holds), preferred to the entry of NVIDIA H200 (sm_90) for M=4096,N=4096,K=4096, "
+            "problem distance 8.00");
+}
+
+TEST(DatabaseLadderProblemDefaults, NotWhereItsConditionFailsNorOverANearOrExactEntry) {
+  KernelDatabase database = decode_database();
+  database.entries = {decode_entry(4096, 128), decode_entry(128, 128)};
+  // M=2048: the condition fails, and the 4096 entry is near (distance 1).
+  Selection at_2048 = select(database, h200(), {{"M", 2048}});
+  EXPECT_EQ(at_2048.rung, Rung::same_arch_nearest_problem);
+  EXPECT_EQ(bm_of(at_2048), 128);
+  // M=64: the condition holds, but the M=128 entry is 1 away: the nearest rung wins.
+  Selection at_64 = select(database, h200(), {{"M", 64}});
+  EXPECT_EQ(at_64.rung, Rung::same_arch_nearest_problem);
+  EXPECT_EQ(at_64.entry->problem.at("M"), 128);
+  // M=128: the exact entry.
+  Selection at_128 = select(database, h200(), {{"M", 128}});
+  EXPECT_EQ(at_128.rung, Rung::exact);
+  EXPECT_EQ(bm_of(at_128), 128);
+  // With a wider nearest distance the 4096 entry is near for M=16 too.
+  SelectOptions wider;
+  wider.nearest_problem_distance = 8.0;
+  EXPECT_EQ(select(database, h200(), {{"M", 16}}, wider).rung, Rung::same_arch_nearest_problem);
+}
+
+TEST(DatabaseLadderProblemDefaults, PreferredToTheDefaultWhereThereIsNoEntry) {
+  Selection selection = select(decode_database(), h200(), {{"M", 16}});  // no entries; simt's BM=128 breaks M % BM
+  EXPECT_EQ(selection.rung, Rung::problem_default);
+  EXPECT_EQ(bm_of(selection), 64);
+  EXPECT_NE(selection.reason.find("(M <= 128 holds), preferred to the default configuration (space defaults)"),
+            std::string::npos)
+      << selection.reason;
+  // At the default problem (M=4096) the condition fails: the default configuration as before.
+  EXPECT_EQ(select(decode_database(), h200(), {}).rung, Rung::default_configuration);
+}
+
+TEST(DatabaseLadderProblemDefaults, UnusableOnTheDeviceIsSkippedAndTheLadderGoesOn) {
+  const DeviceIdentity a100 = runtime_identity(device_profile("sm_80"));
+  KernelDatabase database = decode_database();
+  database.entries = {decode_entry(4096, 128)};  // sm_90: not a candidate on sm_80
+  // M=128: wgmma breaks the arch constraint on sm_80; the default (simt, BM=128) divides 128.
+  Selection at_128 = select(database, a100, {{"M", 128}});
+  EXPECT_EQ(at_128.rung, Rung::default_configuration);
+  EXPECT_EQ(path_of(at_128), "simt");
+  EXPECT_NE(at_128.reason.find("the space's default for M <= 128 passed over: it breaks the constraint PATH != "
+                               "'wgmma' or arch == 90"),
+            std::string::npos)
+      << at_128.reason;
+  // M=16: the default breaks M % BM == 0 too: no configuration, as without problem defaults.
+  Selection at_16 = select(database, a100, {{"M", 16}});
+  EXPECT_EQ(at_16.rung, Rung::none);
+  EXPECT_TRUE(at_16.configuration.empty());
+  EXPECT_EQ(at_16.reason.rfind("no usable configuration for profile sm_80 (A100) (sm_80) at M=16,N=4096,K=4096: the "
+                               "default configuration (space defaults): it breaks the constraint PATH == 'wgmma' or "
+                               "M % BM == 0",
+                               0),
+            0u)
+      << at_16.reason;
+}
+
+TEST(DatabaseLadderProblemDefaults, TheFirstUsableOneWhoseConditionHoldsIsTakenOverAnotherArchsEntry) {
+  const DeviceIdentity a10 = runtime_identity(device_profile("sm_86"));
+  KernelDatabase database = decode_database();
+  database.description.problem_defaults.push_back(
+      {"M <= 4096", {{"PATH", std::string("simt")}, {"BM", std::int64_t{16}}, {"BN", std::int64_t{64}}}});
+  database.description.problem_defaults.push_back(
+      {"M <= 128", {{"PATH", std::string("simt")}, {"BM", std::int64_t{64}}, {"BN", std::int64_t{64}}}});
+  DatabaseEntry ampere = decode_entry(64, 64, "sm_80");
+  ampere.configuration["PATH"] = std::string("simt");
+  database.entries = {ampere};  // same major arch, the same problem
+  Selection selection = select(database, a10, {{"M", 64}});
+  EXPECT_EQ(selection.rung, Rung::problem_default);  // wgmma passed over on sm_86; then M <= 4096
+  EXPECT_EQ(bm_of(selection), 16);
+  EXPECT_NE(selection.reason.find("preferred to the entry of NVIDIA H200 (sm_80) for M=64,N=4096,K=4096, problem "
+                                  "distance 0.00; the space's default for M <= 128 passed over"),
+            std::string::npos)
+      << selection.reason;
+}
+
+TEST(DatabaseLadderProblemDefaults, AConditionThatCannotBeEvaluatedIsPassedOverWithTheReason) {
+  KernelDatabase database = decode_database();
+  database.description.problem_defaults[0].when = "M <= sm_count";
+  Selection selection = select(database, device("NVIDIA H200", 9, 0), {{"M", 1024}});  // no sm_count, no arch
+  EXPECT_EQ(selection.rung, Rung::none);
+  EXPECT_NE(selection.reason.find("the space's default for M <= sm_count cannot be checked here"), std::string::npos)
+      << selection.reason;
+}
+
+TEST(DatabaseFile, ProblemDefaultsRoundTripAndOlderFilesHaveNone) {
+  KernelDatabase database = decode_database();
+  KernelDatabase read = parse_database(database_json(database));
+  EXPECT_EQ(read.description.problem_defaults, database.description.problem_defaults);
+  EXPECT_EQ(database_json(read), database_json(database));
+  // A description without problem defaults is written without the field, as before they existed, and reads back so.
+  const std::string older = database_json(scale_database());
+  EXPECT_EQ(older.find("problem_defaults"), std::string::npos);
+  EXPECT_TRUE(parse_database(older).description.problem_defaults.empty());
+  std::string malformed = database_json(database);
+  malformed.replace(malformed.find("\"problem_defaults\": ["), 21, "\"problem_defaults\": 7, \"x\": [");
+  EXPECT_THROW(parse_database(malformed, "db.json"), DatabaseError);
+}
+
 TEST(DatabaseFile, RoundTripsEveryField) {
   KernelDatabase database = scale_database();
   database.description.loader = {{"workers", "WORKERS"}};

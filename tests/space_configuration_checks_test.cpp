@@ -92,6 +92,48 @@ TEST_F(ConfigurationChecksTest, AValidDefaultStandsAsDeclared) {
   EXPECT_EQ(run_default.fallback_note, "");
 }
 
+TEST_F(ConfigurationChecksTest, TheRunStartsFromTheSpacesDefaultForItsProblem) {
+  const auto kernel_at = [&](std::int64_t n) {
+    return parse_kernel_spec("name: t\ntemplate: kernel.cu\nentry: k\nproblem: {N: 4096}\n"            // 1-4
+                             "space:\n  parameters: [{name: B, values: [64, 128, 256], default: 128}]\n"  // 5, 6
+                             "  constraints: [\"N % B == 0\"]\n"                                          // 7
+                             "  problem_defaults:\n"                                                    // 8
+                             "    - {when: N <= 512, values: {B: 256}}\n"                                // 9
+                             "    - {when: N > 512 and N <= 1024, values: {B: 64}}\n"                   // 10
+                             "arguments:\n  - {name: x, type: f32, count: N}\nlaunch: {grid: [\"N // B\"], block: [B]}\n",
+                             file(), {{"N", n}});
+  };
+  const auto run_default_at = [&](std::int64_t n) {
+    const KernelSpec kernel = kernel_at(n);
+    return run_default_for_problem(kernel, SpaceEnumerator(kernel.space, constants_for(kernel)));
+  };
+  // No condition holds: the declared default, nothing said.
+  const RunDefault at_4096 = run_default_at(4096);
+  EXPECT_EQ(at_4096.values, (Configuration{Value{std::int64_t{128}}}));
+  EXPECT_EQ(at_4096.fallback_note, "");
+  // N=640: the second holds.
+  const RunDefault at_640 = run_default_at(640);
+  EXPECT_EQ(at_640.values, (Configuration{Value{std::int64_t{64}}}));
+  EXPECT_EQ(at_640.fallback_note, fmt::format("the space's default for this problem (N > 512 and N <= 1024 holds, "
+                                              "{}:10:7) stands for the default configuration: B=64",
+                                              file().string()));
+  // N=384: the first holds but 256 does not divide 384; the declared default does, and the note says why.
+  const RunDefault at_384 = run_default_at(384);
+  EXPECT_EQ(at_384.values, (Configuration{Value{std::int64_t{128}}}));
+  EXPECT_EQ(at_384.fallback_note.rfind(fmt::format("the space's default for this problem (N <= 512 holds, {}:9:7) "
+                                                   "breaks the constraint 'N % B == 0' ({}:7:",
+                                                   file().string(), file().string()),
+                                       0),
+            0u)
+      << at_384.fallback_note;
+  EXPECT_NE(at_384.fallback_note.find("; the declared defaults stand for the default configuration"), std::string::npos)
+      << at_384.fallback_note;
+  // --config keeps the declared defaults for what it does not name.
+  const KernelSpec kernel = kernel_at(640);
+  EXPECT_EQ(run_default_configuration(kernel, SpaceEnumerator(kernel.space, constants_for(kernel))).values,
+            (Configuration{Value{std::int64_t{128}}}));
+}
+
 TEST_F(ConfigurationChecksTest, GivenConfigurationsTakeTheirValuesAndTheDefaultForTheRest) {
   const KernelSpec kernel = parse_kernel_spec(
       "name: t\ntemplate: kernel.cu\nentry: k\nproblem: {N: 4096}\n"

@@ -45,6 +45,23 @@ TEST_F(NameResolutionTest, ConstraintsMayUseProblemSymbolsAndDerivedValues) {
   EXPECT_EQ(spec.space.constraints[0].expression.text(), "N % HALF == 0");
 }
 
+TEST_F(NameResolutionTest, AProblemDefaultsConditionReadsProblemSymbolsAndDevicePropertiesOnly) {
+  KernelSpec spec = parse_spec(simple_space + "  problem_defaults:\n    - {when: N <= sm_count * 64, values: {BLOCK: 64}}\n");
+  ASSERT_EQ(spec.space.problem_defaults.size(), 1u);
+  std::string message = input_error_of([&] {
+    parse_spec(simple_space + "  problem_defaults:\n    - {when: BLOCK > 64, values: {BLOCK: 64}}\n");
+  });
+  EXPECT_EQ(message.rfind(spec_file().string() + ":13:", 0), 0u) << message;
+  EXPECT_NE(message.find("the when of a problem default reads parameter 'BLOCK'; it may read problem symbols and "
+                         "device properties only"),
+            std::string::npos)
+      << message;
+  message = input_error_of(
+      [&] { parse_spec(simple_space + "  problem_defaults:\n    - {when: NN <= 128, values: {BLOCK: 64}}\n"); });
+  EXPECT_EQ(message.rfind(spec_file().string() + ":13:", 0), 0u) << message;
+  EXPECT_NE(message.find("NN"), std::string::npos) << message;
+}
+
 TEST_F(NameResolutionTest, BufferCountMayNotUseAParameter) {
   std::string message = input_error_of([&] {
     parse_kernel_spec(

@@ -225,6 +225,76 @@ TEST_F(SpaceReaderTest, ErrorsInASpaceFileNameThatFile) {
   EXPECT_NE(message.find("empty value list"), std::string::npos) << message;
 }
 
+// ---------------------------------------------------------------- problem_defaults
+
+const std::string decode_parameters =
+    "parameters:\n"                                            // line 1
+    "  - {name: PATH, type: enum, values: [simt, wgmma]}\n"   // line 2
+    "  - {name: BM, values: [64, 128], default: 128}\n"       // line 3
+    "  - {name: WIDE, type: bool}\n"                          // line 4
+    "problem_defaults:\n";                                     // line 5
+
+TEST_F(SpaceReaderTest, ProblemDefaultsAreReadInOrderWithTypedValues) {
+  Space space = parse_space(decode_parameters +
+                                "  # decode: few rows\n"                                 // line 6
+                                "  - when: M <= 128 and INPUT_KIND in [2, 3]\n"         // line 7
+                                "    values: {PATH: wgmma, BM: 64, WIDE: true}\n"       // line 8
+                                "  - {when: M > 128, values: {BM: 128}}\n",             // line 9
+                            "s.yaml");
+  ASSERT_EQ(space.problem_defaults.size(), 2u);
+  const ProblemDefault& decode = space.problem_defaults[0];
+  EXPECT_EQ(decode.when.text(), "M <= 128 and INPUT_KIND in [2, 3]");
+  EXPECT_EQ(decode.when.where().line, 7);
+  EXPECT_EQ(decode.where.line, 7);
+  EXPECT_EQ(decode.values, (std::map<std::string, Value>{
+                               {"PATH", std::string("wgmma")}, {"BM", std::int64_t{64}}, {"WIDE", true}}));
+  EXPECT_EQ(space.problem_defaults[1].values, (std::map<std::string, Value>{{"BM", std::int64_t{128}}}));
+  EXPECT_EQ(space.problem_defaults[1].where.line, 9);
+  EXPECT_TRUE(parse_space(decode_parameters.substr(0, decode_parameters.find("problem_defaults")), "s.yaml")
+                  .problem_defaults.empty());
+}
+
+TEST_F(SpaceReaderTest, AProblemDefaultNamingNoParameterIsRefused) {
+  std::string message =
+      input_error_of([&] { parse_space(decode_parameters + "  - {when: M <= 128, values: {BN: 64}}\n", "s.yaml"); });
+  EXPECT_EQ(message.rfind("s.yaml:6:31: a problem default names 'BN', which is not a parameter of the space (did you "
+                          "mean 'BM'?); the parameters are PATH, BM, WIDE",
+                          0),
+            0u)
+      << message;
+}
+
+TEST_F(SpaceReaderTest, AProblemDefaultValueMustBeOneOfTheParametersValues) {
+  std::string message =
+      input_error_of([&] { parse_space(decode_parameters + "  - {when: M <= 128, values: {BM: 32}}\n", "s.yaml"); });
+  EXPECT_EQ(message.rfind("s.yaml:6:35: problem default value of 'BM' is 32, not one of its values (64, 128)", 0), 0u)
+      << message;
+  message =
+      input_error_of([&] { parse_space(decode_parameters + "  - {when: M <= 128, values: {PATH: 3}}\n", "s.yaml"); });
+  EXPECT_EQ(message.rfind("s.yaml:6:37: problem default value of 'PATH' '3' is not a string", 0), 0u) << message;
+  message = input_error_of(
+      [&] { parse_space(decode_parameters + "  - {when: M <= 128, values: {WIDE: maybe}}\n", "s.yaml"); });
+  EXPECT_EQ(message.rfind("s.yaml:6:37: problem default value of 'WIDE' must be true or false", 0), 0u) << message;
+}
+
+TEST_F(SpaceReaderTest, AProblemDefaultNeedsAWhenThatParsesAndSomeValues) {
+  std::string message = input_error_of([&] { parse_space(decode_parameters + "  - values: {BM: 64}\n", "s.yaml"); });
+  EXPECT_EQ(message.rfind("s.yaml:6:5: a problem default has no 'when': it is required", 0), 0u) << message;
+  message = input_error_of(
+      [&] { parse_space(decode_parameters + "  - when: M <= * 2\n    values: {BM: 64}\n", "s.yaml"); });
+  EXPECT_EQ(message.rfind("s.yaml:6:", 0), 0u) << message;
+  message = input_error_of([&] { parse_space(decode_parameters + "  - when: M <= 128\n", "s.yaml"); });
+  EXPECT_EQ(message.rfind("s.yaml:6:5: a problem default has no 'values': it is required", 0), 0u) << message;
+  message = input_error_of([&] { parse_space(decode_parameters + "  - {when: M <= 128, values: {}}\n", "s.yaml"); });
+  EXPECT_EQ(message.rfind("s.yaml:6:30: problem default values is empty", 0), 0u) << message;
+  message = input_error_of(
+      [&] { parse_space(decode_parameters + "  - {when: M <= 128, value: {BM: 64}}\n", "s.yaml"); });
+  EXPECT_EQ(message.rfind("s.yaml:6:22: unknown key 'value' in a problem default (did you mean 'values'?)", 0), 0u)
+      << message;
+  message = input_error_of([&] { parse_space(decode_parameters + "  when: M <= 128\n", "s.yaml"); });
+  EXPECT_EQ(message.rfind("s.yaml:6:3: problem_defaults must be a list", 0), 0u) << message;
+}
+
 TEST_F(SpaceReaderTest, ExpressionSyntaxErrorHasItsLocation) {
   std::string message = input_error_of([&] { parse_spec(simple_space + "  constraints:\n    - BLOCK <= * 2\n"); });
   EXPECT_EQ(message.rfind(spec_file().string() + ":13:", 0), 0u) << message;

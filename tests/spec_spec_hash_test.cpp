@@ -64,5 +64,69 @@ TEST(SpecHash, AnEditOfTheSpecChangesItInTheSameProcess) {
   EXPECT_NE(spec_hash(spec, "sm_90"), before);
 }
 
+// ---------------------------------------------------------------- problem defaults are not hashed
+
+const std::string space_without_block =
+    "name: tiny\n"
+    "parameters:\n"
+    "  - {name: A, values: [1, 2]}\n"
+    "# the constraints\n"
+    "constraints:\n"
+    "  - A <= N\n";
+
+const std::string block =
+    "problem_defaults:   # where no tuned problem is near\n"
+    "  # measured: results/...\n"
+    "  - when: N <= 128\n"
+    "\n"
+    "# a comment at the margin inside the block\n"
+    "    values: {A: 2}\n";
+
+TEST(WithoutProblemDefaults, DropsExactlyTheBlockWhereverItStands) {
+  EXPECT_EQ(without_problem_defaults(space_without_block), space_without_block);
+  EXPECT_EQ(without_problem_defaults(space_without_block + block), space_without_block);
+  // Before another key: the comment and blank line just above that key stay with it.
+  const std::size_t constraints_comment = space_without_block.find("# the constraints");
+  std::string middle = space_without_block;
+  middle.insert(constraints_comment, block + "\n");
+  EXPECT_EQ(without_problem_defaults(middle), space_without_block.substr(0, constraints_comment) + "\n" +
+                                                  space_without_block.substr(constraints_comment));
+  // Flow style, quoted, and Windows line ends.
+  EXPECT_EQ(without_problem_defaults("problem_defaults: [{when: N > 1,\n    values: {A: 1}}]\nname: x\n"), "name: x\n");
+  EXPECT_EQ(without_problem_defaults("\"problem_defaults\" :\r\n  - {when: N > 1, values: {A: 1}}\r\nname: x\r\n"),
+            "name: x\r\n");
+}
+
+TEST(WithoutProblemDefaults, KeepsWhatIsNotTheTopLevelBlock) {
+  const std::string nested = "space:\n  problem_defaults:\n    - {when: N > 1, values: {A: 1}}\n";
+  EXPECT_EQ(without_problem_defaults(nested), nested);
+  const std::string longer_key = "problem_defaults_old:\n  - 1\nproblem_defaultsx: 2\n";
+  EXPECT_EQ(without_problem_defaults(longer_key), longer_key);
+  const std::string in_a_value = "name: problem_defaults:\n";
+  EXPECT_EQ(without_problem_defaults(in_a_value), in_a_value);
+}
+
+TEST(SpecHash, ASpaceHashesTheSameWithAndWithoutItsProblemDefaults) {
+  const HashedSpec written = write_hashed_spec("problem_defaults");
+  write_file(written.dir / "tiny_space.yaml", space_without_block);
+  write_file(written.spec_file, "name: tiny\ntemplate: tiny.cu\nentry: tiny\nspace: tiny_space.yaml\n"
+                                "problem: {N: 64, M: 8}\narguments: []\nlaunch: {grid: [1], block: [32]}\n");
+  const KernelSpec without = load_kernel_spec(written.spec_file);
+  const std::string kernel_hash = spec_hash(without), record_hash = spec_hash(without, "sm_90");
+  EXPECT_EQ(kernel_hash, content_hash({spec_test::read_file(written.spec_file), space_without_block,
+                                       template_hash(read_template_source(without.template_file))}));
+
+  write_file(written.dir / "tiny_space.yaml", space_without_block + block);
+  const KernelSpec with = load_kernel_spec(written.spec_file);
+  ASSERT_EQ(with.space.problem_defaults.size(), 1u);
+  EXPECT_EQ(spec_hash(with), kernel_hash);
+  EXPECT_EQ(spec_hash(with, "sm_90"), record_hash);
+  // Another problem default: still the same; another constraint: another kernel.
+  write_file(written.dir / "tiny_space.yaml", space_without_block + "problem_defaults:\n  - {when: N > 8, values: {A: 1}}\n");
+  EXPECT_EQ(spec_hash(load_kernel_spec(written.spec_file)), kernel_hash);
+  write_file(written.dir / "tiny_space.yaml", space_without_block + "  - A >= 1\n" + block);
+  EXPECT_NE(spec_hash(load_kernel_spec(written.spec_file)), kernel_hash);
+}
+
 }  // namespace
 }  // namespace kernlathe

@@ -6,18 +6,22 @@
 // The description is what a launch needs, taken from the kernel spec when `tune` stored the newest entry: the
 // template's identity and hash, the entry point, parameters with their types and values, derived values,
 // constraints, launch geometry and arguments as expressions of the kernel's language (problem symbols, parameters,
-// derived values, device properties), and the configuration to fall back on. Each entry is one tuned configuration:
-// device name, arch, driver, problem, typed parameter values, the measured time with its spread, date, and the
-// spec hash it was measured against. The README's "Runtime library" section documents every field.
+// derived values, device properties), the space's problem defaults and the configuration to fall back on. Each
+// entry is one tuned configuration: device name, arch, driver, problem, typed parameter values, the measured time
+// with its spread, date, and the spec hash it was measured against. docs/runtime.md documents every field.
 //
 // Looking a configuration up needs no GPU and no CUDA header: select() walks the fallback ladder
-//   exact device and problem -> same arch, nearest problem -> same arch, any problem -> same major arch
-//   -> the description's default configuration
-// and says which rung it took and why. Every candidate, the default included, must meet the description's
-// constraints at the requested problem on this device (its properties and arch); when none does, select() says so
-// (Rung::none) instead of handing back a configuration that computes a wrong answer (issue 30: the space defaults
-// of a bf16 GEMM at M=1000 broke M % BM == 0 and left 10% of the output wrong on an H200). It never throws for a
-// missing or unusable entry; the runtime (plan_kernel, Runtime::kernel, Runtime::select) throws on Rung::none.
+//   exact device and problem -> same arch, nearest problem
+//   -> the space's default for this problem (where none is near: the first problem default whose condition holds)
+//   -> same arch, any problem -> same major arch -> the description's default configuration
+// and says which rung it took and why. A problem default goes before entries of far problems because a 16-row
+// decode GEMM ran at 0.41-0.61 of cuBLAS with the 4096-row winner and at 0.55-0.83 with the decode default
+// (results/linear_workload/2026-11-29-h200-c9fd0ac-decode-configurations.txt). Every candidate, the default
+// included, must meet the description's constraints at the requested problem on this device (its properties and
+// arch); when none does, select() says so (Rung::none) instead of handing back a configuration that computes a wrong
+// answer (issue 30: the space defaults of a bf16 GEMM at M=1000 broke M % BM == 0 and left 10% of the output wrong on
+// an H200). It never throws for a missing or unusable entry; the runtime (plan_kernel, Runtime::kernel,
+// Runtime::select) throws on Rung::none.
 
 #include <array>
 #include <cstdint>
@@ -82,6 +86,15 @@ struct StreamDescription {
   bool operator==(const StreamDescription&) const = default;
 };
 
+// `problem_defaults:` of the space: where no tuned problem is near, the configuration to start from for a kind of
+// problem.
+struct ProblemDefaultDescription {
+  std::string when;                     // expression of problem symbols and device properties
+  ConfigurationValues configuration;    // every parameter: the item's values over the space's defaults
+
+  bool operator==(const ProblemDefaultDescription&) const = default;
+};
+
 struct KernelDescription {
   std::string kernel;
   std::string template_name;  // "saxpy.cu"
@@ -101,6 +114,7 @@ struct KernelDescription {
   std::vector<ArgumentDescription> arguments;
   ConfigurationValues default_configuration;  // the last rung of the ladder; valid at the default problem
   std::string default_origin;                 // "space defaults", "verification reference" or "first valid"
+  std::vector<ProblemDefaultDescription> problem_defaults;  // in declared order; absent in older databases
   // Streamed specs: loader setting ("pinned", "workers", "prefetch", "streams", "batch", "chunk_bytes") -> expression
   std::map<std::string, std::string> loader;
   std::optional<StreamDescription> stream;  // streamed specs only
@@ -166,9 +180,21 @@ struct DeviceIdentity {
   std::string arch() const { return "sm_" + std::to_string(arch_major) + std::to_string(arch_minor); }
 };
 
-// none: no candidate is usable, not even the default configuration; the Selection holds no configuration.
-enum class Rung { exact, same_arch_nearest_problem, same_arch_any_problem, same_major_arch, default_configuration, none };
-const char* rung_name(Rung rung);  // "exact", "same arch, nearest problem", ..., "no usable configuration"
+// problem_default: the first of the description's problem defaults whose condition holds and whose configuration is
+// usable, taken where no entry is within nearest_problem_distance (it is preferred to an entry of a farther problem
+// or another arch, and to the default configuration). none: no candidate is usable, not even the default
+// configuration; the Selection holds no configuration.
+enum class Rung {
+  exact,
+  same_arch_nearest_problem,
+  same_arch_any_problem,
+  same_major_arch,
+  problem_default,
+  default_configuration,
+  none
+};
+// "exact", "same arch, nearest problem", ..., "the space's default for this problem", ..., "no usable configuration"
+const char* rung_name(Rung rung);
 
 struct SelectOptions {
   // How far a problem may be for the second rung: the sum over problem symbols of |log2(requested / tuned)|.
@@ -180,7 +206,7 @@ struct SelectOptions {
 struct Selection {
   ConfigurationValues configuration;   // empty when nothing is usable
   Rung rung = Rung::default_configuration;
-  std::optional<DatabaseEntry> entry;  // the entry taken; empty on the last two rungs
+  std::optional<DatabaseEntry> entry;  // the entry taken; empty on the last three rungs
   double problem_distance = 0;         // of the entry taken
   // One sentence a person can read: what was taken, and why. On Rung::none: the device, the problem
   // (problem_text), the constraint the default configuration breaks, and how many entries were unusable with one
@@ -202,9 +228,9 @@ std::string unusable_reason(const KernelDescription& description, const DeviceId
                             const ConfigurationValues& configuration);
 
 // Walks the ladder. Entries that are stale, or whose configuration is unusable at the requested problem on this
-// device (unusable_reason), are passed over (and counted in the reason); the default configuration is checked the
-// same way, and when it fails too the result is Rung::none with no configuration. Never throws for a missing or
-// unusable entry.
+// device (unusable_reason), are passed over (and counted in the reason); problem defaults and the default
+// configuration are checked the same way, and when the default fails too the result is Rung::none with no
+// configuration. Never throws for a missing or unusable entry.
 Selection select(const KernelDatabase& database, const DeviceIdentity& device, const Problem& requested,
                  const SelectOptions& options = {});
 

@@ -19,8 +19,9 @@ def bundled_data() -> Path:
 @dataclass(frozen=True)
 class Selection:
     """Which configuration the ladder took, and why (kernlathe::Selection). rung is one of exact,
-    same_arch_nearest_problem, same_arch_any_problem, same_major_arch, default_configuration; rung_text the same in
-    words; reason one sentence; entry the database entry taken (None on the last rungs)."""
+    same_arch_nearest_problem, same_arch_any_problem, same_major_arch, problem_default (the space's default for this
+    problem, where no entry is near), default_configuration; rung_text the same in words; reason one sentence; entry
+    the database entry taken (None on the last rungs)."""
 
     kernel: str
     problem: Dict[str, int]

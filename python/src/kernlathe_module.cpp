@@ -59,6 +59,7 @@ const char* rung_identifier(Rung rung) {
     case Rung::same_arch_nearest_problem: return "same_arch_nearest_problem";
     case Rung::same_arch_any_problem: return "same_arch_any_problem";
     case Rung::same_major_arch: return "same_major_arch";
+    case Rung::problem_default: return "problem_default";
     case Rung::default_configuration: return "default_configuration";
     case Rung::none: return "none";
   }

@@ -100,7 +100,7 @@ def test_runtime_launch_from_torch_tensors():
     n = 1 << 20
     saxpy = runtime.kernel("saxpy", N=n)
     assert saxpy.selection.rung in ("exact", "same_arch_nearest_problem", "same_arch_any_problem", "same_major_arch",
-                                    "default_configuration")
+                                    "problem_default", "default_configuration")
     x = torch.rand(n, device="cuda")
     y = torch.rand(n, device="cuda")
     expected = 2.5 * x + y

@@ -128,6 +128,36 @@ bool BestCache::update(const KernelDescription& description, const DatabaseEntry
   return true;
 }
 
+KernelDatabase BestCache::refresh_description(const KernelDescription& description) {
+  std::filesystem::path file = file_for(description.kernel);
+  std::filesystem::path lock_path = file;
+  lock_path += ".lock";
+  const InputError nothing_stored(SourceLocation{file.string()}, "no database to refresh: the kernel has no stored entries");
+  if (!std::filesystem::exists(file)) throw nothing_stored;  // before the lock, which would create the directory's file
+  ExclusiveLock lock(lock_path);
+  std::optional<KernelDatabase> stored = read_file(file);
+  if (!stored) throw nothing_stored;
+  KernelDatabase refreshed = *stored;
+  refreshed.description = description;
+  int staled = 0;
+  std::string example;
+  for (const DatabaseEntry& entry : stored->entries) {
+    if (!stale_reason(*stored, entry).empty()) continue;
+    std::string now = stale_reason(refreshed, entry);
+    if (now.empty()) continue;
+    if (staled++ == 0) example = fmt::format("the entry of {} ({}) for {}: {}", entry.device_name, entry.arch,
+                                             problem_text(stored->description, entry.problem), now);
+  }
+  if (staled > 0) {
+    throw InputError(SourceLocation{file.string()},
+                     fmt::format("refreshing the description would make {} current entr{} stale, e.g. {}; the spec, "
+                                 "its space or the template changed since they were measured: tune the kernel again",
+                                 staled, staled == 1 ? "y" : "ies", example));
+  }
+  write_atomically(file, database_json(refreshed));
+  return *stored;
+}
+
 std::optional<KernelDatabase> BestCache::read(const std::string& kernel) const {
   // No lock: rename() makes every read see either the old or the new complete file.
   return read_file(file_for(kernel));

@@ -31,6 +31,13 @@ class BestCache {
   // kernel name that cannot be a file name -> InputError.
   bool update(const KernelDescription& description, const DatabaseEntry& entry, Replace replace = Replace::when_faster);
 
+  // Replaces the stored description with `description` (the kernel's spec as it is now) and keeps every entry as it
+  // is: what a change that alters no configuration and no measurement needs (problem defaults, whose block the spec
+  // hash leaves out), without tuning again. Returns the database as it was. InputError, nothing written, when there is
+  // no database, or when an entry current under the stored description would be stale under the new one (the spec,
+  // its space or the template changed since it was measured: that needs a run, not a refresh).
+  KernelDatabase refresh_description(const KernelDescription& description);
+
   // The kernel's database, nullopt when there is no file. A corrupt file or one of a newer format -> InputError
   // naming the file.
   std::optional<KernelDatabase> read(const std::string& kernel) const;

@@ -125,6 +125,11 @@ KernelDescription describe_kernel(const KernelSpec& spec, const SpaceEnumerator&
     }
   }
   description.default_configuration = configuration_values(spec.space, fallback);
+  for (const ProblemDefault& problem_default : spec.space.problem_defaults) {
+    ConfigurationValues values = configuration_values(spec.space, space.default_configuration());
+    for (const auto& [name, value] : problem_default.values) values[name] = value;
+    description.problem_defaults.push_back({problem_default.when.to_string(), std::move(values)});
+  }
 
   const LoaderExpressions& loader = spec.loader;
   for (const auto& [name, expression] : {std::pair{"pinned", &loader.pinned}, {"workers", &loader.workers},

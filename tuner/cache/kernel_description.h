@@ -14,7 +14,8 @@ namespace kernlathe {
 
 // Every expression is written in canonical form (Expression::to_string). The default configuration is the space's
 // defaults when they are valid under the enumerator's constants, else the verification reference, else the first
-// valid configuration; default_origin says which.
+// valid configuration; default_origin says which. Each problem default is its condition with the full configuration
+// it stands for: its values over the space's declared defaults.
 KernelDescription describe_kernel(const KernelSpec& spec, const SpaceEnumerator& space);
 
 // The typed values of a configuration, by parameter name.

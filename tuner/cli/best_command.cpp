@@ -17,6 +17,8 @@
 #include "tuner/common/error.h"
 #include "tuner/expr/expression.h"
 #include "tuner/runtime/kernel_plan.h"
+#include "tuner/session/tuning_session.h"  // run_constants
+#include "tuner/space/space.h"
 #include "tuner/spec/model.h"
 #include "tuner/spec/spec_loader.h"
 
@@ -80,10 +82,74 @@ void BestCommand::add_to(CLI::App& command) {
                      fmt::format("with --select: a board instead of the arch's profile, by the name the driver "
                                  "reports; known: {}", fmt::join(known_device_names(), ", ")))
       ->needs(select_flag);
+  CLI::Option* refresh_flag = command.add_flag(
+      "--refresh-description", refresh,
+      "rewrite the stored description from the kernel's spec as it is now (--specs), keeping every entry: for a change "
+      "that alters no configuration and no measurement, such as a space's problem_defaults; refused when it would make "
+      "a current entry stale. The default configuration is chosen as the run that stored the newest entry chose it, "
+      "on its board at its problem (--arch, --problem: another)");
+  refresh_flag->excludes(select_flag);
   command.add_flag("--json", json, "machine-readable output");
 }
 
-int BestCommand::run() const { return select ? show_selection() : list_entries(); }
+int BestCommand::run() const {
+  if (refresh) return refresh_description();
+  return select ? show_selection() : list_entries();
+}
+
+int BestCommand::refresh_description() const {
+  const std::optional<KernelDatabase> stored = BestCache(directory).read(kernel);
+  if (!stored) {
+    throw InputError(
+        fmt::format("best --refresh-description: no database for kernel '{}' under {}", kernel, directory));
+  }
+  // The description is written by the run that stored the newest entry, with its problem and device: the default
+  // configuration it holds is the one valid there. Refreshed with the same, it changes only where the spec changed.
+  const auto newest = std::max_element(stored->entries.begin(), stored->entries.end(),
+                                       [](const DatabaseEntry& a, const DatabaseEntry& b) { return a.date < b.date; });
+  if (newest == stored->entries.end() && (arch.empty() || problem.empty()))
+    throw InputError(fmt::format("best --refresh-description: {} has no entries; name --arch and --problem", kernel));
+  const std::string problem_shown = problem.empty() ? problem_text(stored->description, newest->problem) : problem;
+  const KernelSpec spec = load_kernel_spec(find_spec((std::filesystem::path(specs) / (kernel + ".yaml")).string()),
+                                           parse_problem_overrides(problem_shown));
+  DeviceProperties device;
+  if (!arch.empty()) {
+    device = device_profile(arch);
+  } else {
+    const std::vector<std::string> boards = known_device_names();
+    device = std::find(boards.begin(), boards.end(), newest->device_name) != boards.end()
+                 ? named_device_profile(newest->device_name)
+                 : device_profile(newest->arch);
+  }
+  const SpaceEnumerator space(spec.space, run_constants(spec, device));
+  const KernelDatabase before = BestCache(directory).refresh_description(describe_kernel(spec, space));
+  const KernelDatabase after = *BestCache(directory).read(kernel);
+
+  // What changed, by field of the description as the file stores it.
+  const auto description_json = [](const KernelDatabase& database) {
+    return Json::parse(database_json(KernelDatabase{database.kernel, database.description, {}}))["description"];
+  };
+  const Json old_fields = description_json(before), new_fields = description_json(after);
+  std::vector<std::string> changed;
+  for (const auto& [field, value] : new_fields.items())
+    if (!old_fields.contains(field) || old_fields[field] != value) changed.push_back(field);
+  for (const auto& [field, value] : old_fields.items())
+    if (!new_fields.contains(field)) changed.push_back(field);
+  int current = 0;
+  for (const DatabaseEntry& entry : after.entries) current += stale_reason(after, entry).empty() ? 1 : 0;
+  const std::string file = BestCache(directory).file_for(kernel).string();
+  if (json) {
+    fmt::print("{}\n", Json{{"kernel", kernel}, {"file", file}, {"spec", spec.file.string()}, {"device", device.name},
+                            {"problem", problem_shown}, {"changed", changed}, {"entries", after.entries.size()},
+                            {"current", current}}.dump(2));
+    return exit_ok;
+  }
+  const std::string what_changed =
+      changed.empty() ? "nothing changed" : fmt::format("changed: {}", fmt::join(changed, ", "));
+  fmt::print("{}: description refreshed from {} ({} at {}), {}; {} entries kept, {} current\n", file,
+             spec.file.string(), device.name, problem_shown, what_changed, after.entries.size(), current);
+  return exit_ok;
+}
 
 int BestCommand::show_selection() const {
   if (arch.empty() && device.empty()) throw InputError("best --select: name the device with --arch sm_XX or --device NAME");

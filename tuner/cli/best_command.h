@@ -6,8 +6,13 @@
 // properties of a built-in profile (tuner/spec/model.h), so its answer is the runtime's on a device with those
 // properties.
 //
+// With --refresh-description it rewrites the stored description from the kernel's spec as it is now and keeps every
+// entry (BestCache::refresh_description): how a change that alters no configuration and no measurement, such as a
+// space's problem defaults, reaches the database the runtime reads, without tuning again.
+//
 // Exit codes: 0 ok; 1 nothing stored, or --select finds no usable configuration; 2 bad options (unknown arch or
-// device, a device of another arch, a malformed problem or one naming a symbol the kernel does not have).
+// device, a device of another arch, a malformed problem or one naming a symbol the kernel does not have), or a
+// refresh that would make current entries stale.
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -22,6 +27,7 @@ struct BestCommand {
   std::string directory = "results/best";
   std::string specs = "kernels";
   bool select = false;
+  bool refresh = false;
   bool json = false;
 
   void add_to(CLI::App& command);
@@ -30,6 +36,7 @@ struct BestCommand {
  private:
   int list_entries() const;
   int show_selection() const;
+  int refresh_description() const;
 };
 
 }  // namespace kernlathe

@@ -112,6 +112,14 @@ json description_to_json(const KernelDescription& description) {
               {"default_configuration", configuration_to_json(description.default_configuration)},
               {"default_origin", description.default_origin},
               {"loader", description.loader}};
+  if (!description.problem_defaults.empty()) {  // absent where the space declares none, as in older databases
+    json problem_defaults = json::array();
+    for (const ProblemDefaultDescription& problem_default : description.problem_defaults) {
+      problem_defaults.push_back(
+          {{"when", problem_default.when}, {"configuration", configuration_to_json(problem_default.configuration)}});
+    }
+    described["problem_defaults"] = problem_defaults;
+  }
   if (description.stream) {
     const StreamDescription& stream = *description.stream;
     described["stream"] = json{{"input", stream.input},   {"output", stream.output}, {"dtype", stream.dtype},
@@ -165,6 +173,16 @@ KernelDescription description_from_json(const json& object) {
       configuration_from_json(object.at("default_configuration"), "default_configuration");
   description.default_origin = object.value("default_origin", "");
   description.loader = object.value("loader", std::map<std::string, std::string>{});
+  if (object.contains("problem_defaults")) {
+    const json& problem_defaults = object.at("problem_defaults");
+    if (!problem_defaults.is_array())
+      throw DatabaseError(fmt::format("problem_defaults is {}, not a list", problem_defaults.dump()));
+    for (const json& problem_default : problem_defaults) {
+      description.problem_defaults.push_back(
+          {problem_default.at("when").get<std::string>(),
+           configuration_from_json(problem_default.at("configuration"), "problem_defaults.configuration")});
+    }
+  }
   if (object.contains("stream")) {
     const json& stream = object.at("stream");
     StreamDescription described;
@@ -232,6 +250,31 @@ double problem_distance(const Problem& requested, const Problem& tuned) {
   return distance;
 }
 
+// What a description's expressions read, bound in the order they read it: device properties, problem symbols (the
+// problem completed with the description's defaults), then whatever the caller adds (parameters, derived values).
+class ProblemBindings {
+ public:
+  ProblemBindings(const KernelDescription& description, const DeviceIdentity& device, const Problem& problem) {
+    for (const auto& [name, value] : device.properties) add(name, value);
+    for (const auto& [name, value] : complete_problem(description, problem)) add(name, value);
+  }
+  void add(const std::string& name, const Value& value) {
+    const auto slot = static_cast<std::size_t>(scope_.add(name));
+    if (slot >= slots_.size()) slots_.resize(slot + 1);
+    slots_[slot] = value;
+  }
+  // Throws InputError for a syntax error or a name not bound, EvaluationError when the expression cannot be evaluated.
+  Value evaluate(const std::string& text) const {
+    expr::Expression expression = expr::Expression::parse(text);
+    expression.bind(scope_);
+    return expression.evaluate(slots_);
+  }
+
+ private:
+  expr::Scope scope_;
+  std::vector<Value> slots_;
+};
+
 std::string arch_major_of(const std::string& arch) {
   // "sm_90" -> "9", "sm_100" -> "10", "sm_86" -> "8"
   if (arch.rfind("sm_", 0) != 0 || arch.size() < 5) return "";
@@ -240,35 +283,121 @@ std::string arch_major_of(const std::string& arch) {
   return digits.size() >= 2 ? digits.substr(0, digits.size() - 1) : "";
 }
 
+// An entry usable here, as select() ranks it.
+struct Candidate {
+  const DatabaseEntry* entry;
+  double distance;
+  bool same_arch;
+  bool same_name;
+};
+
+struct Candidates {
+  std::vector<Candidate> usable;  // best first
+  std::string passed_over;        // "; 2 stale entries passed over; 1 entry unusable here, e.g. ..." or ""
+};
+
+// The current entries of this arch or its major arch whose configuration is usable at the problem on this device:
+// same arch before other archs; then the nearest problem; at equal distance the same device name; then the faster.
+Candidates usable_candidates(const KernelDatabase& database, const DeviceIdentity& device, const Problem& problem,
+                             const SelectOptions& options) {
+  const KernelDescription& description = database.description;
+  const std::string arch = device.arch();
+  const std::string major = arch_major_of(arch);
+  int stale = 0, unusable = 0;
+  std::string first_unusable;
+  Candidates candidates;
+  for (const DatabaseEntry& entry : database.entries) {
+    bool same_arch = entry.arch == arch;
+    if (!same_arch && (major.empty() || arch_major_of(entry.arch) != major)) continue;
+    if (!options.use_stale_entries && !stale_reason(database, entry).empty()) {
+      ++stale;
+      continue;
+    }
+    double distance = problem_distance(problem, complete_problem(description, entry.problem));
+    if (std::isinf(distance)) continue;
+    std::string why = unusable_reason(description, device, problem, entry.configuration);
+    if (!why.empty()) {
+      if (unusable++ == 0) first_unusable = fmt::format("the entry of {} for {}: {}", entry.device_name,
+                                                        problem_text(description, entry.problem), why);
+      continue;
+    }
+    candidates.usable.push_back({&entry, distance, same_arch, entry.device_name == device.name});
+  }
+  std::sort(candidates.usable.begin(), candidates.usable.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.same_arch != b.same_arch) return a.same_arch;
+    if (a.distance != b.distance) return a.distance < b.distance;
+    if (a.same_name != b.same_name) return a.same_name;
+    return a.entry->time.median_ms < b.entry->time.median_ms;
+  });
+  if (stale > 0) candidates.passed_over += fmt::format("; {} stale entr{} passed over", stale, stale == 1 ? "y" : "ies");
+  if (unusable > 0)
+    candidates.passed_over += fmt::format("; {} entr{} unusable here, e.g. {}", unusable, unusable == 1 ? "y" : "ies",
+                                          first_unusable);
+  return candidates;
+}
+
+// The rung of an entry: exact, same arch (nearest or any problem) or same major arch, with the reason.
+Selection entry_selection(const KernelDescription& description, const DeviceIdentity& device, const std::string& wanted,
+                          const Candidate& best, const SelectOptions& options) {
+  const DatabaseEntry& entry = *best.entry;
+  Selection selection;
+  selection.entry = entry;
+  selection.configuration = entry.configuration;
+  selection.problem_distance = best.distance;
+  const std::string tuned = problem_text(description, entry.problem);
+  if (best.same_arch && best.same_name && best.distance == 0) {
+    selection.rung = Rung::exact;
+    selection.reason = fmt::format("tuned on this device ({}, {}) for this problem ({})", entry.device_name, entry.arch, tuned);
+  } else if (best.same_arch) {
+    selection.rung = best.distance <= options.nearest_problem_distance ? Rung::same_arch_nearest_problem
+                                                                       : Rung::same_arch_any_problem;
+    selection.reason = fmt::format("{} has no entry for {}; took the entry of {} ({}) for {}, problem distance {:.2f}",
+                                   device.name, wanted, entry.device_name, entry.arch, tuned, best.distance);
+  } else {
+    selection.rung = Rung::same_major_arch;
+    selection.reason = fmt::format("no entry for {}; took the entry of {} ({}) for {}, problem distance {:.2f}",
+                                   device.arch(), entry.device_name, entry.arch, tuned, best.distance);
+  }
+  return selection;
+}
+
+// The first problem default whose condition holds at the problem on this device and whose configuration is usable
+// there (unusable_reason, as for every rung); nullptr when none is. One whose condition holds but that is unusable
+// (wgmma on sm_80), or whose condition cannot be evaluated here, is passed over and said so in passed_over.
+const ProblemDefaultDescription* usable_problem_default(const KernelDescription& description,
+                                                        const DeviceIdentity& device, const Problem& problem,
+                                                        std::string& passed_over) {
+  for (const ProblemDefaultDescription& problem_default : description.problem_defaults) {
+    bool holds = false;
+    try {
+      holds = expr::truthy(ProblemBindings(description, device, problem).evaluate(problem_default.when));
+    } catch (const std::exception& error) {
+      passed_over += fmt::format("; the space's default for {} cannot be checked here ({})", problem_default.when,
+                                 error.what());
+      continue;
+    }
+    if (!holds) continue;
+    const std::string why = unusable_reason(description, device, problem, problem_default.configuration);
+    if (why.empty()) return &problem_default;
+    passed_over += fmt::format("; the space's default for {} passed over: {}", problem_default.when, why);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::string unusable_reason(const KernelDescription& description, const DeviceIdentity& device, const Problem& problem,
                             const ConfigurationValues& configuration) {
   try {
-    expr::Scope scope;
-    std::vector<Value> slots;
-    auto add = [&](const std::string& name, const Value& value) {
-      int slot = scope.add(name);
-      if (static_cast<std::size_t>(slot) >= slots.size()) slots.resize(static_cast<std::size_t>(slot) + 1);
-      slots[static_cast<std::size_t>(slot)] = value;
-    };
-    for (const auto& [name, value] : device.properties) add(name, value);
-    for (const auto& [name, value] : complete_problem(description, problem)) add(name, value);
+    ProblemBindings bindings(description, device, problem);
     for (const auto& parameter : description.parameters) {
       auto found = configuration.find(parameter.name);
       if (found == configuration.end()) return fmt::format("it has no value for parameter {}", parameter.name);
-      add(parameter.name, found->second);
+      bindings.add(parameter.name, found->second);
     }
-    for (const auto& derived : description.derived) {
-      expr::Expression expression = expr::Expression::parse(derived.expression);
-      expression.bind(scope);
-      Value value = expression.evaluate(slots);
-      add(derived.name, value);
-    }
+    for (const auto& derived : description.derived) bindings.add(derived.name, bindings.evaluate(derived.expression));
     for (const auto& text : description.constraints) {
-      expr::Expression constraint = expr::Expression::parse(text);
-      constraint.bind(scope);
-      if (!constraint.evaluate_bool(slots)) return fmt::format("it breaks the constraint {}", text);
+      if (!expr::truthy(bindings.evaluate(text))) return fmt::format("it breaks the constraint {}", text);
     }
   } catch (const std::exception& error) {
     return fmt::format("its constraints cannot be checked here ({})", error.what());
@@ -282,6 +411,7 @@ const char* rung_name(Rung rung) {
     case Rung::same_arch_nearest_problem: return "same arch, nearest problem";
     case Rung::same_arch_any_problem: return "same arch, any problem";
     case Rung::same_major_arch: return "same major arch";
+    case Rung::problem_default: return "the space's default for this problem";
     case Rung::default_configuration: return "default configuration";
     case Rung::none: return "no usable configuration";
   }
@@ -397,74 +527,41 @@ Selection select(const KernelDatabase& database, const DeviceIdentity& device, c
   const KernelDescription& description = database.description;
   const Problem problem = complete_problem(description, requested);
   const std::string arch = device.arch();
-  const std::string major = arch_major_of(arch);
   const std::string wanted = problem_text(description, problem);
+  const std::string origin = description.default_origin.empty() ? "of the spec" : description.default_origin;
 
-  int stale = 0, unusable = 0;
-  std::string first_unusable;
-  struct Candidate {
-    const DatabaseEntry* entry;
-    double distance;
-    bool same_arch;
-    bool same_name;
-  };
-  std::vector<Candidate> candidates;
-  for (const DatabaseEntry& entry : database.entries) {
-    bool same_arch = entry.arch == arch;
-    if (!same_arch && (major.empty() || arch_major_of(entry.arch) != major)) continue;
-    if (!options.use_stale_entries && !stale_reason(database, entry).empty()) {
-      ++stale;
-      continue;
-    }
-    double distance = problem_distance(problem, complete_problem(description, entry.problem));
-    if (std::isinf(distance)) continue;
-    std::string why = unusable_reason(description, device, problem, entry.configuration);
-    if (!why.empty()) {
-      if (unusable++ == 0) first_unusable = fmt::format("the entry of {} for {}: {}", entry.device_name,
-                                                        problem_text(description, entry.problem), why);
-      continue;
-    }
-    candidates.push_back({&entry, distance, same_arch, entry.device_name == device.name});
+  Candidates candidates = usable_candidates(database, device, problem, options);
+  std::string passed_over = std::move(candidates.passed_over);
+  const Candidate* best = candidates.usable.empty() ? nullptr : &candidates.usable.front();
+  if (best != nullptr && best->same_arch && best->distance <= options.nearest_problem_distance) {
+    Selection selection = entry_selection(description, device, wanted, *best, options);
+    selection.reason += passed_over;
+    return selection;
   }
-  // Same arch before other archs; then the nearest problem; at equal distance the same device name; then the faster.
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    if (a.same_arch != b.same_arch) return a.same_arch;
-    if (a.distance != b.distance) return a.distance < b.distance;
-    if (a.same_name != b.same_name) return a.same_name;
-    return a.entry->time.median_ms < b.entry->time.median_ms;
-  });
-
-  std::string passed_over;
-  if (stale > 0) passed_over += fmt::format("; {} stale entr{} passed over", stale, stale == 1 ? "y" : "ies");
-  if (unusable > 0) passed_over += fmt::format("; {} entr{} unusable here, e.g. {}", unusable, unusable == 1 ? "y" : "ies", first_unusable);
-
-  Selection selection;
-  if (!candidates.empty()) {
-    const Candidate& best = candidates.front();
-    const DatabaseEntry& entry = *best.entry;
-    selection.entry = entry;
-    selection.configuration = entry.configuration;
-    selection.problem_distance = best.distance;
-    std::string tuned = problem_text(description, entry.problem);
-    if (best.same_arch && best.same_name && best.distance == 0) {
-      selection.rung = Rung::exact;
-      selection.reason = fmt::format("tuned on this device ({}, {}) for this problem ({})", entry.device_name, entry.arch, tuned);
-    } else if (best.same_arch) {
-      selection.rung = best.distance <= options.nearest_problem_distance ? Rung::same_arch_nearest_problem
-                                                                         : Rung::same_arch_any_problem;
-      selection.reason = fmt::format("{} has no entry for {}; took the entry of {} ({}) for {}, problem distance {:.2f}",
-                                     device.name, wanted, entry.device_name, entry.arch, tuned, best.distance);
-    } else {
-      selection.rung = Rung::same_major_arch;
-      selection.reason = fmt::format("no entry for {}; took the entry of {} ({}) for {}, problem distance {:.2f}", arch,
-                                     entry.device_name, entry.arch, tuned, best.distance);
-    }
+  // No entry is near: the space's default for this kind of problem goes before an entry of a far problem or of another
+  // arch (a 16-row decode GEMM: 0.55-0.83 of cuBLAS against 0.41-0.61 with the 4096-row winner, database.h).
+  if (const ProblemDefaultDescription* taken = usable_problem_default(description, device, problem, passed_over)) {
+    Selection selection;
+    selection.rung = Rung::problem_default;
+    selection.configuration = taken->configuration;
+    const std::string preferred_to =
+        best != nullptr ? fmt::format("the entry of {} ({}) for {}, problem distance {:.2f}", best->entry->device_name,
+                                      best->entry->arch, problem_text(description, best->entry->problem), best->distance)
+                        : fmt::format("the default configuration ({})", origin);
+    selection.reason = fmt::format("no usable entry of {} within problem distance {:.2f} of {}; took the space's "
+                                   "default for this problem ({} holds), preferred to {}{}",
+                                   arch, options.nearest_problem_distance, wanted, taken->when, preferred_to,
+                                   passed_over);
+    return selection;
+  }
+  if (best != nullptr) {
+    Selection selection = entry_selection(description, device, wanted, *best, options);
     selection.reason += passed_over;
     return selection;
   }
   // The last rung is checked like every other: launching defaults that break a constraint is a wrong answer, or
   // an out-of-range grid (issue 30, measured on an H200 with a bf16 GEMM at M=1000 and M=16).
-  const std::string origin = description.default_origin.empty() ? "of the spec" : description.default_origin;
+  Selection selection;
   if (std::string why = unusable_reason(description, device, problem, description.default_configuration); !why.empty()) {
     selection.rung = Rung::none;
     selection.reason = fmt::format("no usable configuration for {} ({}) at {}: the default configuration ({}): {}{}",

@@ -320,7 +320,7 @@ class TuningRun {
     // compiled or measured: a default or reference configuration that breaks the constraints, unusable buffer
     // counts, launch geometry or shared memory stop the run here with exit 2, not on the GPU host later.
     check_spec_configurations(spec_, space_);
-    run_default_ = run_default_configuration(spec_, space_);
+    run_default_ = run_default_for_problem(spec_, space_);
     static std::once_flag default_note_said;  // several models run a session each: the note is said once
     if (!run_default_.fallback_note.empty())
       std::call_once(default_note_said, [&] { fmt::print(stderr, "{}tune: note: {}\n",
@@ -1165,7 +1165,7 @@ class TuningRun {
   std::deque<PendingEvaluation> pending_;
   std::unordered_set<std::string> seen_;
   bool strategy_exhausted_ = false;
-  RunDefault run_default_;             // the default configuration, or the first valid one where it breaks a constraint
+  RunDefault run_default_;             // the space's default for this problem, the declared one, or the first valid one
   std::vector<Configuration> given_;   // --config: these alone are measured
   std::vector<Measurer*> lane_measurers_;
   std::optional<MeasurementLanes> lanes_;

@@ -124,6 +124,41 @@ RunDefault run_default_configuration(const KernelSpec& spec, const SpaceEnumerat
                              to_string(spec.space, first))};
 }
 
+RunDefault run_default_for_problem(const KernelSpec& spec, const SpaceEnumerator& space) {
+  const std::vector<ProblemDefault>& problem_defaults = spec.space.problem_defaults;
+  if (problem_defaults.empty()) return run_default_configuration(spec, space);
+  // A condition reads problem symbols and device properties only: the constants of any valid configuration's bindings.
+  const Bindings constants = space.bindings(space.at(0));
+  std::string passed_over;
+  for (const ProblemDefault& problem_default : problem_defaults) {
+    Expression condition = problem_default.when;
+    condition.bind(constants.scope);
+    if (!condition.evaluate_bool(constants.slots)) continue;
+    Configuration configuration = space.default_configuration();
+    for (std::size_t index = 0; index < spec.space.parameters.size(); ++index) {
+      auto named = problem_default.values.find(spec.space.parameters[index].name);
+      if (named != problem_default.values.end()) configuration[index] = named->second;
+    }
+    if (space.is_valid(configuration)) {
+      configuration = space.canonical(std::move(configuration));
+      return {configuration, fmt::format("{}the space's default for this problem ({} holds, {}) stands for the default "
+                                         "configuration: {}",
+                                         passed_over, problem_default.when.text(), problem_default.where.to_string(),
+                                         to_string(spec.space, configuration))};
+    }
+    passed_over += fmt::format("the space's default for this problem ({} holds, {}) breaks {}; ",
+                               problem_default.when.text(), problem_default.where.to_string(),
+                               broken_text(broken_constraint(space, configuration)));
+  }
+  RunDefault fallback = run_default_configuration(spec, space);
+  if (!passed_over.empty()) {
+    fallback.fallback_note = passed_over + (fallback.fallback_note.empty() ? "the declared defaults stand for the "
+                                                                             "default configuration"
+                                                                           : fallback.fallback_note);
+  }
+  return fallback;
+}
+
 std::vector<std::pair<std::size_t, Value>> configuration_assignments(const std::string& text, const KernelSpec& spec,
                                                                   const std::string& option) {
   const std::string where = option + " " + text;

@@ -30,6 +30,13 @@ struct RunDefault {
 };
 RunDefault run_default_configuration(const KernelSpec& spec, const SpaceEnumerator& space);
 
+// The run's default at the enumerator's problem and device: the first of the space's problem defaults whose
+// condition holds there and that is valid there (its values over the declared defaults), with a note that says so;
+// otherwise run_default_configuration, its note led by why a problem default whose condition held was passed over
+// (the constraint it breaks). `tune run` starts from it and compares with it; --config and the verification reference
+// keep run_default_configuration.
+RunDefault run_default_for_problem(const KernelSpec& spec, const SpaceEnumerator& space);
+
 // The verification reference configuration: the first of verify.reference's mappings (named values over the run's
 // default) that is valid here. InputError at the spec's reference, naming the first mapping's broken constraint and
 // the problem, when none is. Only for a spec whose reference is configurations (not `baseline`, not none).

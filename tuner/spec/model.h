@@ -45,12 +45,23 @@ struct DerivedValue {
   Expression expression;
 };
 
+// `problem_defaults:` in a space file: where no tuned problem is near, the configuration to start from for a kind
+// of problem. `when` reads problem symbols and device properties only; `values` name parameters with values from
+// their lists, and the parameters they leave out keep the space's defaults. They change no configuration and no
+// measurement, so the spec hash leaves the block out (spec_hash.h).
+struct ProblemDefault {
+  Expression when;
+  std::map<std::string, Value> values;
+  SourceLocation where;  // the list item
+};
+
 struct Space {
   std::string name;
   std::filesystem::path file;  // empty when inline in a spec
   std::vector<Parameter> parameters;
   std::vector<DerivedValue> derived;
   std::vector<Constraint> constraints;
+  std::vector<ProblemDefault> problem_defaults;  // in declared order: the first whose `when` holds applies
   bool streamed = false;  // the space of a streamed spec: its records carry the stream stage columns
 };
 

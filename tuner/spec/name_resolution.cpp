@@ -41,6 +41,29 @@ void check_fixed_per_problem(const Expression& expression, const expr::Scope& pr
   check_resolves(expression, problem_scope);
 }
 
+namespace {
+
+// A problem default's condition picks a configuration, so it cannot read one: problem symbols and device
+// properties only.
+void check_problem_default_condition(const ProblemDefault& problem_default, const expr::Scope& problem_scope,
+                                     const Space& space) {
+  const Expression& when = problem_default.when;
+  for (const std::string& name : when.names()) {
+    bool is_parameter = std::any_of(space.parameters.begin(), space.parameters.end(),
+                                    [&](const Parameter& parameter) { return parameter.name == name; });
+    bool is_derived = std::any_of(space.derived.begin(), space.derived.end(),
+                                  [&](const DerivedValue& derived) { return derived.name == name; });
+    if (is_parameter || is_derived) {
+      throw InputError(when.where(), fmt::format("the when of a problem default reads {} '{}'; it may read problem "
+                                                 "symbols and device properties only (it chooses the configuration)",
+                                                 is_parameter ? "parameter" : "derived value", name));
+    }
+  }
+  check_resolves(when, problem_scope);
+}
+
+}  // namespace
+
 void check_names(const KernelSpec& spec) {
   const Space& space = spec.space;
   expr::Scope scope;
@@ -80,6 +103,8 @@ void check_names(const KernelSpec& spec) {
     scope.add(derived.name);
   }
   for (const Constraint& constraint : space.constraints) check_resolves(constraint.expression, scope);
+  for (const ProblemDefault& problem_default : space.problem_defaults)
+    check_problem_default_condition(problem_default, problem_scope, space);
   for (const Expression& argument : spec.template_arguments) check_resolves(argument, scope);
   for (const Expression& dimension : spec.launch.grid) check_resolves(dimension, scope);
   for (const Expression& dimension : spec.launch.block) check_resolves(dimension, scope);

@@ -15,7 +15,12 @@ namespace {
 // a factor of 1000), and enumerating it would exhaust memory before saying so.
 constexpr std::int64_t max_values_per_parameter = 1 << 20;
 
+// "1, 2, 4", or for more than 16 values "1024 values from 1 to 1024".
 std::string value_list(const std::vector<Value>& values) {
+  if (values.size() > 16) {
+    return fmt::format("{} values from {} to {}", values.size(), expr::to_string(values.front()),
+                       expr::to_string(values.back()));
+  }
   std::string text;
   for (const Value& value : values) text += (text.empty() ? "" : ", ") + expr::to_string(value);
   return text;
@@ -167,13 +172,9 @@ Parameter read_parameter(const Document& document, const YAML::Node& node, const
     parameter.default_value = read_parameter_value(document, *default_node, parameter.type, what + " default");
     if (std::find(parameter.values.begin(), parameter.values.end(), parameter.default_value) ==
         parameter.values.end()) {
-      std::string values = parameter.values.size() <= 16 ? value_list(parameter.values)
-                                                          : fmt::format("{} values from {} to {}",
-                                                                        parameter.values.size(),
-                                                                        expr::to_string(parameter.values.front()),
-                                                                        expr::to_string(parameter.values.back()));
       document.fail(*default_node, fmt::format("default {} of {} is not one of its values ({})",
-                                               expr::to_string(parameter.default_value), what, values));
+                                               expr::to_string(parameter.default_value), what,
+                                               value_list(parameter.values)));
     }
   } else {
     parameter.default_value = parameter.values.front();
@@ -190,6 +191,43 @@ Parameter read_parameter(const Document& document, const YAML::Node& node, const
     }
   }
   return parameter;
+}
+
+// One item of `problem_defaults:`: `when` (an expression, its names checked by name_resolution once the problem
+// symbols are known) and `values`, parameters of the space with values from their lists.
+ProblemDefault read_problem_default(const Document& document, const YAML::Node& node,
+                                    const std::vector<Parameter>& parameters) {
+  Fields fields(document, node, "a problem default");
+  fields.allow_only({"when", "values"});
+  ProblemDefault problem_default;
+  problem_default.where = document.where(node);
+  problem_default.when = read_expression(document, fields.require("when"), "problem default when");
+  const YAML::Node values_node = fields.require("values");
+  Fields values(document, values_node, "problem default values");
+  if (values.entries().empty()) {
+    document.fail(values_node, "problem default values is empty; name the parameters this kind of problem starts "
+                               "from, e.g. {BM: 64}");
+  }
+  std::vector<std::string> names;
+  for (const Parameter& parameter : parameters) names.push_back(parameter.name);
+  for (const Fields::Entry& entry : values.entries()) {
+    auto parameter = std::find_if(parameters.begin(), parameters.end(),
+                                  [&](const Parameter& declared) { return declared.name == entry.key; });
+    if (parameter == parameters.end()) {
+      document.fail(entry.key_node, fmt::format("a problem default names '{}', which is not a parameter of the "
+                                                "space{}; the parameters are {}",
+                                                entry.key, did_you_mean(entry.key, names),
+                                                names.empty() ? "none" : comma_list(names)));
+    }
+    const std::string what = fmt::format("problem default value of '{}'", entry.key);
+    Value value = read_parameter_value(document, entry.value, parameter->type, what);
+    if (std::find(parameter->values.begin(), parameter->values.end(), value) == parameter->values.end()) {
+      document.fail(entry.value, fmt::format("{} is {}, not one of its values ({})", what, expr::to_string(value),
+                                             value_list(parameter->values)));
+    }
+    problem_default.values[entry.key] = std::move(value);
+  }
+  return problem_default;
 }
 
 }  // namespace
@@ -231,7 +269,7 @@ Value read_parameter_value(const Document& document, const YAML::Node& node, Par
 
 Space read_space(const Document& document, const YAML::Node& node) {
   Fields fields(document, node, "the space");
-  fields.allow_only({"name", "parameters", "derived", "constraints"});
+  fields.allow_only({"name", "parameters", "derived", "constraints", "problem_defaults"});
   Space space;
   if (auto name = fields.find("name")) {
     space.name = read_text(document, *name, "space name");
@@ -267,6 +305,10 @@ Space read_space(const Document& document, const YAML::Node& node) {
     for (Expression& constraint : read_expression_list(document, *constraints, "constraints")) {
       space.constraints.push_back({std::move(constraint)});
     }
+  }
+  if (auto problem_defaults = fields.find("problem_defaults")) {
+    for (const YAML::Node& item : read_list(document, *problem_defaults, "problem_defaults"))
+      space.problem_defaults.push_back(read_problem_default(document, item, space.parameters));
   }
   return space;
 }
