@@ -38,8 +38,12 @@ example="$bin/kernlathe_gemm_example"
 
 # The candidates: the wgmma configurations of the GEMM space (the other paths take B stored K x N only).
 space="$logs/gemm_wgmma.yaml"
-cp spaces/gemm.yaml "$space"
-echo '  - PATH == "wgmma"   # benchmarks/linear_workload_bench.sh: the nn.Linear layout is a wgmma path' >>"$space"
+python3 - spaces/gemm.yaml "$space" <<'PY' || bench_usage "cannot write $space"
+import sys, yaml
+space = yaml.safe_load(open(sys.argv[1]))
+space["constraints"].append('PATH == "wgmma"')  # the nn.Linear layout is a wgmma path
+yaml.safe_dump(space, open(sys.argv[2], "w"), sort_keys=False, width=1000)
+PY
 spec="$logs/gemm_bf16_linear.yaml"
 sed -e "s|^template: .*|template: $PWD/templates/gemm.cu|" -e "s|^space: .*|space: $space|" kernels/gemm_bf16.yaml >"$spec"
 
