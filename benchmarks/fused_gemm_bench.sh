@@ -11,7 +11,7 @@
 # shape of the cuBLASLt kernel PyTorch's addmm runs at 8192^3; plus the one simt configuration the fused specs verify
 # against. Every run evaluates all of them (exhaustive strategy), and cuBLAS's plain GEMM is timed in the same
 # rounds as the candidates of every run, so each kernel's time is also reported over cuBLAS's in its own run
-# (cuBLAS moved by up to 10% between runs on the H200: README "GEMM against cuBLAS").
+# (cuBLAS moved by up to 10% between runs on the H200 before the burst timing: docs/measurement.md).
 #
 # Last, benchmarks/fused_gemm_versus_torch.py launches the best configurations of the three runs itself, beside
 # PyTorch's sequences, in one process with one timing method (tune and PyTorch time differently: the same cuBLAS
