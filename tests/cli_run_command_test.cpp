@@ -16,7 +16,10 @@
 
 #include "analysis_test_support.h"
 #include "cli_test_support.h"
+#include "session_test_support.h"
 #include "tuner/cli/run_command.h"
+#include "tuner/measure/measurement.h"
+#include "tuner/session/measurer.h"
 
 namespace kernlathe {
 namespace {
@@ -204,6 +207,88 @@ TEST(RunOutput, TheReportGoesToTheGivenFileAndEveryStderrLineStartsWithThePrefix
   for (std::string line; std::getline(lines, line); ++count)
     EXPECT_EQ(line.rfind(output.stderr_prefix, 0), 0u) << "a line without the prefix: " << line;
   EXPECT_GT(count, 3u);
+}
+
+// A stand-in GPU for the sustained figures: every configuration verifies in the synthetic landscape's time; its
+// sustained figure is 1.2 times that, the baseline's 0.9 ms burst and 1.05 ms sustained.
+class SustainingGpu final : public Measurer {
+ public:
+  SustainingGpu() : device_(device_profile("sm_90")) { device_.name = "stand-in GPU"; }
+  const DeviceProperties& device() const override { return device_; }
+  bool needs_compilation() const override { return false; }
+  void prepare(const SpaceEnumerator&) override {}
+  double baseline_ms() const override { return 0.9; }
+  std::string baseline_library() const override { return "stand-in library"; }
+  Evaluation measure(const Configuration& configuration, const CompileResult*, const SpaceEnumerator&, bool) override {
+    Evaluation evaluation;
+    evaluation.configuration = configuration;
+    evaluation.time.median_ms = evaluation.time.min_ms = time_of(configuration);
+    evaluation.time.samples = 10;
+    return evaluation;
+  }
+  Evaluation measure_baseline(bool) override {
+    Evaluation evaluation;
+    evaluation.time.median_ms = evaluation.time.min_ms = 0.9;
+    evaluation.time.samples = 10;
+    return evaluation;
+  }
+  std::optional<double> sustained_ms(const Configuration* configuration, const CompileResult*,
+                                     const SpaceEnumerator&) override {
+    return configuration == nullptr ? 1.05 : 1.2 * time_of(*configuration);
+  }
+
+ private:
+  static double time_of(const Configuration& configuration) {
+    return session_test::synthetic_time_ms(std::get<std::int64_t>(configuration[0]),
+                                           std::get<std::int64_t>(configuration[1]),
+                                           std::get<std::int64_t>(configuration[2]));
+  }
+  DeviceProperties device_;
+};
+
+// A run on a GPU ends with the winner's and the baseline's sustained figures: printed above the table, beside the
+// burst figures that rank, and in --json under "sustained".
+TEST(SustainedFigures, ARunPrintsTheWinnersAndTheBaselinesBesideTheBurstFigures) {
+  const fs::path directory = session_test::fresh_directory("cli_run_sustained");
+  const fs::path spec = session_test::write_spec(directory, 6, 5, 3);
+  for (const bool json : {false, true}) {
+    RunCommand command;
+    command.common.spec = spec.string();
+    command.common.json = json;
+    command.out = (directory / (json ? "json" : "text")).string();
+    command.best_dir = (directory / "best").string();
+    command.ceiling_cache = (directory / "ceilings").string();
+    command.strategy = "exhaustive";
+    command.open_device = [](const KernelSpec&, int) -> std::unique_ptr<Measurer> {
+      return std::make_unique<SustainingGpu>();
+    };
+    std::FILE* report = std::tmpfile();
+    RunOutput output;
+    output.results = report;
+    output.progress = false;
+    ::testing::internal::CaptureStderr();
+    const int exit_code = command.run(output);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    ASSERT_EQ(exit_code, 0) << err;
+    std::rewind(report);
+    std::string text;
+    for (int c = std::fgetc(report); c != EOF; c = std::fgetc(report)) text += static_cast<char>(c);
+    std::fclose(report);
+    // The landscape's fastest configuration, (3, 2, 1), takes 1.0 ms: sustained 1.2 ms.
+    if (json) {
+      const nlohmann::json document = nlohmann::json::parse(text);
+      ASSERT_TRUE(document.contains("sustained")) << text;
+      EXPECT_DOUBLE_EQ(document["sustained"]["seconds"].get<double>(), sustained_seconds);
+      EXPECT_DOUBLE_EQ(document["sustained"]["winner_ms"].get<double>(), 1.2);
+      EXPECT_DOUBLE_EQ(document["sustained"]["baseline_ms"].get<double>(), 1.05);
+    } else {
+      EXPECT_NE(text.find("sustained, back to back for 0.5 s (the second half): the winner 1.2000 ms, the baseline "
+                          "1.0500 ms (baseline / winner 0.875); the ranking uses the burst figures below"),
+                std::string::npos)
+          << text;
+    }
+  }
+  fs::remove_all(directory);
 }
 
 }  // namespace
