@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_test_support.h"
 #include "tuner/spec/spec_loader.h"
 
 namespace kernlathe {
@@ -55,10 +56,7 @@ TEST(ConfigurationListing, WriteListsEveryConfigurationOnceThroughAFile) {
   std::FILE* file = std::tmpfile();
   ASSERT_NE(file, nullptr);
   EXPECT_EQ(ConfigurationListing::write(enumerator, 10, 1000, ListingFormat::text, file), enumerator.valid_count() - 10);
-  std::rewind(file);
-  std::string contents;
-  for (int c; (c = std::fgetc(file)) != EOF;) contents += static_cast<char>(c);
-  std::fclose(file);
+  const std::string contents = cli_test::read_back(file);
   std::string expected;
   for (std::uint64_t index = 10; index < enumerator.valid_count(); ++index)
     expected += to_string(space, enumerator.at(index)) + "\n";
@@ -100,13 +98,6 @@ constraints:
                      "grouped.yaml");
 }
 
-std::string read_back(std::FILE* file) {
-  std::rewind(file);
-  std::string contents;
-  for (int c; (c = std::fgetc(file)) != EOF;) contents += static_cast<char>(c);
-  std::fclose(file);
-  return contents;
-}
 
 nlohmann::ordered_json json_of(const Value& value) {
   if (const auto* integer = std::get_if<std::int64_t>(&value)) return *integer;
@@ -138,8 +129,8 @@ TEST(ConfigurationListing, AStreamedListingHoldsWhatAtGivesInIndexOrder) {
     EXPECT_EQ(ConfigurationListing::write(*enumerator, 0, enumerator->valid_count(), ListingFormat::text, text),
               indexed.valid_count());
     ConfigurationListing::write(*enumerator, 0, enumerator->valid_count(), ListingFormat::json_lines, json);
-    EXPECT_TRUE(read_back(text) == expected_text) << (enumerator == &indexed ? "indexed" : "in order");
-    EXPECT_TRUE(read_back(json) == expected_json) << (enumerator == &indexed ? "indexed" : "in order");
+    EXPECT_TRUE(cli_test::read_back(text) == expected_text) << (enumerator == &indexed ? "indexed" : "in order");
+    EXPECT_TRUE(cli_test::read_back(json) == expected_json) << (enumerator == &indexed ? "indexed" : "in order");
   }
 }
 

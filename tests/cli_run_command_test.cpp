@@ -195,10 +195,7 @@ TEST(RunOutput, TheReportGoesToTheGivenFileAndEveryStderrLineStartsWithThePrefix
   const std::string out = ::testing::internal::GetCapturedStdout();
   const std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_EQ(exit_code, 0) << err;
-  std::rewind(report);
-  std::string text;
-  for (int c = std::fgetc(report); c != EOF; c = std::fgetc(report)) text += static_cast<char>(c);
-  std::fclose(report);
+  const std::string text = cli_test::read_back(report);
   EXPECT_EQ(nlohmann::json::parse(text).at("evaluated"), 5);
   EXPECT_EQ(out, "") << "the report went to the given file only";
   ASSERT_NE(err.find("profile"), std::string::npos) << err;
@@ -270,10 +267,7 @@ TEST(SustainedFigures, ARunPrintsTheWinnersAndTheBaselinesBesideTheBurstFigures)
     const int exit_code = command.run(output);
     const std::string err = ::testing::internal::GetCapturedStderr();
     ASSERT_EQ(exit_code, 0) << err;
-    std::rewind(report);
-    std::string text;
-    for (int c = std::fgetc(report); c != EOF; c = std::fgetc(report)) text += static_cast<char>(c);
-    std::fclose(report);
+    const std::string text = cli_test::read_back(report);
     // The landscape's fastest configuration, (3, 2, 1), takes 1.0 ms: sustained 1.2 ms.
     if (json) {
       const nlohmann::json document = nlohmann::json::parse(text);

@@ -264,10 +264,7 @@ class SweepAcrossDevices : public ::testing::Test {
     };
     std::FILE* results = std::tmpfile();
     const int exit_code = command.run_sweep(results);
-    std::rewind(results);
-    std::string text;
-    for (int c = std::fgetc(results); c != EOF; c = std::fgetc(results)) text += static_cast<char>(c);
-    std::fclose(results);
+    const std::string text = cli_test::read_back(results);
     summary_text_ = text;
     if (json) summary_ = nlohmann::json::parse(text);
     std::ifstream in(out_ / "state.json");

@@ -13,6 +13,15 @@
 
 namespace kernlathe::cli_test {
 
+// Everything written to a temporary file (std::tmpfile) that a command reported into, from its start; closes it.
+inline std::string read_back(std::FILE* file) {
+  std::rewind(file);
+  std::string contents;
+  for (int c; (c = std::fgetc(file)) != EOF;) contents += static_cast<char>(c);
+  std::fclose(file);
+  return contents;
+}
+
 struct CommandResult {
   int exit_code = -1;
   std::string out;

@@ -22,20 +22,33 @@ void check_resolves(const Expression& expression, const expr::Scope& scope) {
   }
 }
 
+namespace {
+
+// What `name` is in the space, where it depends on the configuration: "parameter" or "derived value"; empty for a
+// problem symbol, a device property or an unknown name.
+std::string_view configuration_dependent_kind(const std::string& name, const Space& space) {
+  if (std::any_of(space.parameters.begin(), space.parameters.end(),
+                  [&](const Parameter& parameter) { return parameter.name == name; }))
+    return "parameter";
+  if (std::any_of(space.derived.begin(), space.derived.end(),
+                  [&](const DerivedValue& derived) { return derived.name == name; }))
+    return "derived value";
+  return {};
+}
+
+}  // namespace
+
 // Buffer sizes and scalar arguments are fixed once per problem: memory is allocated and filled before any
 // configuration runs, so they may not depend on what is being tuned.
 void check_fixed_per_problem(const Expression& expression, const expr::Scope& problem_scope, const Space& space,
                              std::string_view what) {
   for (const std::string& name : expression.names()) {
-    bool is_parameter = std::any_of(space.parameters.begin(), space.parameters.end(),
-                                    [&](const Parameter& parameter) { return parameter.name == name; });
-    bool is_derived = std::any_of(space.derived.begin(), space.derived.end(),
-                                  [&](const DerivedValue& derived) { return derived.name == name; });
-    if (is_parameter || is_derived) {
+    const std::string_view kind = configuration_dependent_kind(name, space);
+    if (!kind.empty()) {
       throw InputError(expression.where(),
                        fmt::format("{} uses {} '{}', but it may only use problem symbols and device properties: "
                                    "arguments are allocated and filled once per problem, not per configuration",
-                                   what, is_parameter ? "tuning parameter" : "derived value", name));
+                                   what, kind == "parameter" ? "tuning parameter" : kind, name));
     }
   }
   check_resolves(expression, problem_scope);
@@ -49,14 +62,11 @@ void check_problem_default_condition(const ProblemDefault& problem_default, cons
                                      const Space& space) {
   const Expression& when = problem_default.when;
   for (const std::string& name : when.names()) {
-    bool is_parameter = std::any_of(space.parameters.begin(), space.parameters.end(),
-                                    [&](const Parameter& parameter) { return parameter.name == name; });
-    bool is_derived = std::any_of(space.derived.begin(), space.derived.end(),
-                                  [&](const DerivedValue& derived) { return derived.name == name; });
-    if (is_parameter || is_derived) {
+    const std::string_view kind = configuration_dependent_kind(name, space);
+    if (!kind.empty()) {
       throw InputError(when.where(), fmt::format("the when of a problem default reads {} '{}'; it may read problem "
                                                  "symbols and device properties only (it chooses the configuration)",
-                                                 is_parameter ? "parameter" : "derived value", name));
+                                                 kind, name));
     }
   }
   check_resolves(when, problem_scope);
