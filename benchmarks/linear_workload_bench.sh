@@ -9,6 +9,10 @@
 #      tuned, C is checked element by element against cuBLAS's, and both are timed in five interleaved rounds of
 #      burst timings (kernlathe::time_launches, as tune's final round: docs/measurement.md). Floors: no shape with a
 #      wrong element or an error, none below 0.5 of cuBLAS.
+# At M <= 64 part 1 also tunes kernels/gemm_decode_bf16.yaml (the decode path, templates/gemm_decode.cu) for the
+# same SECONDS, and "ours" is the faster of the two runs, each against the cuBLAS figure of its own rounds; the table
+# names the kernel. LINEAR_TOKENS ("16 128", say) narrows part 1 to those token counts (part 2 then has only what
+# they cover).
 # Prints one table per part and exits 1 when a floor is missed or a step failed (the other steps still run), 2 on
 # bad usage.
 # LINEAR_PARTS=2 runs part 2 alone: only the 4096-token shapes are tuned (what part 2 exports), and part 1's
@@ -46,12 +50,15 @@ yaml.safe_dump(space, open(sys.argv[2], "w"), sort_keys=False, width=1000)
 PY
 spec="$logs/gemm_bf16_linear.yaml"
 sed -e "s|^template: .*|template: $PWD/templates/gemm.cu|" -e "s|^space: .*|space: $space|" kernels/gemm_bf16.yaml >"$spec"
+decode_spec="$PWD/kernels/gemm_decode_bf16.yaml"
 
 # "M N K" lines: every token count of the workload times every GEMM of its layer; 4096 tokens first.
 mapfile -t shapes < <(python3 - "$workload" <<'PY'
 import sys, yaml
 workload = yaml.safe_load(open(sys.argv[1]))
-tokens = sorted(workload["tokens"], key=lambda m: (m != 4096, m))
+import os
+only = os.environ.get("LINEAR_TOKENS", "").split()
+tokens = sorted((m for m in workload["tokens"] if not only or str(m) in only), key=lambda m: (m != 4096, m))
 for m in tokens:
     for gemm in workload["gemm"]:
         print(m, gemm["N"], gemm["K"], gemm["name"])
@@ -73,6 +80,13 @@ for shape in "${shapes[@]}"; do
   rm -rf "${logs:?}/$tag"
   bench_step "$tag: tune run, see $logs/$tag.err" "$bin/tune" run "$spec" --problem "M=$m,N=$n,K=$k,B_LAYOUT=1" \
     --time "${seconds}s" --out "$logs/$tag" --best-dir "$best" --json >"$logs/$tag.json" 2>"$logs/$tag.err"
+  if ((m <= 64)); then
+    echo "== tune $name $tag (decode path)" >&2
+    rm -rf "${logs:?}/$tag.decode"
+    bench_step "$tag: tune run of the decode path, see $logs/$tag.decode.err" "$bin/tune" run "$decode_spec" \
+      --problem "M=$m,N=$n,K=$k" --time "${seconds}s" --out "$logs/$tag.decode" --best-dir "$logs/best-decode" --json \
+      >"$logs/$tag.decode.json" 2>"$logs/$tag.decode.err"
+  fi
 done
 
 rm -rf "$logs/export"
@@ -104,18 +118,27 @@ for m, n, k, name in shapes:
     if "1" not in parts and m != "4096":
         continue
     tag = f"M{m}_N{n}_K{k}"
-    try:
-        run = json.load(open(os.path.join(logs, tag + ".json")))
-        best = run["best"][0]
-        ratio = run["baseline_ms"] / best["median_ms"]
-    except (OSError, ValueError, KeyError, IndexError, ZeroDivisionError, TypeError):
-        print(f"| {name} | {m} | {n} | {k} | failed | | | | | see {tag}.err |")
-        missed.append(f"{tag}: no tuned result")
+    # The tiled GEMM's run and, at few rows, the decode path's: the faster, each against its own rounds' cuBLAS.
+    candidates = []
+    for suffix, kernel, prefix in ((".json", "gemm_bf16", "WG_"), (".decode.json", "gemm_decode_bf16", "DC_")):
+        try:
+            run = json.load(open(os.path.join(logs, tag + suffix)))
+            best = run["best"][0]
+            candidates.append((run["baseline_ms"] / best["median_ms"], kernel, prefix, run, best))
+        except (OSError, ValueError, KeyError, IndexError, ZeroDivisionError, TypeError):
+            if suffix == ".json" or int(m) <= 64:
+                print(f"| {name} | {m} | {n} | {k} | failed | | | | | {kernel}: see {tag}{suffix[:-5]}.err |")
+                missed.append(f"{tag}: no tuned result of {kernel}")
+    if not candidates:
         continue
+    ratio, kernel, prefix, run, best = max(candidates, key=lambda candidate: candidate[0])
     ratios.append(ratio)
-    configuration = " ".join(f"{key}={value}" for key, value in best["configuration"].items() if key.startswith("WG_"))
+    configuration = " ".join(f"{key}={value}" for key, value in best["configuration"].items()
+                             if key.startswith(prefix) or key == "BLOCKS_PER_SM" and prefix == "DC_")
+    others = "; ".join(f"{other[1]} {other[0]:.3f}" for other in candidates if other[1] != kernel)
     print(f"| {name} | {m} | {n} | {k} | {best['median_ms']:.4f} | {run['baseline_ms']:.4f} | {ratio:.3f} | "
-          f"{best['gflops'] / 1000:.0f} | {run['evaluated']} | {configuration} |")
+          f"{best['gflops'] / 1000:.0f} | {run['evaluated']} | {kernel}: {configuration}"
+          f"{' (' + others + ')' if others else ''} |")
 if ratios and "1" in parts:
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"\ngeometric mean {geomean:.3f} (floor 1.00), worst {min(ratios):.3f} (floor 0.90) over {len(ratios)} shapes")
