@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,33 @@ class BoundLaunch {
   std::unique_ptr<State> state_;
 };
 
+// A launch whose argument layout is resolved once (Kernel::prepare): which kernel parameter each of the
+// application's pointers and scalars fills, the defaults of the scalars it does not set and the scratch buffers are
+// written when it is prepared. A launch writes the given addresses and numbers into the parameter slots and calls
+// cuLaunchKernel, no name looked up and nothing allocated; a tensor map is encoded again only when its buffer's
+// address changed. For a caller that launches one kernel many times with new buffers from a language where each call
+// costs (kernlathe.torch's eager path, held to 3 us per call over Kernel::launch by issue 34). Launches from several
+// threads take turns. Valid while its Kernel lives; the buffers must outlive the launches.
+class PreparedLaunch {
+ public:
+  PreparedLaunch();
+  ~PreparedLaunch();
+  PreparedLaunch(PreparedLaunch&&) noexcept;
+  PreparedLaunch& operator=(PreparedLaunch&&) noexcept;
+
+  std::size_t pointer_count() const;  // as many as the pointer names it was prepared with
+  std::size_t scalar_count() const;
+  // pointers and scalars in the order of the names given to Kernel::prepare. Throws RuntimeError when their counts
+  // differ from the names', a tensor map cannot be encoded or the launch fails.
+  void launch(std::span<const void* const> pointers, std::span<const Value> scalars,
+              CUstream_st* stream = nullptr) const;
+
+ private:
+  friend class Kernel;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 class Kernel {
  public:
   ~Kernel();
@@ -145,6 +173,11 @@ class Kernel {
 
   BoundLaunch bind(const Arguments& arguments) const;  // throws RuntimeError naming a missing or unknown argument
   void launch(const Arguments& arguments, CUstream_st* stream = nullptr) const { bind(arguments).launch(stream); }
+  // A launch for the application's arguments by these names (every buffer among them; scalars left out take their
+  // defaults): throws the RuntimeError bind() would for a name that is unknown, given twice or of the wrong kind, or
+  // a buffer left out.
+  PreparedLaunch prepare(const std::vector<std::string>& pointer_names,
+                         const std::vector<std::string>& scalar_names = {}) const;
 
  private:
   friend class Runtime;

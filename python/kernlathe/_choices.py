@@ -44,6 +44,9 @@ class Explanation(list):
 _lock = threading.Lock()
 _seen = {}                 # key -> Choice, in first-seen order: the whole process
 _local = threading.local()  # .collectors: Explanation lists of explain(fn) calls in progress; .planning: profile
+# explain(fn) calls in progress in any thread: the ops' eager path reads this module global on every call and records
+# a choice it has seen only while it is non-zero (a global read, where collecting() reads a thread-local).
+collectors_active = 0
 
 
 def _key(choice):
@@ -73,15 +76,20 @@ def planning():
 
 @contextmanager
 def _collect(profile=None):
+    global collectors_active
     collector = Explanation()
     collectors = getattr(_local, "collectors", [])
     _local.collectors = collectors + [collector]
     previous = planning()
     if profile is not None:
         _local.planning = profile
+    with _lock:
+        collectors_active += 1
     try:
         yield collector
     finally:
+        with _lock:
+            collectors_active -= 1
         _local.collectors = collectors
         _local.planning = previous
 

@@ -111,16 +111,21 @@ class Kernel:
         handle = current_stream_of(arrays) if stream is None else stream_handle(stream)
         self._native.launch(pointers, scalars, handle)
 
-    def launcher(self, pointer_names, scalar_names=()):
-        """A launcher for a fixed set of names: launcher.launch(addresses, scalars_tuple, stream_address), the path
-        kernlathe.torch takes (no conversion or checks in Python)."""
-        return self._native.launcher(list(pointer_names), list(scalar_names))
+    def prepare(self, pointer_names, scalar_names=()):
+        """A launch prepared for a fixed set of names (kernlathe::PreparedLaunch): prepared(stream, *addresses,
+        *scalars) with the stream and the addresses as ints and the values in the order of the names; the argument
+        layout is resolved here, once, so a call converts ints and floats and launches, with no check of the buffers
+        (the path kernlathe.torch takes). Raises KernlatheError for a name that is unknown, given twice or of the wrong
+        kind, or a buffer left out."""
+        return self._native.prepare(list(pointer_names), list(scalar_names))
 
-    def time_launches(self, count=1000, stream=None, **arguments):
-        """Seconds per launch of this kernel from a C++ loop (the baseline for a Python caller's overhead)."""
+    def time_launches(self, count=1000, stream=None, prepared=False, **arguments):
+        """Seconds per launch of this kernel from a C++ loop (the baseline for a Python caller's overhead): each a
+        Kernel::launch (the arguments bound by name every time), or with prepared=True a PreparedLaunch::launch."""
         pointers, scalars, arrays = self._split(arguments)
         handle = current_stream_of(arrays) if stream is None else stream_handle(stream)
-        return self._native.time_launches(pointers, scalars, handle, count)
+        timed = self._native.time_prepared_launches if prepared else self._native.time_launches
+        return timed(pointers, scalars, handle, count)
 
     def __repr__(self):
         return f"<kernlathe.Kernel {self.name} at {_problem_text(self.problem)}: {self.selection.rung_text}>"

@@ -14,9 +14,11 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -157,29 +159,67 @@ Arguments make_arguments(const Pointers& pointers, const nb::list& scalars) {
 
 CUstream_st* stream_of(std::uintptr_t stream) { return reinterpret_cast<CUstream_st*>(stream); }
 
-// A launcher for one set of argument names, so that a hot path (a torch op) passes addresses and scalars by position
-// and builds no name strings in Python.
-class Launcher {
- public:
-  Launcher(const Kernel& kernel, std::vector<std::string> pointer_names, std::vector<std::string> scalar_names)
-      : kernel_(kernel), pointer_names_(std::move(pointer_names)), scalar_names_(std::move(scalar_names)) {}
+// A prepared launch (Kernel::prepare) called from Python with a fixed shape: prepared(stream, *addresses, *scalars),
+// the values in the order of the names it was prepared with; the stream and the addresses are ints (torch's raw
+// current stream, tensor.data_ptr()), scalars ints or floats (anything with __float__). Nothing but ints and floats
+// crosses here, no names and no DLPack: kernlathe.torch's eager path, held to 3 us per call over Kernel::launch
+// (issue 34).
+constexpr std::size_t inline_values = 8;  // values kept on the stack; more take the heap
 
-  void launch(const std::vector<std::uintptr_t>& pointers, const nb::tuple& scalars, std::uintptr_t stream) const {
-    if (pointers.size() != pointer_names_.size() || scalars.size() != scalar_names_.size())
-      throw nb::value_error("launcher: wrong number of buffers or scalars");
-    Arguments arguments;
-    for (std::size_t index = 0; index < pointers.size(); ++index)
-      arguments.set(pointer_names_[index], reinterpret_cast<const void*>(pointers[index]));
-    for (std::size_t index = 0; index < scalar_names_.size(); ++index) set_scalar(arguments, scalar_names_[index], scalars[index]);
-    nb::gil_scoped_release release;
-    kernel_.launch(arguments, stream_of(stream));
+std::uintptr_t address_argument(PyObject* item, std::size_t position, const char* what) {
+  if (!PyLong_Check(item)) {
+    throw nb::type_error(("prepared launch: value " + std::to_string(position) + " (" + what + ") must be an int, not " +
+                          Py_TYPE(item)->tp_name).c_str());
   }
+  unsigned long long value = PyLong_AsUnsignedLongLong(item);
+  if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw nb::python_error();
+  return static_cast<std::uintptr_t>(value);
+}
 
- private:
-  const Kernel& kernel_;
-  std::vector<std::string> pointer_names_;
-  std::vector<std::string> scalar_names_;
-};
+Value scalar_argument(PyObject* item, std::size_t position) {
+  if (PyBool_Check(item)) return std::int64_t{item == Py_True};
+  if (PyLong_Check(item)) {
+    long long value = PyLong_AsLongLong(item);
+    if (value == -1 && PyErr_Occurred()) throw nb::python_error();
+    return std::int64_t{value};
+  }
+  double value = PyFloat_AsDouble(item);  // a float, or anything with __float__ (NumPy scalars, 0-d tensors)
+  if (value == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw nb::type_error(("prepared launch: value " + std::to_string(position) + " (a scalar) must be an int or a "
+                          "float, not " + Py_TYPE(item)->tp_name).c_str());
+  }
+  return value;
+}
+
+void call_prepared(const PreparedLaunch& prepared, nb::args values) {
+  const std::size_t pointer_count = prepared.pointer_count();
+  const std::size_t scalar_count = prepared.scalar_count();
+  if (values.size() != 1 + pointer_count + scalar_count) {
+    throw nb::type_error(("prepared launch: takes the stream, " + std::to_string(pointer_count) + " addresses and " +
+                          std::to_string(scalar_count) + " scalars, it was given " + std::to_string(values.size()) +
+                          " values").c_str());
+  }
+  PyObject* tuple = values.ptr();
+  std::uintptr_t stream = address_argument(PyTuple_GET_ITEM(tuple, 0), 0, "the stream");
+  std::array<const void*, inline_values> pointer_storage{};
+  std::array<Value, inline_values> scalar_storage{};
+  std::vector<const void*> more_pointers(pointer_count > inline_values ? pointer_count : 0);
+  std::vector<Value> more_scalars(scalar_count > inline_values ? scalar_count : 0);
+  std::span<const void*> pointers = more_pointers.empty() ? std::span<const void*>(pointer_storage).first(pointer_count)
+                                                          : std::span<const void*>(more_pointers);
+  std::span<Value> scalars = more_scalars.empty() ? std::span<Value>(scalar_storage).first(scalar_count)
+                                                  : std::span<Value>(more_scalars);
+  for (std::size_t index = 0; index < pointer_count; ++index) {
+    pointers[index] = reinterpret_cast<const void*>(address_argument(PyTuple_GET_ITEM(tuple, 1 + index), 1 + index, "an address"));
+  }
+  for (std::size_t index = 0; index < scalar_count; ++index) {
+    std::size_t position = 1 + pointer_count + index;
+    scalars[index] = scalar_argument(PyTuple_GET_ITEM(tuple, position), position);
+  }
+  nb::gil_scoped_release release;  // cuLaunchKernel waits when the launch queue is full
+  prepared.launch(pointers, scalars, stream_of(stream));
+}
 
 // Seconds per Kernel::launch from a C++ loop (arguments bound and launched each time, as an application calling
 // launch does): the baseline the Python per-call overhead is measured against (benchmarks/llama_layer_bench.py).
@@ -189,6 +229,29 @@ double time_launches(const Kernel& kernel, const Pointers& pointers, const nb::l
   nb::gil_scoped_release release;
   auto start = std::chrono::steady_clock::now();
   for (int index = 0; index < count; ++index) kernel.launch(arguments, stream_of(stream));
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / count;
+}
+
+// Seconds per PreparedLaunch::launch from a C++ loop, prepared once with the same names: what the eager path's native
+// call costs without Python (benchmarks/llama_layer_bench.py prints it beside Kernel::launch's).
+double time_prepared_launches(const Kernel& kernel, const Pointers& pointers, const nb::list& scalars,
+                              std::uintptr_t stream, int count) {
+  std::vector<std::string> pointer_names, scalar_names;
+  std::vector<const void*> addresses;
+  std::vector<Value> values;
+  for (const Arguments::Item& item : make_arguments(pointers, scalars).items()) {
+    if (item.is_pointer) {
+      pointer_names.push_back(item.name);
+      addresses.push_back(item.pointer);
+    } else {
+      scalar_names.push_back(item.name);
+      values.push_back(item.scalar);
+    }
+  }
+  PreparedLaunch prepared = kernel.prepare(pointer_names, scalar_names);
+  nb::gil_scoped_release release;
+  auto start = std::chrono::steady_clock::now();
+  for (int index = 0; index < count; ++index) prepared.launch(addresses, values, stream_of(stream));
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / count;
 }
 
@@ -254,8 +317,10 @@ NB_MODULE(_kernlathe, module) {
   module.def("dlpack_buffer", &dlpack_buffer, "object"_a);
   module.def("read_database", [](const std::string& path) { return description_dict(read_database(path)); }, "path"_a);
 
-  nb::class_<Launcher>(module, "Launcher")
-      .def("launch", &Launcher::launch, "pointers"_a, "scalars"_a, "stream"_a);
+  nb::class_<PreparedLaunch>(module, "PreparedLaunch")
+      .def("__call__", &call_prepared, "values"_a)
+      .def_prop_ro("pointer_count", &PreparedLaunch::pointer_count)
+      .def_prop_ro("scalar_count", &PreparedLaunch::scalar_count);
 
   nb::class_<Kernel>(module, "Kernel")
       .def_prop_ro("name", &Kernel::name)
@@ -298,10 +363,12 @@ NB_MODULE(_kernlathe, module) {
         nb::gil_scoped_release release;
         kernel.launch(arguments, stream_of(stream));
       }, "pointers"_a, "scalars"_a, "stream"_a)
-      .def("launcher", [](const Kernel& kernel, std::vector<std::string> pointer_names, std::vector<std::string> scalar_names) {
-        return Launcher(kernel, std::move(pointer_names), std::move(scalar_names));
+      .def("prepare", [](const Kernel& kernel, const std::vector<std::string>& pointer_names,
+                         const std::vector<std::string>& scalar_names) {
+        return kernel.prepare(pointer_names, scalar_names);
       }, "pointer_names"_a, "scalar_names"_a, nb::keep_alive<0, 1>())
-      .def("time_launches", &time_launches, "pointers"_a, "scalars"_a, "stream"_a, "count"_a);
+      .def("time_launches", &time_launches, "pointers"_a, "scalars"_a, "stream"_a, "count"_a)
+      .def("time_prepared_launches", &time_prepared_launches, "pointers"_a, "scalars"_a, "stream"_a, "count"_a);
 
   nb::class_<Runtime>(module, "Runtime")
       .def("__init__", [](Runtime* runtime, const std::vector<std::string>& databases, const std::string& sources,

@@ -511,5 +511,62 @@ TEST(RuntimeWithoutContext, ASecondRuntimeAfterTheFirstReleasedTheContextStillLa
   }
 }
 
+// A prepared launch (Kernel::prepare) computes what Kernel::launch computes, takes new buffers and scalars at each
+// launch, keeps the default of a scalar it was not given, and refuses a launch with the wrong number of values.
+TEST(RuntimePreparedLaunch, LaunchesWithNewBuffersAndScalarsEachTime) {
+  try {
+    gpu::query_device(0);
+  } catch (const NoGpuError& error) {
+    GTEST_SKIP() << "no usable GPU: " << error.what();
+  }
+  KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "saxpy.yaml");
+  RuntimeOptions options;
+  options.databases = {source_directory / "results" / "best" / "saxpy.json"};
+  options.sources = spec.template_file.parent_path();
+  options.cubin_cache = "-";
+  Runtime runtime(options);
+  constexpr int n = 1 << 16;
+  const Kernel& kernel = runtime.kernel("saxpy", {{"N", n}});
+  const gpu::CudaDriver& cuda = gpu::cuda_driver();
+  DeviceMemory x(n * sizeof(float)), y(n * sizeof(float)), other(n * sizeof(float));
+  KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32Async(x.pointer, 0x3f800000u, n, nullptr));  // 1.0f
+  KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32Async(y.pointer, 0x40000000u, n, nullptr));  // 2.0f
+  KERNLATHE_CUDA_CHECK(cuda.cuMemsetD32Async(other.pointer, 0x40400000u, n, nullptr));  // 3.0f
+  auto last = [&](const DeviceMemory& memory) {
+    KERNLATHE_CUDA_CHECK(cuda.cuCtxSynchronize());
+    float value = 0;
+    KERNLATHE_CUDA_CHECK(cuda.cuMemcpyDtoH(&value, memory.pointer + (n - 1) * sizeof(float), sizeof value));
+    return value;
+  };
+  const void* x_address = reinterpret_cast<const void*>(x.pointer);
+  PreparedLaunch with_a = kernel.prepare({"y", "x"}, {"a"});
+  EXPECT_EQ(with_a.pointer_count(), 2u);
+  EXPECT_EQ(with_a.scalar_count(), 1u);
+  std::vector<const void*> pointers = {reinterpret_cast<const void*>(y.pointer), x_address};
+  std::vector<Value> scalars = {Value{0.5}};
+  with_a.launch(pointers, scalars);
+  EXPECT_FLOAT_EQ(last(y), 0.5f * 1.0f + 2.0f);
+  pointers[0] = reinterpret_cast<const void*>(other.pointer);  // another buffer and another scalar, same launch
+  scalars[0] = std::int64_t{2};
+  with_a.launch(pointers, scalars);
+  EXPECT_FLOAT_EQ(last(other), 2.0f * 1.0f + 3.0f);
+  EXPECT_FLOAT_EQ(last(y), 2.5f) << "the first buffer is left alone";
+
+  PreparedLaunch with_default = kernel.prepare({"x", "y"});
+  std::vector<const void*> in_order = {x_address, reinterpret_cast<const void*>(y.pointer)};
+  with_default.launch(in_order, {});
+  EXPECT_FLOAT_EQ(last(y), 2.5f * 1.0f + 2.5f);  // the spec's a = 2.5
+  kernel.launch(Arguments().set("x", x_address).set("y", reinterpret_cast<const void*>(y.pointer)));
+  EXPECT_FLOAT_EQ(last(y), 2.5f * 1.0f + 5.0f) << "Kernel::launch agrees";
+
+  try {
+    with_default.launch(std::vector<const void*>{x_address}, {});
+    FAIL() << "expected RuntimeError";
+  } catch (const RuntimeError& error) {
+    EXPECT_STREQ(error.what(), "saxpy: a prepared launch takes 2 pointers and 0 scalars, it was given 1 and 0");
+  }
+  EXPECT_THROW(kernel.prepare({"x"}), RuntimeError);  // y is a buffer: it must be given
+}
+
 }  // namespace
 }  // namespace kernlathe

@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 
 #include "kernlathe/embedded.h"
-#include "tuner/common/float16.h"
 #include "tuner/driver/cuda_driver.h"
 #include "tuner/driver/tensor_map.h"
 #include "tuner/nvrtc/cubin_cache.h"
 #include "tuner/runtime/kernel_plan.h"
+#include "tuner/runtime/launch_layout.h"
 #include "tuner/runtime/program_cache.h"
 #include "tuner/runtime/runtime_access.h"
 #include "tuner/runtime/source_bundle.h"
@@ -46,26 +46,12 @@ double milliseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Writes a scalar of the argument's dtype (f16 and bf16 rounded to nearest even).
-void store_scalar(const ArgumentDescription& argument, const Value& value, std::byte* destination, const std::string& kernel) {
-  double number = 0;
-  std::int64_t integer = 0;
-  if (const auto* held = std::get_if<std::int64_t>(&value)) number = static_cast<double>(*held), integer = *held;
-  else if (const auto* real = std::get_if<double>(&value)) number = *real, integer = static_cast<std::int64_t>(*real);
-  else if (const auto* flag = std::get_if<bool>(&value)) number = *flag ? 1 : 0, integer = *flag ? 1 : 0;
-  else throw RuntimeError(fmt::format("{}: scalar argument {} has the text value '{}'", kernel, argument.name, std::get<std::string>(value)));
-  auto store = [&](auto converted) { std::memcpy(destination, &converted, sizeof converted); };
-  const std::string& dtype = argument.dtype;
-  if (dtype == "f32") store(static_cast<float>(number));
-  else if (dtype == "f64") store(number);
-  else if (dtype == "f16") store(float_to_half_bits(static_cast<float>(number)));
-  else if (dtype == "bf16") store(float_to_bfloat16_bits(static_cast<float>(number)));
-  else if (dtype == "i32") store(static_cast<std::int32_t>(integer));
-  else if (dtype == "u32") store(static_cast<std::uint32_t>(integer));
-  else if (dtype == "i64") store(integer);
-  else if (dtype == "i8") store(static_cast<std::int8_t>(integer));
-  else if (dtype == "u8") store(static_cast<std::uint8_t>(integer));
-  else throw RuntimeError(fmt::format("{}: scalar argument {} of type {} is not supported by the runtime", kernel, argument.name, dtype));
+void launch_function(CUfunction function, const LaunchShape& shape, CUstream_st* stream, void** parameters,
+                     const std::string& kernel) {
+  CUresult result = gpu::cuda_driver().cuLaunchKernel(function, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0],
+                                                      shape.block[1], shape.block[2], shape.dynamic_shared_bytes, stream,
+                                                      parameters, nullptr);
+  if (result != CUDA_SUCCESS) throw RuntimeError(fmt::format("{}: cuLaunchKernel failed: {}", kernel, gpu::cuda_error_name(result)));
 }
 
 }  // namespace
@@ -122,12 +108,8 @@ BoundLaunch& BoundLaunch::operator=(BoundLaunch&&) noexcept = default;
 
 void BoundLaunch::launch(CUstream_st* stream) const {
   if (!state_) throw RuntimeError("launch of an empty BoundLaunch");
-  const State& state = *state_;
-  CUresult result = gpu::cuda_driver().cuLaunchKernel(
-      state.function, state.shape.grid[0], state.shape.grid[1], state.shape.grid[2], state.shape.block[0],
-      state.shape.block[1], state.shape.block[2], state.shape.dynamic_shared_bytes, stream,
-      const_cast<void**>(state.parameters.data()), nullptr);
-  if (result != CUDA_SUCCESS) throw RuntimeError(fmt::format("{}: cuLaunchKernel failed: {}", state.kernel, gpu::cuda_error_name(result)));
+  // cuLaunchKernel copies the parameters' values: the slots are only read.
+  launch_function(state_->function, state_->shape, stream, const_cast<void**>(state_->parameters.data()), state_->kernel);
 }
 
 // ---------------------------------------------------------------- Kernel
@@ -166,30 +148,61 @@ double Kernel::load_ms() const { return state_->load_ms; }
 const Kernel::FirstUseTimes& Kernel::first_use() const { return state_->first_use; }
 const std::vector<Kernel::ApplicationArgument>& Kernel::application_arguments() const { return state_->application_arguments; }
 
+namespace {
+
+// The address a buffer parameter takes under a layout: the application's pointer, or the kernel's scratch buffer.
+CUdeviceptr buffer_address(const LaunchLayout& layout, std::size_t index, std::span<const void* const> pointers,
+                           const std::vector<CUdeviceptr>& scratch) {
+  const ParameterSource& source = layout.parameters[index];
+  if (source.fill == ParameterFill::scratch) return scratch[index];
+  return reinterpret_cast<CUdeviceptr>(pointers[source.position]);
+}
+
+// Writes parameter `index` of a launch into its slot: an address, a scalar (given or the default) or a tensor map.
+void write_parameter(const std::string& kernel, const std::vector<ArgumentPlan>& planned,
+                     const std::vector<CUdeviceptr>& scratch, const LaunchLayout& layout, std::size_t index,
+                     std::span<const void* const> pointers, std::span<const Value> scalars, ParameterSlot& slot) {
+  const ArgumentPlan& argument = planned[index];
+  const ParameterSource& source = layout.parameters[index];
+  std::byte* storage = slot.bytes;
+  switch (source.fill) {
+    case ParameterFill::pointer:
+    case ParameterFill::scratch: {
+      CUdeviceptr address = buffer_address(layout, index, pointers, scratch);
+      std::memcpy(storage, &address, sizeof address);
+      return;
+    }
+    case ParameterFill::scalar: store_scalar(argument.description, scalars[source.position], storage, kernel); return;
+    case ParameterFill::default_scalar: store_scalar(argument.description, argument.default_value, storage, kernel); return;
+    case ParameterFill::tensor_map: {
+      const ArgumentPlan& buffer = planned[source.position];
+      gpu::TensorMapShape shape{buffer.description.dtype, argument.dims, argument.box, argument.swizzle_bytes};
+      std::string why = gpu::encode_tensor_map(*reinterpret_cast<CUtensorMap*>(storage), shape,
+                                               buffer_address(layout, source.position, pointers, scratch));
+      if (!why.empty()) throw RuntimeError(fmt::format("{}: tensor map '{}' cannot be encoded: {}", kernel, argument.description.name, why));
+      return;
+    }
+  }
+}
+
+}  // namespace
+
 BoundLaunch Kernel::bind(const Arguments& arguments) const {
   const State& kernel = *state_;
   const auto& planned = kernel.plan.arguments;
-  // Which item sets which argument; an unknown or repeated name is the application's mistake.
-  std::vector<const Arguments::Item*> given(planned.size(), nullptr);
+  std::vector<std::string_view> pointer_names, scalar_names;
+  std::vector<const void*> pointers;
+  std::vector<Value> scalars;
   for (const Arguments::Item& item : arguments.items()) {
-    std::size_t index = 0;
-    while (index < planned.size() && planned[index].description.name != item.name) ++index;
-    if (index == planned.size() || planned[index].description.kind == "tensor_map" || planned[index].description.scratch) {
-      throw RuntimeError(fmt::format("{}: '{}' is not an argument the application sets (it sets {})", kernel.name,
-                                     item.name, [&] {
-                                       std::string names;
-                                       for (const auto& argument : kernel.application_arguments)
-                                         names += (names.empty() ? "" : ", ") + argument.description.name;
-                                       return names;
-                                     }()));
+    if (item.is_pointer) {
+      pointer_names.push_back(item.name);
+      pointers.push_back(item.pointer);
+    } else {
+      scalar_names.push_back(item.name);
+      scalars.push_back(item.scalar);
     }
-    if (given[index] != nullptr) throw RuntimeError(fmt::format("{}: argument '{}' is set twice", kernel.name, item.name));
-    if ((planned[index].description.kind == "buffer") != item.is_pointer) {
-      throw RuntimeError(fmt::format("{}: argument '{}' is a {}, it was given a {}", kernel.name, item.name,
-                                     planned[index].description.kind, item.is_pointer ? "pointer" : "number"));
-    }
-    given[index] = &item;
   }
+  LaunchLayout layout = resolve_launch_layout(kernel.name, planned, pointer_names, scalar_names);
 
   BoundLaunch bound;
   bound.state_ = std::make_unique<BoundLaunch::State>();
@@ -198,35 +211,95 @@ BoundLaunch Kernel::bind(const Arguments& arguments) const {
   state.shape = kernel.shape;
   state.kernel = kernel.name;
   state.slots.resize(planned.size());
-  std::vector<CUdeviceptr> buffer_addresses(planned.size(), 0);
   for (std::size_t index = 0; index < planned.size(); ++index) {
-    const ArgumentDescription& argument = planned[index].description;
-    if (argument.kind != "buffer") continue;
-    if (argument.scratch) {
-      buffer_addresses[index] = kernel.scratch[index];
-    } else {
-      if (given[index] == nullptr) throw RuntimeError(fmt::format("{}: buffer argument '{}' was not set", kernel.name, argument.name));
-      buffer_addresses[index] = reinterpret_cast<CUdeviceptr>(given[index]->pointer);
-    }
-  }
-  for (std::size_t index = 0; index < planned.size(); ++index) {
-    const ArgumentPlan& argument = planned[index];
-    std::byte* storage = state.slots[index].bytes;
-    std::memset(storage, 0, sizeof state.slots[index].bytes);
-    if (argument.description.kind == "buffer") {
-      std::memcpy(storage, &buffer_addresses[index], sizeof(CUdeviceptr));
-    } else if (argument.description.kind == "scalar") {
-      store_scalar(argument.description, given[index] ? given[index]->scalar : argument.default_value, storage, kernel.name);
-    } else {
-      const auto& buffer = planned[static_cast<std::size_t>(argument.buffer_index)];
-      gpu::TensorMapShape shape{buffer.description.dtype, argument.dims, argument.box, argument.swizzle_bytes};
-      std::string why = gpu::encode_tensor_map(*reinterpret_cast<CUtensorMap*>(storage), shape,
-                                               buffer_addresses[static_cast<std::size_t>(argument.buffer_index)]);
-      if (!why.empty()) throw RuntimeError(fmt::format("{}: tensor map '{}' cannot be encoded: {}", kernel.name, argument.description.name, why));
-    }
-    state.parameters.push_back(storage);
+    std::memset(state.slots[index].bytes, 0, sizeof state.slots[index].bytes);
+    write_parameter(kernel.name, planned, kernel.scratch, layout, index, pointers, scalars, state.slots[index]);
+    state.parameters.push_back(state.slots[index].bytes);
   }
   return bound;
+}
+
+// ---------------------------------------------------------------- PreparedLaunch
+
+namespace {
+constexpr CUdeviceptr never_encoded = ~CUdeviceptr{0};  // no buffer lives at the last address
+}  // namespace
+
+struct PreparedLaunch::State {
+  const std::vector<ArgumentPlan>* planned = nullptr;  // the Kernel's, which outlives this
+  const std::vector<CUdeviceptr>* scratch = nullptr;
+  CUfunction function = nullptr;
+  LaunchShape shape;
+  std::string kernel;
+  LaunchLayout layout;
+  std::vector<std::size_t> per_launch;   // parameters written at each launch: pointers and given scalars
+  std::vector<std::size_t> tensor_maps;  // tensor-map parameters, encoded again when their buffer moved
+  std::vector<ParameterSlot> slots;
+  std::vector<void*> parameters;
+  std::vector<CUdeviceptr> encoded_for;  // per parameter: the buffer address its tensor map was encoded for
+  std::mutex mutex;                      // launches from several threads take turns at the slots
+};
+
+PreparedLaunch::PreparedLaunch() = default;
+PreparedLaunch::~PreparedLaunch() = default;
+PreparedLaunch::PreparedLaunch(PreparedLaunch&&) noexcept = default;
+PreparedLaunch& PreparedLaunch::operator=(PreparedLaunch&&) noexcept = default;
+
+std::size_t PreparedLaunch::pointer_count() const { return state_ ? state_->layout.pointer_count : 0; }
+std::size_t PreparedLaunch::scalar_count() const { return state_ ? state_->layout.scalar_count : 0; }
+
+void PreparedLaunch::launch(std::span<const void* const> pointers, std::span<const Value> scalars,
+                            CUstream_st* stream) const {
+  if (!state_) throw RuntimeError("launch of an empty PreparedLaunch");
+  State& state = *state_;
+  if (pointers.size() != state.layout.pointer_count || scalars.size() != state.layout.scalar_count) {
+    throw RuntimeError(fmt::format("{}: a prepared launch takes {} pointers and {} scalars, it was given {} and {}",
+                                   state.kernel, state.layout.pointer_count, state.layout.scalar_count,
+                                   pointers.size(), scalars.size()));
+  }
+  std::lock_guard lock(state.mutex);
+  for (std::size_t index : state.per_launch) {
+    write_parameter(state.kernel, *state.planned, *state.scratch, state.layout, index, pointers, scalars, state.slots[index]);
+  }
+  for (std::size_t index : state.tensor_maps) {
+    CUdeviceptr address = buffer_address(state.layout, state.layout.parameters[index].position, pointers, *state.scratch);
+    if (address == state.encoded_for[index]) continue;
+    write_parameter(state.kernel, *state.planned, *state.scratch, state.layout, index, pointers, scalars, state.slots[index]);
+    state.encoded_for[index] = address;
+  }
+  launch_function(state.function, state.shape, stream, state.parameters.data(), state.kernel);
+}
+
+PreparedLaunch Kernel::prepare(const std::vector<std::string>& pointer_names,
+                               const std::vector<std::string>& scalar_names) const {
+  const State& kernel = *state_;
+  std::vector<std::string_view> pointer_views(pointer_names.begin(), pointer_names.end());
+  std::vector<std::string_view> scalar_views(scalar_names.begin(), scalar_names.end());
+  PreparedLaunch prepared;
+  prepared.state_ = std::make_unique<PreparedLaunch::State>();
+  PreparedLaunch::State& state = *prepared.state_;
+  state.layout = resolve_launch_layout(kernel.name, kernel.plan.arguments, pointer_views, scalar_views);
+  state.planned = &kernel.plan.arguments;
+  state.scratch = &kernel.scratch;
+  state.function = kernel.function;
+  state.shape = kernel.shape;
+  state.kernel = kernel.name;
+  state.slots.resize(kernel.plan.arguments.size());
+  state.encoded_for.assign(kernel.plan.arguments.size(), never_encoded);
+  for (std::size_t index = 0; index < state.slots.size(); ++index) {
+    std::memset(state.slots[index].bytes, 0, sizeof state.slots[index].bytes);
+    state.parameters.push_back(state.slots[index].bytes);
+    switch (state.layout.parameters[index].fill) {
+      case ParameterFill::pointer:
+      case ParameterFill::scalar: state.per_launch.push_back(index); break;
+      case ParameterFill::tensor_map: state.tensor_maps.push_back(index); break;
+      case ParameterFill::default_scalar:
+      case ParameterFill::scratch:  // written once: neither changes between launches
+        write_parameter(kernel.name, kernel.plan.arguments, kernel.scratch, state.layout, index, {}, {}, state.slots[index]);
+        break;
+    }
+  }
+  return prepared;
 }
 
 // ---------------------------------------------------------------- Runtime

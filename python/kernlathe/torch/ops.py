@@ -40,14 +40,14 @@ def use_runtime(new_runtime: Optional[Runtime], device_index: int = 0):
             _runtimes.pop(device_index, None)
         else:
             _runtimes[device_index] = new_runtime
-        _prepared.clear()
+        _clear_prepared()
         _symbols.clear()
 
 
 @atexit.register
 def _release():
     """Drops the runtimes and their kernels before the interpreter tears the extension down."""
-    _prepared.clear()
+    _clear_prepared()
     _runtimes.clear()
 
 
@@ -56,7 +56,7 @@ def set_fallback(enabled: bool):
     raises the runtime's error instead."""
     global _fallback
     _fallback = bool(enabled)
-    _prepared.clear()
+    _clear_prepared()
 
 
 _symbols: Dict[Tuple[int, str], Optional[List[str]]] = {}
@@ -154,19 +154,6 @@ def _plan_rows(op, family, x, supported=(torch.bfloat16, torch.float32)) -> Plan
     return Plan(op, family + _DTYPE_SUFFIX[x.dtype], problem)
 
 
-_row_plans: Dict[tuple, Plan] = {}
-
-
-def _row_plan_of(planner, x):
-    """planner(x) for a concrete tensor, remembered by shape and dtype (a row op's plan depends on nothing else):
-    what the CUDA implementations call, so that a call at a shape seen before builds no plan."""
-    key = (planner, x.shape, x.dtype)
-    found = _row_plans.get(key)
-    if found is None:
-        found = _row_plans[key] = planner(x)
-    return found
-
-
 def plan_rms_norm(x):
     return _plan_rows("rms_norm", "rmsnorm", x)
 
@@ -187,15 +174,16 @@ def plan_silu_mul(gate_up):
     return Plan("silu_mul", "silu_mul_bf16", problem)
 
 
-# ---------------------------------------------------------------- launching a plan
+# ---------------------------------------------------------------- preparing a plan's launch
 
 
 @dataclass
 class _Prepared:
-    launcher: object          # None: PyTorch computes it
+    launch: object            # the kernel's PreparedLaunch: launch(stream, *addresses, *scalars); None: PyTorch computes it
     choice: _explain.Choice
 
 
+# By device, plan and argument names: shapes that map to one problem (a row op's (4, 8, 4096) and (32, 4096)) share it.
 _prepared: Dict[tuple, _Prepared] = {}
 
 
@@ -210,56 +198,105 @@ def _choice_for(plan, route, reason, kernel=None, selection=None):
 
 
 def _prepare(plan, device_index, pointer_names, scalar_names):
+    """The runtime's selection for plan and its launch prepared for the names, or why PyTorch computes it."""
+    if plan.kernel is None:
+        if not _fallback:
+            raise KernlatheError(f"kernlathe::{plan.op}: {plan.note}")
+        return _Prepared(None, _choice_for(plan, "torch", "PyTorch computes it"))
     the_runtime = runtime(device_index)
     try:
-        selection = the_runtime.select(plan.kernel, plan.problem)
+        the_runtime.select(plan.kernel, plan.problem)
     except KernlatheError as error:
         # The ladder found nothing usable (or no database knows the kernel): PyTorch computes this shape.
         if not _fallback:
             raise
         return _Prepared(None, _choice_for(plan, "torch", f"PyTorch computes it: {error}"))
     kernel = the_runtime.kernel(plan.kernel, plan.problem)
-    launcher = kernel.launcher(pointer_names, scalar_names)
-    return _Prepared(launcher, _choice_for(plan, "kernel", kernel.selection.reason, kernel, kernel.selection))
+    return _Prepared(kernel.prepare(pointer_names, scalar_names),
+                     _choice_for(plan, "kernel", kernel.selection.reason, kernel, kernel.selection))
+
+
+def _prepared_for(plan, device_index, pointer_names, scalar_names=()):
+    key = (device_index, plan.key(), tuple(pointer_names), tuple(scalar_names))
+    found = _prepared.get(key)
+    if found is None:
+        found = _prepared[key] = _prepare(plan, device_index, list(pointer_names), list(scalar_names))
+    return found
+
+
+# ---------------------------------------------------------------- the eager path's plans, by key
+
+
+class _Eager:
+    """What every call of an op with one key does, settled by the first: the plan, the prepared launch (None: the
+    call launches nothing), whether PyTorch computes the call instead, the choice explain() reports (None where
+    nothing is computed: an empty output), the output's shape, the device index the stream is asked for, and what
+    the op does around the kernel (detail, the op's own)."""
+
+    __slots__ = ("plan", "launch", "in_torch", "choice", "shape", "device_index", "detail")
+
+    def __init__(self, plan, prepared, shape, like, detail=None, computes=True):
+        """prepared: a _Prepared, or None where the call computes nothing through the runtime (computes: whether
+        PyTorch computes it then, unrecorded, as for a linear with K = 0; otherwise the output is empty)."""
+        self.plan = plan
+        self.launch = prepared.launch if prepared is not None else None
+        self.in_torch = self.launch is None and (prepared is not None or computes)
+        self.choice = prepared.choice if prepared is not None else None
+        self.shape = tuple(shape)
+        self.device_index = like.get_device()
+        self.detail = detail
+
+
+class _EagerPlans:
+    """One op's _Eager per key. The key holds all that the op's checks, its plan and its launch depend on (shapes,
+    dtypes and devices of the tensors, the options that change the plan; the ops copy a strided input to a contiguous
+    one, so strides only decide whether a call copies). The first call with a key checks its arguments (raising as
+    before), plans, selects and prepares the launch (build), and records the choice for explain(); a later call with
+    the key is one dict lookup, and one record while an explain(fn) call collects (kernlathe._choices). Calls that
+    raise are not remembered, so a bad call raises every time. Cleared with the runtime's state (use_runtime,
+    set_fallback)."""
+
+    def __init__(self, build):
+        self.entries: Dict[tuple, _Eager] = {}
+        self.build = build
+        _eager_plans.append(self)
+
+    def get(self, key, *arguments):
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.build(*arguments)
+            self.entries[key] = entry
+            if entry.choice is not None:
+                _explain.record(entry.choice)
+        elif _explain.collectors_active and entry.choice is not None:
+            _explain.record(entry.choice)
+        return entry
+
+
+_eager_plans: List[_EagerPlans] = []
+
+
+def _clear_prepared():
+    _prepared.clear()
+    for plans in _eager_plans:
+        plans.entries.clear()
+
+
+def _require_one_device(op, first_name, first, **others):
+    """The CUDA implementations launch on the first tensor's device: every other tensor must live there too (a
+    pointer into another device's memory would fault or read garbage)."""
+    for name, tensor in others.items():
+        if tensor is not None and tensor.device != first.device:
+            raise RuntimeError(f"{op}: {name} is on {tensor.device}, {first_name} on {first.device}")
 
 
 # The current stream's address without building a torch.cuda.Stream object per call (PyTorch's own kernels' launch
 # path); the public torch.cuda.current_stream where this build lacks it.
-_raw_current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-
-
-def _current_stream(device_index):
-    if _raw_current_stream is not None:
-        return _raw_current_stream(device_index)
+def _public_current_stream(device_index):
     return torch.cuda.current_stream(device_index).cuda_stream
 
 
-def _run(plan, device, buffers, scalars, compute_in_torch):
-    """Launches plan's kernel on buffers (name, tensor) and scalars (name, number), or calls compute_in_torch() where
-    PyTorch computes the call; returns True when the kernel ran."""
-    device_index = device.index if device.index is not None else torch.cuda.current_device()
-    if plan.kernel is None:
-        if not _fallback:
-            raise KernlatheError(f"kernlathe::{plan.op}: {plan.note}")
-        _explain.record(_choice_for(plan, "torch", "PyTorch computes it"))
-        compute_in_torch()
-        return False
-    pointer_names = tuple([name for name, _ in buffers])
-    scalar_names = tuple([name for name, _ in scalars])
-    key = (device_index, plan.key(), pointer_names, scalar_names)
-    prepared = _prepared.get(key)
-    if prepared is None:
-        prepared = _prepare(plan, device_index, list(pointer_names), list(scalar_names))
-        _prepared[key] = prepared
-        _explain.record(prepared.choice)
-    elif _explain.collecting():
-        _explain.record(prepared.choice)
-    if prepared.launcher is None:
-        compute_in_torch()
-        return False
-    prepared.launcher.launch([tensor.data_ptr() for _, tensor in buffers], tuple([value for _, value in scalars]),
-                             _current_stream(device_index))
-    return True
+_current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _public_current_stream
 
 
 def _record_planned(plan):
@@ -292,20 +329,23 @@ def _zeros_of(length, dtype, device):
 # ---------------------------------------------------------------- the eager fast path
 
 _fast_path = os.environ.get("KERNLATHE_TORCH_EAGER_FAST_PATH", "1") != "0"
+_is_compiling = torch.compiler.is_compiling
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+# nn.Parameter dispatches as a plain tensor (its __torch_function__ is disabled): a model's weights take the path.
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
 
 
 def _eager_fast_path(*tensors):
     """Whether a call may skip the dispatcher and run the op's CUDA implementation directly: eager mode (not traced
     by torch.compile), no torch function or dispatch mode active (FakeTensorMode, profilers' modes, subclasses), and
-    plain CUDA tensors that need no gradient. The op's own implementation is the same function, so results are
-    identical; what it saves is the custom op's dispatch, a cost of the order of the 3 us floor of issue 34 on a small
-    problem. KERNLATHE_TORCH_EAGER_FAST_PATH=0 sends every call through torch.ops.kernlathe."""
-    if torch.compiler.is_compiling() or not _fast_path:
-        return False
-    if torch._C._len_torch_dispatch_stack() or torch._C._is_torch_function_mode_enabled():
+    plain CUDA tensors (or parameters) that need no gradient. The op's own implementation is the same function, so
+    results are identical; what it saves is the custom op's dispatch, a cost of the order of the 3 us floor of issue
+    34 on a small problem. KERNLATHE_TORCH_EAGER_FAST_PATH=0 sends every call through torch.ops.kernlathe."""
+    if not _fast_path or _is_compiling() or _dispatch_modes() or _function_modes():
         return False
     for tensor in tensors:
-        if tensor is not None and (type(tensor) is not torch.Tensor or not tensor.is_cuda or tensor.requires_grad):
+        if tensor is not None and (type(tensor) not in _PLAIN_TENSORS or not tensor.is_cuda or tensor.requires_grad):
             return False
     return True
 
@@ -316,6 +356,11 @@ def _require(condition, message):
     implementations, traced with symbolic shapes, keep torch._check."""
     if not condition:
         raise RuntimeError(message())
+
+
+def _tensor_key(tensor):
+    """What a tensor gives a key (for the optional ones; the ops spell the others out, a call saved per tensor)."""
+    return None if tensor is None else (tensor.shape, tensor.dtype, tensor.get_device())
 
 
 # ---------------------------------------------------------------- linear
@@ -337,33 +382,59 @@ def _check_linear(x, weight, bias, residual, activation, check=torch._check):
         check(residual.dtype == x.dtype, lambda: f"linear: residual is {residual.dtype}, x is {x.dtype}")
 
 
-_linear_plans: Dict[tuple, Plan] = {}
+# What a GEMM kernel's epilogue takes: the plain GEMM (a bias added after, in PyTorch), bias and GELU (a residual added
+# after), bias and residual.
+_PLAIN, _BIAS_GELU, _BIAS_RESIDUAL = "plain", "bias_gelu", "bias_residual"
+_EPILOGUES = {"gemm_bf16": _PLAIN, "gemm_f16": _PLAIN, "gemm_bf16_bias_gelu": _BIAS_GELU,
+              "gemm_bf16_bias_residual": _BIAS_RESIDUAL}
+_EPILOGUE_BUFFERS = {_PLAIN: ("a", "b", "c"), _BIAS_GELU: ("a", "b", "c", "bias"),
+                     _BIAS_RESIDUAL: ("a", "b", "c", "bias", "residual")}
+
+
+def _build_linear(x, weight, bias, residual, activation):
+    _check_linear(x, weight, bias, residual, activation, _require)
+    _require_one_device("linear", "x", x, weight=weight, bias=bias, residual=residual)
+    plan = plan_linear(x, weight, bias, residual, activation)
+    shape = (*x.shape[:-1], weight.shape[0])
+    if 0 in shape or x.shape[-1] == 0:  # nothing to launch: PyTorch fills a non-empty output (K = 0), unrecorded
+        return _Eager(plan, None, shape, x, computes=0 not in shape)
+    if plan.kernel is None:
+        return _Eager(plan, _prepared_for(plan, x.get_device(), ()), shape, x)
+    epilogue = _EPILOGUES[plan.kernel]
+    zeros = _zeros_of(weight.shape[0], x.dtype, x.device) if epilogue != _PLAIN and bias is None else None
+    return _Eager(plan, _prepared_for(plan, x.get_device(), _EPILOGUE_BUFFERS[epilogue]), shape, x, (epilogue, zeros))
+
+
+_LINEAR = _EagerPlans(_build_linear)
 
 
 def _linear_cuda(x, weight, bias=None, residual=None, activation="none"):
-    _check_linear(x, weight, bias, residual, activation, _require)
-    # The plan depends on the shapes, the dtype, which epilogue tensors are given and the activation: remembered.
-    plan_key = (x.shape, weight.shape, x.dtype, bias is None, residual is None, activation)
-    plan = _linear_plans.get(plan_key)
-    if plan is None:
-        plan = _linear_plans[plan_key] = plan_linear(x, weight, bias, residual, activation)
-    out = torch.empty((*x.shape[:-1], weight.shape[0]), dtype=x.dtype, device=x.device)
-    if out.numel() == 0 or x.shape[-1] == 0:
-        return out.copy_(reference.linear(x, weight, bias, residual, activation)) if out.numel() else out
-    buffers = [("a", x.contiguous()), ("b", weight.contiguous()), ("c", out)]
-    if plan.kernel in ("gemm_bf16_bias_gelu", "gemm_bf16_bias_residual"):
-        buffers.append(("bias", bias.contiguous() if bias is not None else _zeros_of(weight.shape[0], x.dtype, x.device)))
-    if plan.kernel == "gemm_bf16_bias_residual":
-        buffers.append(("residual", residual.contiguous()))
-
-    def in_torch():
-        out.copy_(reference.linear(x, weight, bias, residual, activation))
-
-    if _run(plan, x.device, buffers, [], in_torch):
-        if plan.kernel == "gemm_bf16_bias_gelu" and residual is not None:
-            out.add_(residual)
-        elif plan.kernel in ("gemm_bf16", "gemm_f16") and bias is not None:
+    entry = _LINEAR.get((x.shape, x.dtype, x.get_device(), weight.shape, weight.dtype, weight.get_device(),
+                         _tensor_key(bias), _tensor_key(residual), activation), x, weight, bias, residual, activation)
+    out = x.new_empty(entry.shape)  # cheaper than torch.empty(shape, dtype=, device=): 1.05 against 1.55 us (CPU)
+    launch = entry.launch
+    if launch is None:
+        if entry.in_torch:
+            out.copy_(reference.linear(x, weight, bias, residual, activation))
+        return out
+    # The contiguous copies stay referenced until the launch is queued: freed before, their memory could be handed
+    # to another tensor while the kernel has yet to read it.
+    a, b = x.contiguous(), weight.contiguous()
+    epilogue, zeros = entry.detail
+    stream = _current_stream(entry.device_index)
+    if epilogue == _PLAIN:
+        launch(stream, a.data_ptr(), b.data_ptr(), out.data_ptr())
+        if bias is not None:
             out.add_(bias)
+        return out
+    shift = bias.contiguous() if bias is not None else zeros
+    if epilogue == _BIAS_GELU:
+        launch(stream, a.data_ptr(), b.data_ptr(), out.data_ptr(), shift.data_ptr())
+        if residual is not None:
+            out.add_(residual)
+        return out
+    added = residual.contiguous()
+    launch(stream, a.data_ptr(), b.data_ptr(), out.data_ptr(), shift.data_ptr(), added.data_ptr())
     return out
 
 
@@ -411,37 +482,56 @@ def _check_attention(q, k, v, layout, check=torch._check):
     check(q.dtype == k.dtype == v.dtype, lambda: "attention: q, k and v must have one dtype")
 
 
-def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd"):
+def _build_attention(q, k, v, causal, scale, layout):
     _check_attention(q, k, v, layout, _require)
-    device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    _require_one_device("attention", "q", q, k=k, v=v)
+    device_index = q.get_device()
     plan = plan_attention(q, k, v, causal, layout, device_index)
     if q.numel() == 0:
-        return torch.empty_like(q)
-    computed = []
-
-    def in_torch():
-        # contiguous like the kernel's output and the fake's: PyTorch's result of a "bshd" call is a transposed view
-        computed.append(reference.attention(q, k, v, causal, scale, layout).contiguous())
-
+        return _Eager(plan, None, q.shape, q, computes=False)
+    scalars = () if scale is None else ("scale",)
     if plan.kernel is None:
-        _run(plan, q.device, [], [], in_torch)
-        return computed[0]
-    inputs, head_axis, transposed = [q, k, v], 1, False
+        return _Eager(plan, _prepared_for(plan, device_index, (), scalars), q.shape, q)
+    # The problem is passed through as far as the spec knows it (plan_attention); otherwise the op transposes BSHD to
+    # BHSD and repeats grouped K/V heads in PyTorch first.
+    head_axis, transposed = 1, False
     if layout == "bshd":
         if "LAYOUT" in plan.problem:
             head_axis = 2
         else:
-            inputs, transposed = [tensor.transpose(1, 2) for tensor in inputs], True
-    kv_heads = inputs[1].shape[head_axis]
-    if "KV_HEADS" not in plan.problem and kv_heads != plan.problem["HEADS"]:
-        group = plan.problem["HEADS"] // kv_heads
+            transposed = True
+    kv_heads = k.shape[2 if layout == "bshd" else 1]
+    group = plan.problem["HEADS"] // kv_heads if "KV_HEADS" not in plan.problem and kv_heads != plan.problem["HEADS"] else 1
+    prepared = _prepared_for(plan, device_index, ("q", "k", "v", "o"), scalars)
+    return _Eager(plan, prepared, q.shape, q, (transposed, head_axis, group))
+
+
+_ATTENTION = _EagerPlans(_build_attention)
+
+
+def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd"):
+    entry = _ATTENTION.get((q.shape, q.dtype, q.get_device(), k.shape, k.dtype, k.get_device(), v.shape, v.dtype,
+                            v.get_device(), bool(causal), scale is None, layout), q, k, v, causal, scale, layout)
+    launch = entry.launch
+    if launch is None:
+        if entry.in_torch:
+            # contiguous like the kernel's output and the fake's: PyTorch's result of a "bshd" call is a transposed view
+            return reference.attention(q, k, v, causal, scale, layout).contiguous()
+        return torch.empty_like(q)
+    transposed, head_axis, group = entry.detail
+    inputs = [q, k, v]
+    if transposed:
+        inputs = [tensor.transpose(1, 2) for tensor in inputs]
+    if group > 1:
         inputs[1] = inputs[1].repeat_interleave(group, dim=head_axis)
         inputs[2] = inputs[2].repeat_interleave(group, dim=head_axis)
-    inputs = [tensor.contiguous() for tensor in inputs]
-    out = torch.empty_like(inputs[0])
-    scalars = [] if scale is None else [("scale", float(scale))]
-    if not _run(plan, q.device, [("q", inputs[0]), ("k", inputs[1]), ("v", inputs[2]), ("o", out)], scalars, in_torch):
-        return computed[0]
+    q_in, k_in, v_in = [tensor.contiguous() for tensor in inputs]
+    out = torch.empty_like(q_in)
+    stream = _current_stream(entry.device_index)
+    if scale is None:
+        launch(stream, q_in.data_ptr(), k_in.data_ptr(), v_in.data_ptr(), out.data_ptr())
+    else:
+        launch(stream, q_in.data_ptr(), k_in.data_ptr(), v_in.data_ptr(), out.data_ptr(), float(scale))
     return out.transpose(1, 2).contiguous() if transposed else out
 
 
@@ -490,19 +580,35 @@ def _check_norm(op, x, weight, bias=None, check=torch._check):
         check(bias.dtype == x.dtype, lambda: f"{op}: bias is {bias.dtype}, x is {x.dtype}")
 
 
-def _row_op(plan, x, buffers, scalars, in_torch, out):
-    if out.numel() == 0:
-        return out
-    _run(plan, x.device, buffers, scalars, in_torch)
-    return out
+def _build_rows(planner, op, x, weight=None, bias=None, buffers=(), scalars=(), shape=None):
+    """The _Eager of a row op (RMSNorm, LayerNorm, softmax, silu_mul): checked by the caller, planned by planner."""
+    _require_one_device(op, "x", x, weight=weight, bias=bias)
+    plan = planner(x)
+    shape = x.shape if shape is None else shape
+    if 0 in shape:
+        return _Eager(plan, None, shape, x, computes=False)
+    return _Eager(plan, _prepared_for(plan, x.get_device(), buffers if plan.kernel else (), scalars), shape, x)
+
+
+def _build_rms_norm(x, weight):
+    _check_norm("rms_norm", x, weight, None, _require)
+    return _build_rows(plan_rms_norm, "rms_norm", x, weight, buffers=("input", "weight", "output"),
+                       scalars=("epsilon",))
+
+
+_RMS_NORM = _EagerPlans(_build_rms_norm)
 
 
 def _rms_norm_cuda(x, weight, eps=1e-5):
-    _check_norm("rms_norm", x, weight, None, _require)
+    entry = _RMS_NORM.get((x.shape, x.dtype, x.get_device(), weight.shape, weight.dtype, weight.get_device()), x, weight)
     source = x.contiguous()
     out = torch.empty_like(source)
-    return _row_op(_row_plan_of(plan_rms_norm, x), x, [("input", source), ("weight", weight.contiguous()), ("output", out)],
-                   [("epsilon", float(eps))], lambda: out.copy_(reference.rms_norm(x, weight, eps)), out)
+    if entry.launch is not None:
+        gamma = weight.contiguous()
+        entry.launch(_current_stream(entry.device_index), source.data_ptr(), gamma.data_ptr(), out.data_ptr(), eps)
+    elif entry.in_torch:
+        out.copy_(reference.rms_norm(x, weight, eps))
+    return out
 
 
 @torch.library.custom_op("kernlathe::rms_norm", mutates_args=(), device_types="cuda")
@@ -532,14 +638,31 @@ def _rms_norm_cpu(x, weight, eps=1e-5):
     return reference.rms_norm(x, weight, eps)
 
 
-def _layer_norm_cuda(x, weight, bias=None, eps=1e-5):
+def _build_layer_norm(x, weight, bias):
     _check_norm("layer_norm", x, weight, bias, _require)
+    entry = _build_rows(plan_layer_norm, "layer_norm", x, weight, bias, buffers=("input", "gamma", "beta", "output"),
+                        scalars=("epsilon",))
+    if entry.launch is not None and bias is None:
+        entry.detail = _zeros_of(x.shape[-1], x.dtype, x.device)  # the kernel's beta
+    return entry
+
+
+_LAYER_NORM = _EagerPlans(_build_layer_norm)
+
+
+def _layer_norm_cuda(x, weight, bias=None, eps=1e-5):
+    entry = _LAYER_NORM.get((x.shape, x.dtype, x.get_device(), weight.shape, weight.dtype, weight.get_device(),
+                             _tensor_key(bias)), x, weight, bias)
     source = x.contiguous()
     out = torch.empty_like(source)
-    shift = bias.contiguous() if bias is not None else _zeros_of(x.shape[-1], x.dtype, x.device)
-    return _row_op(_row_plan_of(plan_layer_norm, x), x,
-                   [("input", source), ("gamma", weight.contiguous()), ("beta", shift), ("output", out)],
-                   [("epsilon", float(eps))], lambda: out.copy_(reference.layer_norm(x, weight, bias, eps)), out)
+    if entry.launch is not None:
+        gamma = weight.contiguous()
+        shift = bias.contiguous() if bias is not None else entry.detail
+        entry.launch(_current_stream(entry.device_index), source.data_ptr(), gamma.data_ptr(), shift.data_ptr(),
+                     out.data_ptr(), eps)
+    elif entry.in_torch:
+        out.copy_(reference.layer_norm(x, weight, bias, eps))
+    return out
 
 
 @torch.library.custom_op("kernlathe::layer_norm", mutates_args=(), device_types="cuda")
@@ -570,12 +693,23 @@ def _layer_norm_cpu(x, weight, bias=None, eps=1e-5):
     return reference.layer_norm(x, weight, bias, eps)
 
 
-def _softmax_cuda(x):
+def _build_softmax(x):
     _require(x.dim() >= 1, lambda: "softmax: x must have at least one dimension")
+    return _build_rows(plan_softmax, "softmax", x, buffers=("input", "output"))
+
+
+_SOFTMAX = _EagerPlans(_build_softmax)
+
+
+def _softmax_cuda(x):
+    entry = _SOFTMAX.get((x.shape, x.dtype, x.get_device()), x)
     source = x.contiguous()
     out = torch.empty_like(source)
-    return _row_op(_row_plan_of(plan_softmax, x), x, [("input", source), ("output", out)], [],
-                   lambda: out.copy_(reference.softmax(x)), out)
+    if entry.launch is not None:
+        entry.launch(_current_stream(entry.device_index), source.data_ptr(), out.data_ptr())
+    elif entry.in_torch:
+        out.copy_(reference.softmax(x))
+    return out
 
 
 @torch.library.custom_op("kernlathe::softmax", mutates_args=(), device_types="cuda")
@@ -617,12 +751,24 @@ def _silu_mul_shape(gate_up):
     return (*gate_up.shape[:-1], gate_up.shape[-1] // 2)
 
 
-def _silu_mul_cuda(gate_up):
+def _build_silu_mul(gate_up):
     _check_silu_mul(gate_up, _require)
+    return _build_rows(plan_silu_mul, "silu_mul", gate_up, buffers=("gate_up", "output"),
+                       shape=_silu_mul_shape(gate_up))
+
+
+_SILU_MUL = _EagerPlans(_build_silu_mul)
+
+
+def _silu_mul_cuda(gate_up):
+    entry = _SILU_MUL.get((gate_up.shape, gate_up.dtype, gate_up.get_device()), gate_up)
     source = gate_up.contiguous()
-    out = source.new_empty(_silu_mul_shape(gate_up))
-    return _row_op(_row_plan_of(plan_silu_mul, gate_up), gate_up, [("gate_up", source), ("output", out)], [],
-                   lambda: out.copy_(reference.silu_mul(gate_up)), out)
+    out = source.new_empty(entry.shape)
+    if entry.launch is not None:
+        entry.launch(_current_stream(entry.device_index), source.data_ptr(), out.data_ptr())
+    elif entry.in_torch:
+        out.copy_(reference.silu_mul(gate_up))
+    return out
 
 
 @torch.library.custom_op("kernlathe::silu_mul", mutates_args=(), device_types="cuda")
