@@ -276,7 +276,7 @@ class RuntimeOnDevice : public ::testing::Test {
 TEST_F(RuntimeOnDevice, EveryShippedKernelVerifiesThroughTheRuntime) {
   for (const char* name : {"saxpy", "vector_add", "reduce_sum", "reduce_sum_bf16", "softmax", "softmax_bf16", "layernorm",
                            "layernorm_bf16", "rmsnorm", "rmsnorm_bf16", "transpose", "conv3x3", "gemm_f32", "gemm_tf32",
-                           "gemm_f16", "gemm_bf16", "attention_bf16", "attention_f16"}) {
+                           "gemm_f16", "gemm_bf16", "gemm_decode_bf16", "attention_bf16", "attention_f16"}) {
     verify_kernel(name);
   }
 }
