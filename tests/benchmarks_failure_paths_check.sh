@@ -101,7 +101,8 @@ RUNTIME_KERNELS=saxpy STREAM_KERNELS="" \
   expect runtime 1 "runtime GPU tests" 2 benchmarks/runtime_bench.sh "$bin" "$logs/runtime" 1
 printf 'tokens: [4096, 16]\ngemm:\n  - {name: qkv, N: 6144, K: 4096}\n' >"$work/workload.yaml"
 if python3 -c 'import yaml' 2>/dev/null; then  # the script reads the workload with PyYAML
-  expect linear-workload 1 "runtime M=16 N=6144 K=4096" 2 \
+  # Two tune runs of gemm_bf16 (M=4096 and M=16) and one of the decode path (M=16 <= 64).
+  expect linear-workload 1 "runtime M=16 N=6144 K=4096" 3 \
     benchmarks/linear_workload_bench.sh "$bin" "$logs/linear" 1 "$work/workload.yaml"
 else
   expect linear-workload 1 "no shapes read from $work/workload.yaml" 0 \

@@ -239,7 +239,9 @@ double time_prepared_launches(const Kernel& kernel, const Pointers& pointers, co
   std::vector<std::string> pointer_names, scalar_names;
   std::vector<const void*> addresses;
   std::vector<Value> values;
-  for (const Arguments::Item& item : make_arguments(pointers, scalars).items()) {
+  // A named Arguments: a range-for over make_arguments(...).items() would read the items of a destroyed temporary.
+  const Arguments arguments = make_arguments(pointers, scalars);
+  for (const Arguments::Item& item : arguments.items()) {
     if (item.is_pointer) {
       pointer_names.push_back(item.name);
       addresses.push_back(item.pointer);
