@@ -219,7 +219,8 @@ BoundLaunch Kernel::bind(const Arguments& arguments) const {
       store_scalar(argument.description, given[index] ? given[index]->scalar : argument.default_value, storage, kernel.name);
     } else {
       const auto& buffer = planned[static_cast<std::size_t>(argument.buffer_index)];
-      gpu::TensorMapShape shape{buffer.description.dtype, argument.dims, argument.box, argument.swizzle_bytes};
+      gpu::TensorMapShape shape{buffer.description.dtype, argument.dims, argument.box, argument.swizzle_bytes,
+                                argument.strides};
       std::string why = gpu::encode_tensor_map(*reinterpret_cast<CUtensorMap*>(storage), shape,
                                                buffer_addresses[static_cast<std::size_t>(argument.buffer_index)]);
       if (!why.empty()) throw RuntimeError(fmt::format("{}: tensor map '{}' cannot be encoded: {}", kernel.name, argument.description.name, why));
