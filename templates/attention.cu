@@ -6,6 +6,9 @@
 // elements, in one of two layouts (AT_LAYOUT, the problem's LAYOUT):
 //   0  [batch][heads][rows][head_dim] ("BHSD", what PyTorch's scaled_dot_product_attention takes)
 //   1  [batch][rows][heads][head_dim] ("BSHD", what a QKV projection writes: no transpose needed)
+// In layout 1, Q's rows lie AT_Q_ROW_STRIDE elements apart and K's and V's AT_KV_ROW_STRIDE (the problem's Q_ROW_STRIDE
+// and KV_ROW_STRIDE, or packed heads where those are 0): q, k and v may be views into one fused QKV projection output,
+// rows of (heads + 2 kv heads) x head_dim elements (issue 33). O is always packed.
 // Causal masking aligns the last query with the last key: query i sees keys 0 .. i + keys - sequence. Any sequence
 // length >= 1: the wgmma path's TMA loads zero-fill past the end, scores of keys past the end are masked, and query
 // rows past the end are never stored.
@@ -17,7 +20,7 @@
 //              consumer warpgroups computing S = Q K^T and O += P V with wgmma, the softmax online in registers
 //              (attention/wgmma.cuh).
 // The spec chooses the element type (-DATTENTION_INPUT_BF16 or -DATTENTION_INPUT_F16); the space derives
-// AT_HEAD_DIM, AT_CAUSAL, AT_HEADS, AT_KV_GROUP and AT_LAYOUT from the problem. The tensor maps describe Q, K and V
+// AT_HEAD_DIM, AT_CAUSAL, AT_HEADS, AT_KV_GROUP, AT_LAYOUT, AT_Q_ROW_STRIDE and AT_KV_ROW_STRIDE from the problem. The tensor maps describe Q, K and V
 // for TMA as 4-D tensors (the reference path ignores them).
 #include "common/async_copy.cuh"
 #include "common/element_16bit.cuh"
@@ -37,13 +40,21 @@ constexpr bool causal = AT_CAUSAL;
 constexpr int heads = AT_HEADS;                 // query heads
 constexpr int kv_group = AT_KV_GROUP;           // query heads per key/value head
 constexpr bool rows_outside_heads = AT_LAYOUT == 1;  // BSHD
+// BSHD: elements from one token's row to the next, at least the heads' (the space checks); BHSD tensors are packed.
+constexpr long long q_row_stride = AT_Q_ROW_STRIDE;
+constexpr long long kv_row_stride = AT_KV_ROW_STRIDE;
+constexpr long long o_row_stride = static_cast<long long>(heads) * head_dim;
 
 static_assert(heads % kv_group == 0, "key/value heads divide the query heads");
+static_assert(!rows_outside_heads || (q_row_stride >= o_row_stride && kv_row_stride >= o_row_stride / kv_group),
+              "a token's row holds at least its heads");
 
-// The element offset of row `row` of head `head` of batch `batch`, in a tensor of `head_count` heads of `rows` rows.
-__device__ __forceinline__ long long row_offset(int batch, int head, int row, int head_count, int rows) {
+// The element offset of row `row` of head `head` of batch `batch`, in a tensor of `head_count` heads of `rows` rows;
+// BSHD rows lie row_stride elements apart.
+__device__ __forceinline__ long long row_offset(int batch, int head, int row, int head_count, int rows,
+                                                long long row_stride) {
   if constexpr (rows_outside_heads) {
-    return ((static_cast<long long>(batch) * rows + row) * head_count + head) * head_dim;
+    return (static_cast<long long>(batch) * rows + row) * row_stride + static_cast<long long>(head) * head_dim;
   } else {
     return ((static_cast<long long>(batch) * head_count + head) * rows + row) * head_dim;
   }

@@ -80,6 +80,9 @@ void expect_plan_matches_tuner(const std::string& spec_name, int configurations)
       if (argument.tensor_map) {
         for (std::size_t axis = 0; axis < argument.tensor_map->box.size(); ++axis)
           EXPECT_EQ(planned.box[axis], integer_in(argument.tensor_map->box[axis], bindings, 0)) << argument.name;
+        ASSERT_EQ(planned.strides.size(), argument.tensor_map->strides.size()) << argument.name;
+        for (std::size_t axis = 0; axis < argument.tensor_map->strides.size(); ++axis)
+          EXPECT_EQ(planned.strides[axis], integer_in(argument.tensor_map->strides[axis], bindings, 0)) << argument.name;
       }
     }
     // Streamed specs: the loader settings `tune` measured this configuration with, and the items it streamed.
@@ -103,8 +106,76 @@ void expect_plan_matches_tuner(const std::string& spec_name, int configurations)
 
 TEST(KernelDescription, RuntimePlanMatchesTheTunerOnShippedSpecs) {
   for (const char* name : {"saxpy", "softmax", "layernorm", "transpose", "conv3x3", "reduce_sum", "gemm_bf16", "gemm_f32",
-                           "conv3x3_stream_small", "conv3x3_stream_large"})
+                           "conv3x3_stream_small", "conv3x3_stream_large", "attention_bf16"})
     expect_plan_matches_tuner(name, 12);
+}
+
+const ArgumentDescription& argument_named(const KernelDescription& description, const std::string& name) {
+  for (const ArgumentDescription& argument : description.arguments)
+    if (argument.name == name) return argument;
+  throw std::out_of_range("no argument " + name);
+}
+
+const ArgumentPlan& planned_argument(const KernelPlan& plan, const std::string& name) {
+  for (const ArgumentPlan& argument : plan.arguments)
+    if (argument.description.name == name) return argument;
+  throw std::out_of_range("no argument " + name);
+}
+
+// Attention on views into Llama-3-8B's fused QKV projection output (issue 33): the tensor maps' strides go from the
+// spec into the description, through the database JSON that `tune export` writes, and into the runtime's plan.
+TEST(KernelDescription, TensorMapStridesReachTheRuntimeThroughTheDatabaseJson) {
+  KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "attention_bf16.yaml");
+  const std::map<std::string, std::int64_t> fused{{"BATCH", 2},  {"SEQ", 1000},          {"HEADS", 32},
+                                                  {"KV_HEADS", 8}, {"LAYOUT", 1},         {"Q_ROW_STRIDE", 6144},
+                                                  {"KV_ROW_STRIDE", 6144}};
+  for (auto& [symbol, value] : spec.problem)
+    if (fused.contains(symbol)) value = fused.at(symbol);
+  const DeviceProperties device = device_profile("sm_90");
+  SpaceEnumerator space(spec.space, constants_of(spec, device));
+  KernelDatabase database;
+  database.kernel = spec.name;
+  database.description = describe_kernel(spec, space);
+  const ArgumentDescription& described = argument_named(database.description, "q_map");
+  ASSERT_EQ(described.strides.size(), 3u);
+  EXPECT_EQ(described.strides[0], "HEAD_DIM");
+
+  const KernelDatabase parsed = parse_database(database_json(database), "attention_bf16.json");
+  for (const char* name : {"q_map", "k_map", "v_map"})
+    EXPECT_EQ(argument_named(parsed.description, name).strides, argument_named(database.description, name).strides) << name;
+
+  Problem requested(fused.begin(), fused.end());
+  KernelPlan plan = plan_kernel(parsed, read_template_source(spec.template_file), identity_of(device), requested);
+  EXPECT_EQ(planned_argument(plan, "q_map").dims, (std::vector<std::int64_t>{128, 32, 1000, 2}));
+  EXPECT_EQ(planned_argument(plan, "q_map").strides, (std::vector<std::int64_t>{128, 6144, 6144000}));
+  EXPECT_EQ(planned_argument(plan, "k_map").dims, (std::vector<std::int64_t>{128, 8, 1000, 2}));
+  EXPECT_EQ(planned_argument(plan, "v_map").strides, (std::vector<std::int64_t>{128, 6144, 6144000}));
+  // The buffers `tune` allocates for this problem hold every row at its stride.
+  EXPECT_EQ(planned_argument(plan, "q").count, 2 * 1000 * 6144);
+  EXPECT_EQ(planned_argument(plan, "k").count, 2 * 1000 * 6144);
+  EXPECT_EQ(planned_argument(plan, "o").count, 2 * 1000 * 32 * 128);
+  // The reference path reads the strides compiled in.
+  EXPECT_NE(plan.request.source.find("#define AT_Q_ROW_STRIDE 6144"), std::string::npos);
+  EXPECT_NE(plan.request.source.find("#define AT_KV_ROW_STRIDE 6144"), std::string::npos);
+
+  // Packed BHSD at the same shape: the strides of the dense tensor [head_dim, rows, heads, batch].
+  Problem bhsd = requested;
+  bhsd["LAYOUT"] = bhsd["Q_ROW_STRIDE"] = bhsd["KV_ROW_STRIDE"] = 0;
+  KernelPlan packed = plan_kernel(parsed, read_template_source(spec.template_file), identity_of(device), bhsd);
+  EXPECT_EQ(planned_argument(packed, "q_map").strides, (std::vector<std::int64_t>{128, 1000 * 128, 32 * 1000 * 128}));
+  EXPECT_EQ(planned_argument(packed, "q").count, 2 * 1000 * 32 * 128);
+  EXPECT_NE(packed.request.source.find("#define AT_Q_ROW_STRIDE 4096"), std::string::npos);  // 32 heads of 128
+}
+
+TEST(KernelDescription, TensorMapsWithoutStridesWriteNoStridesKey) {
+  // Descriptions of kernels whose maps are dense stay as they were before strides existed.
+  KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "gemm_bf16.yaml");
+  SpaceEnumerator space(spec.space, constants_of(spec, device_profile("sm_90")));
+  KernelDatabase database;
+  database.kernel = spec.name;
+  database.description = describe_kernel(spec, space);
+  EXPECT_EQ(argument_named(database.description, "a_map").strides, std::vector<std::string>{});
+  EXPECT_EQ(database_json(database).find("\"strides\""), std::string::npos);
 }
 
 TEST(KernelDescription, DescribesTypesArgumentsAndTheDefault) {

@@ -334,6 +334,10 @@ struct HeadLayout {
   int heads = 1;
   int kv_group = 1;   // query heads per key/value head
   bool bshd = false;  // [batch][rows][heads][dim]; otherwise [batch][heads][rows][dim]
+  // BSHD builds reading views into a fused QKV buffer: elements from one token's row of Q, and of K and V, to the next
+  // (the space's AT_Q_ROW_STRIDE, AT_KV_ROW_STRIDE); 0: packed heads.
+  int q_row_stride = 0;
+  int kv_row_stride = 0;
   int kv_heads() const { return heads / kv_group; }
   // The element offset of row `row` of head `head` of batch `batch` in a tensor of head_count heads of `rows` rows.
   std::size_t offset(int batch, int head, int row, int head_count, int rows, int head_dim) const {
@@ -365,7 +369,9 @@ std::string build_name(const AttentionBuild& build) {
   return "attention_" + build.element->name + "_hd" + std::to_string(build.head_dim) +
          (build.causal ? "_causal" : "") + "_rows" + std::to_string(build.rows_per_block) + "_heads" +
          std::to_string(build.layout.heads) + "_group" + std::to_string(build.layout.kv_group) +
-         (build.layout.bshd ? "_bshd" : "_bhsd");
+         (build.layout.bshd ? "_bshd" : "_bhsd") +
+         (build.layout.q_row_stride ? "_qrow" + std::to_string(build.layout.q_row_stride) : "") +
+         (build.layout.kv_row_stride ? "_kvrow" + std::to_string(build.layout.kv_row_stride) : "");
 }
 
 std::string attention_source(const AttentionBuild& build) {
@@ -383,6 +389,11 @@ std::string attention_source(const AttentionBuild& build) {
          "#define AT_HEADS " + std::to_string(build.layout.heads) + "\n"
          "#define AT_KV_GROUP " + std::to_string(build.layout.kv_group) + "\n"
          "#define AT_LAYOUT " + (build.layout.bshd ? "1" : "0") + "\n"
+         "#define AT_Q_ROW_STRIDE " +
+         std::to_string(build.layout.q_row_stride ? build.layout.q_row_stride : build.layout.heads * build.head_dim) +
+         "\n#define AT_KV_ROW_STRIDE " +
+         std::to_string(build.layout.kv_row_stride ? build.layout.kv_row_stride
+                                                   : build.layout.kv_heads() * build.head_dim) + "\n"
          "#define REF_WARPS 1\n#define THREADS 32\n"
          "#define REF_ROWS " + std::to_string(build.rows_per_block) + "\n"
          "#include \"attention.cu\"\n"
@@ -658,6 +669,41 @@ TEST(AttentionReferenceOnHost, TheComparisonCatchesAWrongHeadOrAlignment) {
   EXPECT_LE(largest_excess(output, bf16, right, shape, head_dim, 0, 20, layout), 0.0);
   EXPECT_GT(largest_excess(output, bf16, interleaved, shape, head_dim, 0, 20, layout), 0.0);
   EXPECT_GT(largest_excess(output, bf16, aligned_at_start, shape, head_dim, 0, 20, layout), 0.0);
+}
+
+// Views into one fused QKV buffer (issue 33): rows of q (4 heads), k and v (2 each) and 64 elements of padding, as a
+// model's fused projection writes them, read by a build with those row strides, give the packed build's output bit for
+// bit. The padding is NaN, so a read outside the views shows in the output.
+TEST(AttentionReferenceOnHost, ReadsViewsIntoAFusedQkvBufferAsThePackedTensors) {
+  const int head_dim = 64;
+  HeadLayout packed_layout{4, 2, true};
+  HeadLayout fused_layout = packed_layout;
+  const int q_elements = packed_layout.heads * head_dim, kv_elements = packed_layout.kv_heads() * head_dim;
+  const int row = q_elements + 2 * kv_elements + 64;
+  fused_layout.q_row_stride = fused_layout.kv_row_stride = row;
+  AttentionLibrary& packed = attention_library({&bf16, head_dim, true, 2, {}, packed_layout});
+  AttentionLibrary& fused = attention_library({&bf16, head_dim, true, 2, {}, fused_layout});
+  ASSERT_EQ(packed.error(), "");
+  ASSERT_EQ(fused.error(), "");
+  for (const AttentionShape shape : {AttentionShape{1, 1}, AttentionShape{2, 37}}) {
+    SCOPED_TRACE(std::to_string(shape.batch) + " batches, sequence " + std::to_string(shape.sequence));
+    const AttentionInputs inputs = attention_inputs(bf16, shape, head_dim, packed_layout);
+    const std::size_t tokens = static_cast<std::size_t>(shape.batch) * shape.sequence;
+    std::vector<std::uint16_t> qkv(tokens * row, bf16.nan);
+    for (std::size_t token = 0; token < tokens; ++token) {
+      std::copy_n(inputs.q.begin() + token * q_elements, q_elements, qkv.begin() + token * row);
+      std::copy_n(inputs.k.begin() + token * kv_elements, kv_elements, qkv.begin() + token * row + q_elements);
+      std::copy_n(inputs.v.begin() + token * kv_elements, kv_elements,
+                  qkv.begin() + token * row + q_elements + kv_elements);
+    }
+    const std::vector<std::uint16_t> expected = run_reference(packed, bf16, inputs, shape, head_dim);
+    std::vector<std::uint16_t> output(inputs.q.size(), bf16.nan);
+    ASSERT_EQ(fused.run(shape.batch, shape.sequence, shape.keys(), attention_scale(head_dim), qkv.data(),
+                        qkv.data() + q_elements, qkv.data() + q_elements + kv_elements, output.data()),
+              0);
+    ASSERT_EQ(std::count(expected.begin(), expected.end(), bf16.nan), 0);
+    EXPECT_EQ(output, expected);
+  }
 }
 
 }  // namespace

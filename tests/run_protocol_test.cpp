@@ -37,11 +37,11 @@ TEST(Protocol, KernelLaunchRoundTripKeepsIntegerAndFloatScalars) {
 TEST(Protocol, SetupRoundTrip) {
   WorkerSetup setup;
   setup.device = 1;
-  WorkerArgument x{"x", Dtype::bf16, true, 1 << 20, {}, Role::in, -1, {}};
+  WorkerArgument x{"x", Dtype::bf16, true, 1 << 20, {}, Role::in, -1, {}, {}};
   x.init = {Initialisation::Kind::random, 7, -0.5, 0.5, 0, 0, 1};
-  WorkerArgument y{"y", Dtype::f32, true, 1 << 20, {}, Role::inout, -1, {}};
+  WorkerArgument y{"y", Dtype::f32, true, 1 << 20, {}, Role::inout, -1, {}, {}};
   y.init = {Initialisation::Kind::sequence, 1, -1, 1, 0, 3.0, 0.25};
-  WorkerArgument n{"n", Dtype::i32, false, 0, {}, Role::in, -1, {}};
+  WorkerArgument n{"n", Dtype::i32, false, 0, {}, Role::in, -1, {}, {}};
   setup.arguments = {x, y, n};
   setup.tolerance[Dtype::f32] = {1e-5, 1e-6};
   setup.tolerance[Dtype::bf16] = {1e-2, 1e-3};
@@ -80,11 +80,12 @@ TEST(Protocol, SetupRoundTrip) {
 
 TEST(Protocol, TensorMapsAndBaselineRoundTrip) {
   WorkerSetup setup;
-  WorkerArgument a{"a", Dtype::f16, true, 64 * 16, {}, Role::in, -1, {}};
-  WorkerArgument map{"a_map", Dtype::f16, false, 0, {}, Role::in, -1, {}};
+  WorkerArgument a{"a", Dtype::f16, true, 64 * 16, {}, Role::in, -1, {}, {}};
+  WorkerArgument map{"a_map", Dtype::f16, false, 0, {}, Role::in, -1, {}, {}};
   map.tensor_buffer = 0;
   map.tensor_dims = {16, 64};
-  WorkerArgument c{"c", Dtype::f16, true, 64 * 32, {}, Role::out, -1, {}};
+  map.tensor_strides = {24};  // rows of 24 elements, 16 of them in the view
+  WorkerArgument c{"c", Dtype::f16, true, 64 * 32, {}, Role::out, -1, {}, {}};
   setup.arguments = {a, map, c};
   setup.reference = sample_launch();
   setup.reference->tensor_maps["a_map"] = {{16, 128}, 32};
@@ -109,6 +110,8 @@ TEST(Protocol, TensorMapsAndBaselineRoundTrip) {
   EXPECT_TRUE(decoded.arguments[1].is_tensor_map());
   EXPECT_EQ(decoded.arguments[1].tensor_buffer, 0);
   EXPECT_EQ(decoded.arguments[1].tensor_dims, (std::vector<std::int64_t>{16, 64}));
+  EXPECT_EQ(decoded.arguments[1].tensor_strides, std::vector<std::int64_t>{24});
+  EXPECT_TRUE(decoded.arguments[0].tensor_strides.empty());
   const TensorMapBox& box = decoded.reference->tensor_maps.at("a_map");
   EXPECT_EQ(box.box, (std::vector<std::int64_t>{16, 128}));
   EXPECT_EQ(box.swizzle_bytes, 32);

@@ -25,7 +25,7 @@ KernelDescription scale_description() {
   description.constraints = {"N % BLOCK == 0", "BLOCK <= max_threads_per_block"};
   description.grid = {"ITEMS", "1", "1"};
   description.block = {"BLOCK", "1", "1"};
-  description.arguments = {{"data", "buffer", "f32", "inout", "N", "", false, "", {}, {}, ""}};
+  description.arguments = {{"data", "buffer", "f32", "inout", "N", "", false, "", {}, {}, "", {}}};
   description.default_configuration = {{"BLOCK", std::int64_t{64}}};
   description.default_origin = "space defaults";
   return description;
@@ -413,8 +413,8 @@ TEST(DatabaseFile, ProblemDefaultsRoundTripAndOlderFilesHaveNone) {
 TEST(DatabaseFile, RoundTripsEveryField) {
   KernelDatabase database = scale_database();
   database.description.loader = {{"workers", "WORKERS"}};
-  database.description.arguments.push_back({"map", "tensor_map", "f32", "", "", "", false, "data", {"N"}, {"BLOCK"}, "128"});
-  database.description.arguments.push_back({"counters", "buffer", "i32", "in", "2", "", true, "", {}, {}, ""});
+  database.description.arguments.push_back({"map", "tensor_map", "f32", "", "", "", false, "data", {"N"}, {"BLOCK"}, "128", {}});
+  database.description.arguments.push_back({"counters", "buffer", "i32", "in", "2", "", true, "", {}, {}, "", {}});
   KernelDatabase read = parse_database(database_json(database));
   EXPECT_EQ(read.kernel, "scale");
   EXPECT_EQ(read.description.derived[0].expression, "N // BLOCK");

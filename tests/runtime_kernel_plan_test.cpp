@@ -59,6 +59,49 @@ TEST(KernelPlan, DefaultBreakingAConstraintAtTheProblemIsARuntimeErrorNotALaunch
   EXPECT_EQ(error_of([] { select_usable(tiled_database(), h200, {{"M", 1000}}); }), expected);
 }
 
+// The tiled kernel with a tensor map over c: [N, M] rows of ROW elements (0: packed), as a spec with
+// `strides: ["ROW if ROW > 0 else N"]` describes it.
+KernelDatabase strided_map_database() {
+  KernelDatabase database = tiled_database(false);
+  database.description.problem.emplace_back("ROW", 0);
+  ArgumentDescription map;
+  map.name = "c_map";
+  map.kind = "tensor_map";
+  map.dtype = "f32";
+  map.buffer = "c";
+  map.dims = {"N", "M"};
+  map.box = {"32", "8"};
+  map.swizzle = "0";
+  map.strides = {"ROW if ROW > 0 else N"};
+  database.description.arguments.push_back(map);
+  return database;
+}
+
+TEST(KernelPlan, TensorMapStridesAreEvaluatedAtTheProblem) {
+  KernelPlan plan = plan_kernel(strided_map_database(), tiled_source(), h200, {{"M", 1024}, {"N", 256}, {"ROW", 320}});
+  const ArgumentPlan& map = plan.arguments.at(1);
+  EXPECT_EQ(map.dims, (std::vector<std::int64_t>{256, 1024}));
+  EXPECT_EQ(map.strides, std::vector<std::int64_t>{320});
+  EXPECT_EQ(map.buffer_index, 0);
+  // A description without strides plans none: the encoder's dense tensor, as before strides existed.
+  KernelPlan packed = plan_kernel(tiled_database(false), tiled_source(), h200, {{"M", 1024}});
+  EXPECT_TRUE(packed.arguments.at(0).strides.empty());
+}
+
+TEST(KernelPlan, TensorMapStridesBreakingTheRulesAreARuntimeErrorAtThePlan) {
+  // 250 f32 elements: 1000 bytes, not a multiple of 16.
+  std::string error = error_of(
+      [] { plan_kernel(strided_map_database(), tiled_source(), h200, {{"M", 1024}, {"N", 128}, {"ROW", 250}}); });
+  EXPECT_EQ(error, "tiled: tensor map c_map at dims [128, 1024], strides [250]: the stride of dimension 1 is 250 "
+                   "elements (1000 bytes); TMA needs a positive multiple of 16 bytes");
+  // Rows of 64 elements cannot hold 128.
+  error = error_of(
+      [] { plan_kernel(strided_map_database(), tiled_source(), h200, {{"M", 1024}, {"N", 128}, {"ROW", 64}}); });
+  EXPECT_NE(error.find("the stride of dimension 1 is 64 elements, less than the 128 elements of dimension 0"),
+            std::string::npos)
+      << error;
+}
+
 TEST(KernelPlan, UnusableEntriesAreCountedInTheError) {
   KernelDatabase database = tiled_database();
   DatabaseEntry entry;

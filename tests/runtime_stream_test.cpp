@@ -30,10 +30,10 @@ KernelDatabase streamed_database() {
                             {"BATCH", "integer", {std::int64_t{16}, std::int64_t{256}}}};
   description.grid = {"ceil_div(W * H, BLOCK)", "BATCH", "1"};
   description.block = {"BLOCK", "1", "1"};
-  description.arguments = {{"n", "scalar", "i32", "", "", "W * H", false, "", {}, {}, ""},
-                           {"images", "buffer", "f32", "in", "W * H", "", false, "", {}, {}, ""},
-                           {"weights", "buffer", "f32", "in", "9", "", false, "", {}, {}, ""},
-                           {"blurred", "buffer", "f16", "out", "W * H", "", false, "", {}, {}, ""}};
+  description.arguments = {{"n", "scalar", "i32", "", "", "W * H", false, "", {}, {}, "", {}},
+                           {"images", "buffer", "f32", "in", "W * H", "", false, "", {}, {}, "", {}},
+                           {"weights", "buffer", "f32", "in", "9", "", false, "", {}, {}, "", {}},
+                           {"blurred", "buffer", "f16", "out", "W * H", "", false, "", {}, {}, "", {}}};
   description.default_configuration = {{"BLOCK", std::int64_t{64}}, {"PINNED", false}, {"WORKERS", std::int64_t{1}},
                                        {"BATCH", std::int64_t{16}}};
   description.loader = {{"pinned", "PINNED"}, {"workers", "WORKERS"}, {"prefetch", "2 * WORKERS"}, {"batch", "BATCH"}};

@@ -26,7 +26,7 @@ inline KernelDatabase tiled_database_with(std::vector<ParameterDescription> para
   description.constraints = std::move(constraints);
   description.grid = std::move(grid);
   description.block = {"256", "1", "1"};
-  description.arguments = {{"c", "buffer", "f32", "out", "M * N", "", false, "", {}, {}, ""}};
+  description.arguments = {{"c", "buffer", "f32", "out", "M * N", "", false, "", {}, {}, "", {}}};
   description.default_configuration = std::move(default_configuration);
   description.default_origin = "space defaults";
   return database;

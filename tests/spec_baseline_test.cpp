@@ -105,6 +105,58 @@ TEST_F(BaselineSpecTest, TensorMapDimsMayNotUseAParameter) {
   EXPECT_NE(message.find("a dimension of tensor map 'a_map' uses tuning parameter 'BK'"), std::string::npos) << message;
 }
 
+TEST_F(BaselineSpecTest, TensorMapStridesParseAndDefaultToPacked) {
+  KernelSpec spec = parse("  - {name: a_map, type: tensor_map, buffer: a, dims: [K, M], box: [BK, BM], strides: [K + 8]}\n", "");
+  const TensorMapDescription& map = *spec.arguments.at(5).tensor_map;
+  ASSERT_EQ(map.strides.size(), 1u);
+  EXPECT_EQ(map.strides[0].text(), "K + 8");
+  EXPECT_TRUE(parse(good_map, "").arguments.at(5).tensor_map->strides.empty());
+}
+
+TEST_F(BaselineSpecTest, TensorMapStridesNeedOnePerDimensionAfterTheInnermost) {
+  std::string message = input_error_of(
+      [&] { parse("  - {name: a_map, type: tensor_map, buffer: a, dims: [K, M], box: [BK, BM], strides: [K, M]}\n", ""); });
+  EXPECT_NE(message.find("spec.yaml:13:"), std::string::npos) << message;
+  EXPECT_NE(message.find("tensor map 'a_map' has 2 strides for 2 dims; give one per dimension after the innermost (1), "
+                         "in elements"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(BaselineSpecTest, ConstantTensorMapStrideMustBeAMultipleOfSixteenBytes) {
+  // a is f16: 12 elements are 24 bytes.
+  std::string message = input_error_of(
+      [&] { parse("  - {name: a_map, type: tensor_map, buffer: a, dims: [K, M], box: [BK, BM], strides: [12]}\n", ""); });
+  EXPECT_NE(message.find("spec.yaml:13:"), std::string::npos) << message;
+  EXPECT_NE(message.find("tensor map 'a_map' stride '12': the stride of dimension 1 is 12 elements (24 bytes); TMA "
+                         "needs a positive multiple of 16 bytes"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(BaselineSpecTest, ConstantTensorMapStrideMustCoverTheDimensionInsideIt) {
+  std::string message = input_error_of(
+      [&] { parse("  - {name: a_map, type: tensor_map, buffer: a, dims: [64, 8], box: [BK, BM], strides: [32]}\n", ""); });
+  EXPECT_NE(message.find("spec.yaml:13:"), std::string::npos) << message;
+  EXPECT_NE(message.find("tensor map 'a_map' strides: the stride of dimension 1 is 32 elements, less than the 64 "
+                         "elements of dimension 0 it steps over"),
+            std::string::npos)
+      << message;
+  // The same stride is fine where dims are only known at the problem: checked then.
+  EXPECT_NO_THROW(parse("  - {name: a_map, type: tensor_map, buffer: a, dims: [K, M], box: [BK, BM], strides: [32]}\n", ""));
+}
+
+TEST_F(BaselineSpecTest, TensorMapStridesMayNotUseAParameter) {
+  std::string message = input_error_of(
+      [&] { parse("  - {name: a_map, type: tensor_map, buffer: a, dims: [K, M], box: [BK, BM], strides: [BK]}\n", ""); });
+  EXPECT_NE(message.find("a stride of tensor map 'a_map' uses tuning parameter 'BK'"), std::string::npos) << message;
+}
+
+TEST_F(BaselineSpecTest, BufferRejectsStrides) {
+  std::string message = input_error_of([&] { parse("  - {name: d, type: f32, count: 4, strides: [4]}\n", ""); });
+  EXPECT_NE(message.find("argument 'd': strides applies to tensor maps only"), std::string::npos) << message;
+}
+
 TEST_F(BaselineSpecTest, TensorMapRejectsBufferKeys) {
   std::string message = input_error_of(
       [&] { parse("  - {name: a_map, type: tensor_map, buffer: a, dims: [K, M], box: [BK, BM], count: 4}\n", ""); });

@@ -71,6 +71,8 @@ struct ArgumentDescription {
   std::vector<std::string> dims;
   std::vector<std::string> box;
   std::string swizzle;
+  // tensor maps: the strides of dims 1 .. rank - 1 in elements (expressions); empty: the dense tensor of dims
+  std::vector<std::string> strides;
 };
 
 // Streamed kernels (a spec with a `stream:` section): items arrive batch by batch in the input buffer, results leave

@@ -63,6 +63,27 @@ def test_attention_against_reference(batch, heads, kv_heads, sequence, causal, l
     assert out.shape == q.shape
 
 
+@pytest.mark.parametrize("sequence", [1000, 63])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_on_views_into_a_fused_qkv_projection(sequence, causal):
+    # Llama-3-8B (issue 33): one (batch, sequence, 48 x 128) output of the fused QKV projection, q its first 32 heads,
+    # k and v 8 each; the op reads the views in place, rows 6144 elements apart.
+    batch, heads, kv_heads, head_dim = 2, 32, 8, 128
+    qkv = make(batch, sequence, (heads + 2 * kv_heads) * head_dim, seed=19)
+    q, k, v = qkv.split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
+    q, k, v = (tensor.unflatten(-1, (-1, head_dim)) for tensor in (q, k, v))
+    explanation = kernlathe.explain(kt.attention, q, k, v, causal, None, "bshd")
+    out = kt.attention(q, k, v, causal=causal, layout="bshd")
+    expected = torch.nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=causal, enable_gqa=True).transpose(1, 2)
+    assert out.shape == q.shape and out.is_contiguous()
+    torch.testing.assert_close(out, expected, **TOLERANCE[torch.bfloat16])
+    (choice,) = explanation
+    if choice.route == "kernel" and "Q_ROW_STRIDE" in kernlathe.Runtime().problem_symbols(choice.kernel):
+        assert choice.problem["Q_ROW_STRIDE"] == 6144 and choice.problem["KV_ROW_STRIDE"] == 6144, str(explanation)
+        assert "copied" not in choice.reason, str(explanation)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("rows,columns", [(1, 4096), (1000, 4096), (4096, 1000), (333, 8192)])
 def test_row_ops_against_reference(dtype, rows, columns):

@@ -198,3 +198,127 @@ def test_explain_plans_attention_passing_the_problem_through():
     else:
         assert "K/V heads repeated 4x" in choice.reason
     assert choice.route in ("planned", "torch")
+
+
+# ---------------------------------------------------------------- attention on views into a fused QKV output
+
+ATTENTION_SYMBOLS = ["BATCH", "HEADS", "KV_HEADS", "SEQ", "CACHED", "HEAD_DIM", "CAUSAL", "LAYOUT", "ELEMENT_BYTES",
+                     "Q_ROW_STRIDE", "KV_ROW_STRIDE"]
+
+
+@pytest.fixture
+def attention_launches(monkeypatch):
+    """The CUDA implementation of attention run on CPU tensors with the prepared launch replaced by a test double:
+    each call's plan and the addresses that would reach the kernel (q, k, v, o) are recorded instead."""
+    from kernlathe.torch import ops
+
+    launches = []
+
+    def fake_prepare(plan, device_index, pointer_names, scalar_names):
+        def launch(stream, *values):
+            launches.append((plan, dict(zip(pointer_names, values))))
+
+        return ops._Prepared(launch, ops._choice_for(plan, "kernel", f"test double for {plan.kernel}"))
+
+    monkeypatch.setattr(ops, "_problem_symbols", lambda device_index, kernel: ATTENTION_SYMBOLS)
+    monkeypatch.setattr(ops, "_prepare", fake_prepare)
+    monkeypatch.setattr(ops, "_current_stream", lambda device_index: 0)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    ops._clear_prepared()
+    yield lambda q, k, v: (ops._attention_cuda(q, k, v, True, None, "bshd"), launches[-1])
+    ops._clear_prepared()
+
+
+def fused_qkv(batch=2, sequence=10, heads=4, kv_heads=2, head_dim=16, padding=0):
+    """q, k and v sliced from one (batch, sequence, (heads + 2 kv_heads) head_dim + padding) tensor, as a model's fused
+    QKV projection writes them."""
+    qkv = make(batch, sequence, (heads + 2 * kv_heads) * head_dim + padding)
+    q_end, k_end = heads * head_dim, (heads + kv_heads) * head_dim
+    q = qkv[..., :q_end].unflatten(-1, (heads, head_dim))
+    k = qkv[..., q_end:k_end].unflatten(-1, (kv_heads, head_dim))
+    v = qkv[..., k_end:k_end + kv_heads * head_dim].unflatten(-1, (kv_heads, head_dim))
+    return q, k, v
+
+
+def test_fused_qkv_views_reach_the_kernel_uncopied_with_their_row_strides(attention_launches):
+    q, k, v = fused_qkv()  # rows of (4 + 2 + 2) x 16 = 128 elements
+    out, (plan, buffers) = attention_launches(q, k, v)
+    assert plan.problem["Q_ROW_STRIDE"] == 128 and plan.problem["KV_ROW_STRIDE"] == 128
+    assert plan.problem["LAYOUT"] == 1 and plan.problem["KV_HEADS"] == 2
+    for name, view in (("q", q), ("k", k), ("v", v)):
+        assert buffers[name] == view.data_ptr(), name
+    assert "copied" not in plan.note
+    # O is packed whatever the inputs' layout.
+    assert buffers["o"] == out.data_ptr() and out.is_contiguous() and out.shape == q.shape
+
+
+def test_packed_tensors_keep_the_problem_they_had_before_strides(attention_launches):
+    q, k, v = (tensor.contiguous() for tensor in fused_qkv())
+    _out, (plan, buffers) = attention_launches(q, k, v)
+    assert "Q_ROW_STRIDE" not in plan.problem and "KV_ROW_STRIDE" not in plan.problem
+    assert buffers["q"] == q.data_ptr() and buffers["v"] == v.data_ptr()
+    assert plan.note == ""
+
+
+def test_views_and_packed_tensors_of_one_shape_get_their_own_plans(attention_launches):
+    # The eager path caches plans by key: the strides must be part of it, or a packed call after a view call of the
+    # same shapes would launch with the view's row strides.
+    views = fused_qkv()
+    _out, (view_plan, _buffers) = attention_launches(*views)
+    packed = [tensor.contiguous() for tensor in views]
+    _out, (packed_plan, buffers) = attention_launches(*packed)
+    assert view_plan.problem["Q_ROW_STRIDE"] == 128
+    assert "Q_ROW_STRIDE" not in packed_plan.problem and "KV_ROW_STRIDE" not in packed_plan.problem
+    assert buffers["q"] == packed[0].data_ptr()
+
+
+@pytest.mark.parametrize("why", ["rows not a multiple of 8 elements", "heads not head_dim apart",
+                                 "last dimension not contiguous"])
+def test_views_the_kernel_cannot_read_are_copied_to_packed_tensors(attention_launches, why):
+    if why == "rows not a multiple of 8 elements":
+        q, k, v = fused_qkv(padding=4)  # rows of 132 elements
+    elif why == "heads not head_dim apart":
+        # BHSD storage seen as BSHD: heads a whole sequence apart.
+        q, k, v = (tensor.transpose(1, 2).contiguous().transpose(1, 2) for tensor in fused_qkv())
+    else:
+        q, k, v = (make(*tensor.shape[:-1], 2 * tensor.shape[-1])[..., ::2] for tensor in fused_qkv())
+    _out, (plan, buffers) = attention_launches(q, k, v)
+    assert "Q_ROW_STRIDE" not in plan.problem and "KV_ROW_STRIDE" not in plan.problem
+    for name, view in (("q", q), ("k", k), ("v", v)):
+        assert buffers[name] != view.data_ptr(), name  # a packed copy reached the kernel
+    assert "q, k, v copied to packed tensors (PyTorch)" in plan.note
+
+
+def test_k_and_v_with_different_row_strides_are_both_packed(attention_launches):
+    q, k, _v = fused_qkv()
+    v = k.contiguous()  # packed rows of 32 elements against k's 128
+    _out, (plan, buffers) = attention_launches(q, k, v)
+    assert plan.problem["Q_ROW_STRIDE"] == 128 and "KV_ROW_STRIDE" not in plan.problem
+    assert buffers["q"] == q.data_ptr()
+    assert buffers["k"] != k.data_ptr()  # copied
+    assert buffers["v"] == v.data_ptr()  # already packed: no copy
+    assert plan.note == "k copied to packed tensors (PyTorch)"
+
+
+def test_a_spec_without_row_strides_copies_the_views(attention_launches, monkeypatch):
+    from kernlathe.torch import ops
+
+    monkeypatch.setattr(ops, "_problem_symbols", lambda device_index, kernel: ATTENTION_SYMBOLS[:-2])
+    q, k, v = fused_qkv()
+    _out, (plan, buffers) = attention_launches(q, k, v)
+    assert "Q_ROW_STRIDE" not in plan.problem
+    assert all(buffers[name] != view.data_ptr() for name, view in (("q", q), ("k", k), ("v", v)))
+
+
+def test_views_keep_their_strides_in_the_fake_and_the_plan(monkeypatch):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from kernlathe.torch import ops
+
+    monkeypatch.setattr(ops, "_problem_symbols", lambda device_index, kernel: ATTENTION_SYMBOLS)
+    q, k, v = fused_qkv()
+    with FakeTensorMode() as mode:
+        fake = [mode.from_tensor(tensor) for tensor in (q, k, v)]
+        out = torch.ops.kernlathe.attention(*fake, True, None, "bshd")
+        assert tuple(out.shape) == tuple(q.shape) and out.is_contiguous()
+        plan = ops.plan_attention(*fake, True, "bshd", 0)
+    assert plan.problem["Q_ROW_STRIDE"] == 128 and plan.problem["KV_ROW_STRIDE"] == 128

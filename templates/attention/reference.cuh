@@ -48,7 +48,7 @@ __device__ __forceinline__ void attention_path(int sequence, int key_count, floa
     const int position = first_row + warp * rows_per_warp + row;
     for (int index = 0; index < per_lane; ++index) {
       query[row][index] = position < sequence
-                              ? to_float(q[row_offset(batch, head, position, heads, sequence) + lane + 32 * index])
+                              ? to_float(q[row_offset(batch, head, position, heads, sequence, q_row_stride) + lane + 32 * index])
                               : 0.0f;
       output[row][index] = 0.0f;
     }
@@ -63,7 +63,7 @@ __device__ __forceinline__ void attention_path(int sequence, int key_count, floa
     for (int index = threadIdx.x; index < key_tile * head_dim; index += THREADS) {
       const int key = tile + index / head_dim;
       const bool inside = key < key_count;
-      const long long at = inside ? row_offset(batch, kv_head, key, kv_heads, key_count) + index % head_dim : 0;
+      const long long at = inside ? row_offset(batch, kv_head, key, kv_heads, key_count, kv_row_stride) + index % head_dim : 0;
       keys[index / head_dim][index % head_dim] = inside ? to_float(k[at]) : 0.0f;
       values[index / head_dim][index % head_dim] = inside ? to_float(v[at]) : 0.0f;
     }
@@ -95,7 +95,7 @@ __device__ __forceinline__ void attention_path(int sequence, int key_count, floa
       lse[(static_cast<long long>(blockIdx.x)) * sequence + position] = running_max[row] + logf(running_sum[row]);
     }
     for (int index = 0; index < per_lane; ++index) {
-      o[row_offset(batch, head, position, heads, sequence) + lane + 32 * index] =
+      o[row_offset(batch, head, position, heads, sequence, o_row_stride) + lane + 32 * index] =
           from_float<Element>(output[row][index] / running_sum[row]);
     }
   }

@@ -37,7 +37,8 @@
 //
 // Layouts (tensor maps encoded by the evaluation worker with 128-byte swizzle): Q, K and V are 4-D maps, innermost
 // first [head_dim, rows, heads, batch] (BHSD) or [head_dim, heads, rows, batch] (BSHD), so either layout arrives the
-// same way: head_dim / 64 boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_KEY_TILE rows of one head,
+// same way (a BSHD map's strides step over whole token rows, so Q, K and V may be views into one fused QKV output):
+// head_dim / 64 boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_KEY_TILE rows of one head,
 // every box starting on a 1024-byte boundary: wgmma's K-major layout for Q and K, and its N-major layout, 64
 // columns per chunk, for V. Grouped-query heads: a block of query head h loads the K / V of head h / AT_KV_GROUP,
 // and the blocks of the heads of one group run next to each other ("heads" order), so those tiles come from L2.
@@ -506,7 +507,7 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
     for (int half = 0; half < 2; ++half) {
       const int row = row0 + half * 8;
       if (row >= sequence) continue;
-      Element* const out_row = o + row_offset(work.batch, work.head, row, heads, sequence) + lane % 4 * 2;
+      Element* const out_row = o + row_offset(work.batch, work.head, row, heads, sequence, o_row_stride) + lane % 4 * 2;
 #pragma unroll
       for (int chunk = 0; chunk < output_count / 4; ++chunk) {
         *reinterpret_cast<unsigned*>(out_row + chunk * 8) =

@@ -42,10 +42,10 @@ std::string read_text(const std::filesystem::path& path) {
 // The "scale" kernel's arguments (y = alpha * x over element_count random floats) and its tolerance.
 void scale_problem(WorkerSetup& setup) {
   setup.arguments = {
-      {"x", Dtype::f32, true, element_count, {Initialisation::Kind::random, 5, -1.0, 1.0, 0, 0, 1}, Role::in, -1, {}},
-      {"y", Dtype::f32, true, element_count, {}, Role::out, -1, {}},
-      {"n", Dtype::i32, false, 0, {}, Role::in, -1, {}},
-      {"alpha", Dtype::f32, false, 0, {}, Role::in, -1, {}},
+      {"x", Dtype::f32, true, element_count, {Initialisation::Kind::random, 5, -1.0, 1.0, 0, 0, 1}, Role::in, -1, {}, {}},
+      {"y", Dtype::f32, true, element_count, {}, Role::out, -1, {}, {}},
+      {"n", Dtype::i32, false, 0, {}, Role::in, -1, {}, {}},
+      {"alpha", Dtype::f32, false, 0, {}, Role::in, -1, {}, {}},
   };
   setup.tolerance[Dtype::f32] = {1e-6, 1e-7};
 }
@@ -354,8 +354,8 @@ TEST_F(EvaluatorOnDevice, TheReferenceFollowsTheSetupWhileTheWorkerFillsBuffers)
 TEST_F(EvaluatorOnDevice, InOutBufferIsRestoredBeforeEveryVerifiedRun) {
   WorkerSetup setup;
   setup.arguments = {
-      {"y", Dtype::f32, true, element_count, {Initialisation::Kind::sequence, 1, -1, 1, 0, 0.0, 1.0}, Role::inout, -1, {}},
-      {"n", Dtype::i32, false, 0, {}, Role::in, -1, {}},
+      {"y", Dtype::f32, true, element_count, {Initialisation::Kind::sequence, 1, -1, 1, 0, 0.0, 1.0}, Role::inout, -1, {}, {}},
+      {"n", Dtype::i32, false, 0, {}, Role::in, -1, {}, {}},
   };
   setup.tolerance[Dtype::f32] = {0, 0};
   KernelLaunch launch = compiled("add_one");
@@ -412,10 +412,10 @@ TEST(ColdHalfPrecisionOnDevice, ToleranceAppliesAndMismatchShowsHalfValues) {
   };
   WorkerSetup setup;
   setup.arguments = {
-      {"x", Dtype::f16, true, count, {Initialisation::Kind::random, 9, 1.0, 2.0, 0, 0, 1}, Role::in, -1, {}},
-      {"y", Dtype::f16, true, count, {}, Role::out, -1, {}},
-      {"n", Dtype::i32, false, 0, {}, Role::in, -1, {}},
-      {"alpha", Dtype::f32, false, 0, {}, Role::in, -1, {}},
+      {"x", Dtype::f16, true, count, {Initialisation::Kind::random, 9, 1.0, 2.0, 0, 0, 1}, Role::in, -1, {}, {}},
+      {"y", Dtype::f16, true, count, {}, Role::out, -1, {}, {}},
+      {"n", Dtype::i32, false, 0, {}, Role::in, -1, {}, {}},
+      {"alpha", Dtype::f32, false, 0, {}, Role::in, -1, {}, {}},
   };
   setup.tolerance[Dtype::f16] = {1e-2, 0};
   setup.reference = compiled("scale_half");

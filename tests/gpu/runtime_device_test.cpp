@@ -449,6 +449,107 @@ TEST_F(RuntimeOnDevice, AttentionVerifiesAtRaggedSequencesGroupedHeadsAndBothLay
   EXPECT_EQ(verified, 14);
 }
 
+// q, k and v as views into one fused QKV projection output (issue 33): Llama-3-8B's heads (32 query, 8 key/value, 128
+// elements each: token rows of 6144 elements, q at element 0, k at 4096, v at 5120), BSHD, at ragged sequences 1000
+// and 63. Each configuration (a wgmma one and the reference path) runs on the packed tensors through the runtime and
+// then on the views of one fused buffer holding the same values, rows given by Q_ROW_STRIDE and KV_ROW_STRIDE: the
+// outputs must be the same bits, and the wgmma output must match the packed reference within the spec's tolerance.
+TEST_F(RuntimeOnDevice, AttentionOnViewsIntoAFusedQkvBufferMatchesThePackedRun) {
+  if (properties_.arch_major != 9) GTEST_SKIP() << "the wgmma path needs sm_90 (this device is " << properties_.arch_name() << ")";
+  constexpr std::int64_t batch = 2, heads = 32, kv_heads = 8, head_dim = 128, row = (heads + 2 * kv_heads) * head_dim;
+  int compared = 0;
+  for (const std::int64_t sequence : {std::int64_t{1000}, std::int64_t{63}}) {
+    for (const std::int64_t causal : {std::int64_t{0}, std::int64_t{1}}) {
+      KernelSpec packed_spec = load_kernel_spec(source_directory / "kernels" / "attention_bf16.yaml");
+      for (auto& [symbol, value] : packed_spec.problem) {
+        if (symbol == "BATCH") value = batch;
+        if (symbol == "HEADS") value = heads;
+        if (symbol == "KV_HEADS") value = kv_heads;
+        if (symbol == "HEAD_DIM") value = head_dim;
+        if (symbol == "SEQ") value = sequence;
+        if (symbol == "LAYOUT") value = 1;
+        if (symbol == "CAUSAL") value = causal;
+      }
+      KernelSpec fused_spec = packed_spec;
+      for (auto& [symbol, value] : fused_spec.problem)
+        if (symbol == "Q_ROW_STRIDE" || symbol == "KV_ROW_STRIDE") value = row;
+      std::size_t q_index = 0, k_index = 0, v_index = 0, o_index = 0;
+      for (std::size_t index = 0; index < packed_spec.arguments.size(); ++index) {
+        const std::string& name = packed_spec.arguments[index].name;
+        if (name == "q") q_index = index;
+        if (name == "k") k_index = index;
+        if (name == "v") v_index = index;
+        if (name == "o") o_index = index;
+      }
+      // The packed run's inputs, as run_through_runtime fills them, copied row by row into one fused buffer.
+      const std::int64_t tokens = batch * sequence;
+      auto contents = [&](std::size_t index, std::int64_t per_token) {
+        const Argument& argument = packed_spec.arguments[index];
+        return initial_contents(argument.dtype, tokens * per_token, argument.init);
+      };
+      const std::vector<std::byte> q = contents(q_index, heads * head_dim), k = contents(k_index, kv_heads * head_dim),
+                                   v = contents(v_index, kv_heads * head_dim);
+      const std::size_t element = 2, q_row = heads * head_dim * element, kv_row = kv_heads * head_dim * element;
+      std::vector<std::byte> fused(static_cast<std::size_t>(tokens * row) * element);
+      for (std::int64_t token = 0; token < tokens; ++token) {
+        std::byte* at = fused.data() + static_cast<std::size_t>(token * row) * element;
+        std::memcpy(at, q.data() + token * q_row, q_row);
+        std::memcpy(at + q_row, k.data() + token * kv_row, kv_row);
+        std::memcpy(at + q_row + kv_row, v.data() + token * kv_row, kv_row);
+      }
+
+      SpaceEnumerator packed_space(packed_spec.space, constants(packed_spec));
+      SpaceEnumerator fused_space(fused_spec.space, constants(fused_spec));
+      ConfigurationValues wgmma = configuration_values(packed_spec.space, packed_space.default_configuration());
+      wgmma["PATH"] = std::string("wgmma");
+      ConfigurationValues reference = wgmma;
+      for (const auto& [parameter, value] : packed_spec.verification.reference) reference[parameter] = value;
+      std::map<std::size_t, std::vector<std::byte>> packed_reference;
+      for (const ConfigurationValues& values : {reference, wgmma}) {
+        const std::optional<Configuration> configuration = configuration_from_values(packed_spec.space, values);
+        ASSERT_TRUE(configuration.has_value());
+        ASSERT_TRUE(fused_space.is_valid(*configuration));
+        SCOPED_TRACE(fmt::format("SEQ={} CAUSAL={} {}", sequence, causal, to_string(packed_spec.space, *configuration)));
+        auto packed = run_through_runtime(
+            packed_spec, database_with(packed_spec, packed_space, *configuration, properties_.name, properties_.arch_name()));
+        if (packed_reference.empty()) packed_reference = packed;
+
+        TemporaryDatabase files(
+            database_with(fused_spec, fused_space, *configuration, properties_.name, properties_.arch_name()),
+            std::to_string(counter_++));
+        RuntimeOptions options;
+        options.databases = {files.directory};
+        options.sources = fused_spec.template_file.parent_path();
+        options.cubin_cache = cubin_cache_;
+        Runtime runtime(options);
+        Problem problem;
+        for (const auto& [symbol, value] : fused_spec.problem) problem[symbol] = value;
+        const Kernel& kernel = runtime.kernel(fused_spec.name, problem);
+        DeviceMemory qkv(fused.size());
+        qkv.upload(fused);
+        DeviceMemory o(packed.at(o_index).size());
+        o.upload(std::vector<std::byte>(o.bytes, std::byte{poison_byte}));
+        Arguments arguments;
+        arguments.set("q", reinterpret_cast<const void*>(qkv.pointer));
+        arguments.set("k", reinterpret_cast<const void*>(qkv.pointer + q_row));
+        arguments.set("v", reinterpret_cast<const void*>(qkv.pointer + q_row + kv_row));
+        arguments.set("o", reinterpret_cast<const void*>(o.pointer));
+        kernel.launch(arguments);
+        KERNLATHE_CUDA_CHECK(gpu::cuda_driver().cuCtxSynchronize());
+        const std::map<std::size_t, std::vector<std::byte>> from_views{{o_index, o.download()}};
+        EXPECT_TRUE(from_views.at(o_index) == packed.at(o_index)) << "the views' output differs from the packed run's";
+        const double worst = expect_outputs_match(packed_spec, from_views, packed_reference);
+        std::printf("[ runtime  ] attention_bf16 on fused QKV views SEQ=%lld CAUSAL=%lld %s verified, largest relative "
+                    "error %.2e\n",
+                    static_cast<long long>(sequence), static_cast<long long>(causal),
+                    to_string(packed_spec.space, *configuration).c_str(), worst);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 8);
+}
+
 TEST_F(RuntimeOnDevice, ArchMissingFromTheDatabaseFallsBackToTheDefaultAndVerifies) {
   KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "softmax.yaml");
   SpaceEnumerator space(spec.space, constants(spec));

@@ -100,6 +100,7 @@ KernelDescription describe_kernel(const KernelSpec& spec, const SpaceEnumerator&
       for (const Expression& dimension : argument.tensor_map->dims) described.dims.push_back(dimension.to_string());
       for (const Expression& size : argument.tensor_map->box) described.box.push_back(size.to_string());
       described.swizzle = text_of(argument.tensor_map->swizzle, "0");
+      for (const Expression& stride : argument.tensor_map->strides) described.strides.push_back(stride.to_string());
     } else if (argument.is_buffer) {
       described.kind = "buffer";
       described.role = role_name(argument.role);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "tuner/driver/cuda_driver.h"
+#include "tuner/driver/tensor_map_strides.h"
 
 namespace kernlathe::gpu {
 
@@ -31,9 +32,11 @@ std::string encode_tensor_map(CUtensorMap& map, const TensorMapShape& shape, CUd
     case 128: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
     default: return fmt::format("swizzle of {} bytes; use 0, 32, 64 or 128", shape.swizzle_bytes);
   }
+  const auto element_size = static_cast<std::int64_t>(element_bytes);
+  if (std::string why = stride_problem(shape.dims, shape.strides, element_size); !why.empty()) return why;
+  const std::vector<std::uint64_t> stride_bytes = global_strides_in_bytes(shape.dims, shape.strides, element_size);
   std::array<cuuint64_t, 5> dims{}, strides{};
   std::array<cuuint32_t, 5> box{}, element_strides{};
-  std::uint64_t pitch = element_bytes;
   for (std::size_t axis = 0; axis < rank; ++axis) {
     if (shape.dims[axis] < 1 || shape.box[axis] < 1 || shape.box[axis] > 256) {
       return fmt::format("dimension {} of size {} with a box of {} (boxes hold 1 to 256 elements per dimension)", axis,
@@ -42,8 +45,7 @@ std::string encode_tensor_map(CUtensorMap& map, const TensorMapShape& shape, CUd
     dims[axis] = static_cast<cuuint64_t>(shape.dims[axis]);
     box[axis] = static_cast<cuuint32_t>(shape.box[axis]);
     element_strides[axis] = 1;
-    if (axis > 0) strides[axis - 1] = pitch;  // strides of the outer dimensions in bytes: dense row-major
-    pitch *= dims[axis];
+    if (axis > 0) strides[axis - 1] = stride_bytes[axis - 1];  // of the outer dimensions, in bytes
   }
   CUresult encoded = cuda_driver().cuTensorMapEncodeTiled(
       &map, data_type, static_cast<cuuint32_t>(rank), reinterpret_cast<void*>(address), dims.data(), strides.data(),

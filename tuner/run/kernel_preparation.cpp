@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tuner/driver/tensor_map.h"
+#include "tuner/driver/tensor_map_strides.h"
 #include "tuner/run/element_values.h"
 
 namespace kernlathe {
@@ -31,8 +32,7 @@ std::vector<char> read_file(const std::filesystem::path& path) {
 void encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box, const PreparationContext& context,
                        ParameterSlot& slot) {
   const WorkerArgument& buffer = context.setup.arguments.at(static_cast<std::size_t>(argument.tensor_buffer));
-  std::uint64_t elements = 1;
-  for (std::int64_t dimension : argument.tensor_dims) elements *= static_cast<std::uint64_t>(std::max<std::int64_t>(dimension, 0));
+  const std::uint64_t elements = gpu::span_elements(argument.tensor_dims, argument.tensor_strides);
   if (elements > static_cast<std::uint64_t>(buffer.element_count)) {
     throw ConfigurationFailure{Status::launch_error,
                                fmt::format("tensor map '{}' spans {} elements but buffer '{}' holds {}", argument.name,
@@ -40,7 +40,8 @@ void encode_tensor_map(const WorkerArgument& argument, const TensorMapBox& box, 
   }
   // The same encoding as the runtime library's (tuner/driver/tensor_map.h): a shape the driver refuses, or one out
   // of range, fails the configuration with the reason.
-  const gpu::TensorMapShape shape{dtype_name(buffer.dtype), argument.tensor_dims, box.box, box.swizzle_bytes};
+  const gpu::TensorMapShape shape{dtype_name(buffer.dtype), argument.tensor_dims, box.box, box.swizzle_bytes,
+                                  argument.tensor_strides};
   const CUdeviceptr address = context.buffers.at(static_cast<std::size_t>(argument.tensor_buffer)).data.get();
   std::string why = gpu::encode_tensor_map(*reinterpret_cast<CUtensorMap*>(slot.bytes), shape, address);
   if (!why.empty()) {

@@ -134,7 +134,8 @@ json encode(const WorkerArgument& argument) {
             {"step", init.step}}},
           {"role", role_name(argument.role)},
           {"tensor_buffer", argument.tensor_buffer},
-          {"tensor_dims", argument.tensor_dims}};
+          {"tensor_dims", argument.tensor_dims},
+          {"tensor_strides", argument.tensor_strides}};
 }
 
 WorkerArgument decode_argument(const json& document) {
@@ -155,6 +156,8 @@ WorkerArgument decode_argument(const json& document) {
     argument.role = parse_role(document.at("role").get<std::string>());
     argument.tensor_buffer = document.value("tensor_buffer", -1);
     if (document.contains("tensor_dims")) argument.tensor_dims = document.at("tensor_dims").get<std::vector<std::int64_t>>();
+    if (document.contains("tensor_strides"))
+      argument.tensor_strides = document.at("tensor_strides").get<std::vector<std::int64_t>>();
     return argument;
   });
 }

@@ -61,10 +61,11 @@ struct WorkerArgument {
   std::int64_t element_count = 0;  // buffers only
   Initialisation init;             // buffers only
   Role role = Role::in;
-  // Tensor maps (neither buffer nor scalar): the index of the buffer argument described and its dims, innermost
-  // first. -1 for every other argument.
+  // Tensor maps (neither buffer nor scalar): the index of the buffer argument described, its dims, innermost first,
+  // and the strides of dims 1 .. rank - 1 in elements (empty: dense). -1 for every other argument.
   int tensor_buffer = -1;
   std::vector<std::int64_t> tensor_dims;
+  std::vector<std::int64_t> tensor_strides;
   bool is_tensor_map() const { return tensor_buffer >= 0; }
 };
 

@@ -92,6 +92,7 @@ json description_to_json(const KernelDescription& description) {
       object["dims"] = argument.dims;
       object["box"] = argument.box;
       object["swizzle"] = argument.swizzle;
+      if (!argument.strides.empty()) object["strides"] = argument.strides;  // absent: dense, as before strides existed
     }
     arguments.push_back(object);
   }
@@ -165,6 +166,7 @@ KernelDescription description_from_json(const json& object) {
     described.dims = argument.value("dims", std::vector<std::string>{});
     described.box = argument.value("box", std::vector<std::string>{});
     described.swizzle = argument.value("swizzle", "0");
+    described.strides = argument.value("strides", std::vector<std::string>{});
     if (described.kind != "buffer" && described.kind != "scalar" && described.kind != "tensor_map")
       throw DatabaseError(fmt::format("argument '{}' has kind '{}' (buffer, scalar or tensor_map)", described.name, described.kind));
     description.arguments.push_back(std::move(described));

@@ -8,6 +8,7 @@
 
 #include "kernlathe/runtime.h"
 #include "tuner/common/hash.h"
+#include "tuner/driver/tensor_map_strides.h"
 #include "tuner/expr/expression.h"
 
 namespace kernlathe {
@@ -301,6 +302,12 @@ KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& sou
     for (const std::string& dimension : argument.dims) planned.dims.push_back(scope.integer(dimension, what + " dims"));
     for (const std::string& size : argument.box) planned.box.push_back(scope.integer(size, what + " box"));
     planned.swizzle_bytes = scope.integer(argument.swizzle, what + " swizzle");
+    for (const std::string& stride : argument.strides) planned.strides.push_back(scope.integer(stride, what + " strides"));
+    // Checked at the plan, on any machine, rather than when the driver refuses the descriptor at bind time.
+    const auto element_bytes = static_cast<std::int64_t>(planned.element_bytes);
+    if (std::string why = gpu::stride_problem(planned.dims, planned.strides, element_bytes); !why.empty())
+      throw RuntimeError(fmt::format("{} at dims [{}], strides [{}]: {}", what, fmt::join(planned.dims, ", "),
+                                     fmt::join(planned.strides, ", "), why));
   }
   if (description.stream) plan.stream = plan_stream(database, plan, scope);
   return plan;

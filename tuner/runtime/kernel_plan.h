@@ -25,6 +25,7 @@ struct ArgumentPlan {
   std::vector<std::int64_t> dims;
   std::vector<std::int64_t> box;
   std::int64_t swizzle_bytes = 0;
+  std::vector<std::int64_t> strides;  // tensor maps: of dims 1 .. rank - 1 in elements; empty: dense
   int buffer_index = -1;
 };
 

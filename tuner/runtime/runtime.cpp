@@ -176,7 +176,8 @@ void write_parameter(const std::string& kernel, const std::vector<ArgumentPlan>&
     case ParameterFill::default_scalar: store_scalar(argument.description, argument.default_value, storage, kernel); return;
     case ParameterFill::tensor_map: {
       const ArgumentPlan& buffer = planned[source.position];
-      gpu::TensorMapShape shape{buffer.description.dtype, argument.dims, argument.box, argument.swizzle_bytes};
+      gpu::TensorMapShape shape{buffer.description.dtype, argument.dims, argument.box, argument.swizzle_bytes,
+                                argument.strides};
       std::string why = gpu::encode_tensor_map(*reinterpret_cast<CUtensorMap*>(storage), shape,
                                                buffer_address(layout, source.position, pointers, scratch));
       if (!why.empty()) throw RuntimeError(fmt::format("{}: tensor map '{}' cannot be encoded: {}", kernel, argument.description.name, why));

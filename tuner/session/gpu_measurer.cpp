@@ -9,8 +9,10 @@
 #include <variant>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tuner/compile/instantiate.h"
+#include "tuner/driver/tensor_map_strides.h"
 #include "tuner/loader/dataset.h"
 #include "tuner/loader/pipeline.h"
 #include "tuner/measure/measurement.h"
@@ -67,6 +69,26 @@ loader::LoaderConfiguration loader_configuration(const LoaderExpressions& settin
   loader.batch = integer(settings.batch, 1);
   loader.chunk_bytes = integer(settings.chunk_bytes, 0);
   return loader;
+}
+
+// A tensor map's strides and extent at the problem, checked here so that a bad problem is one InputError before any
+// worker starts, not a launch error of every configuration: the rules of tuner/driver/tensor_map_strides.h, and a
+// buffer large enough for the view (the worker checks that again per configuration).
+void check_tensor_map_at_problem(const Argument& argument, const WorkerArgument& map,
+                                 const std::vector<WorkerArgument>& arguments) {
+  const WorkerArgument& buffer = arguments.at(static_cast<std::size_t>(map.tensor_buffer));
+  const auto element_bytes = static_cast<std::int64_t>(dtype_size(buffer.dtype));
+  if (std::string why = gpu::stride_problem(map.tensor_dims, map.tensor_strides, element_bytes); !why.empty()) {
+    throw InputError(argument.where, fmt::format("tensor map '{}' at dims [{}] and strides [{}]: {}", argument.name,
+                                                 fmt::join(map.tensor_dims, ", "), fmt::join(map.tensor_strides, ", "),
+                                                 why));
+  }
+  const std::uint64_t span = gpu::span_elements(map.tensor_dims, map.tensor_strides);
+  if (span > static_cast<std::uint64_t>(std::max<std::int64_t>(buffer.element_count, 0))) {
+    throw InputError(argument.where, fmt::format("tensor map '{}' reaches {} elements of buffer '{}', which holds {}; "
+                                                 "make the buffer's count cover the map's dims and strides",
+                                                 argument.name, span, buffer.name, buffer.element_count));
+  }
 }
 
 // The stream as the worker runs it. Files are found and their headers checked here, in the tuner, so a missing or
@@ -152,8 +174,14 @@ class GpuMeasurer final : public Measurer {
         worker_argument.tensor_buffer = argument_index(argument.tensor_map->buffer);
         for (const Expression& dimension : argument.tensor_map->dims)
           worker_argument.tensor_dims.push_back(evaluate_integer_in(dimension, bindings, 0));
+        for (const Expression& stride : argument.tensor_map->strides)
+          worker_argument.tensor_strides.push_back(evaluate_integer_in(stride, bindings, 0));
       }
       setup.arguments.push_back(worker_argument);
+    }
+    for (std::size_t index = 0; index < spec_.arguments.size(); ++index) {
+      if (setup.arguments[index].is_tensor_map())
+        check_tensor_map_at_problem(spec_.arguments[index], setup.arguments[index], setup.arguments);
     }
     if (spec_.baseline.present()) setup.baseline = baseline_call(bindings);
     setup.reference_from_baseline = spec_.verification.reference_is_baseline;

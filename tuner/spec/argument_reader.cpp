@@ -3,12 +3,56 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
+
+#include "tuner/driver/tensor_map_strides.h"
 
 namespace kernlathe::spec_loading {
 namespace {
 
-// type: tensor_map, buffer: <an earlier buffer argument>, dims: [...], box: [...], swizzle: <bytes>
+// The value of an expression that reads no name and is an integer; nullopt otherwise (it depends on the problem).
+std::optional<std::int64_t> constant_integer(const Expression& expression) {
+  if (!expression.names().empty()) return std::nullopt;
+  try {
+    const Value value = expression.evaluate(std::map<std::string, Value>{});
+    if (const auto* integer = std::get_if<std::int64_t>(&value)) return *integer;
+  } catch (const expr::EvaluationError&) {
+    // Left to the check at the problem, which reports the evaluation's own error.
+  }
+  return std::nullopt;
+}
+
+// `strides:` of a tensor map: one per dimension after the innermost, in elements. What can be checked before a problem
+// is known is checked here (tensor_map_strides.h's rules): each constant stride on its own, and the whole set where
+// every dim and stride is a constant; the rest is checked when the problem is (the tuner's setup, the runtime's plan).
+std::vector<Expression> read_tensor_map_strides(const Document& document, const YAML::Node& strides_node,
+                                                const TensorMapDescription& map, Dtype dtype, const std::string& what) {
+  std::vector<Expression> strides = read_expression_list(document, strides_node, what + " strides");
+  if (strides.size() + 1 != map.dims.size()) {
+    document.fail(strides_node, fmt::format("{} has {} strides for {} dims; give one per dimension after the "
+                                            "innermost ({}), in elements",
+                                            what, strides.size(), map.dims.size(), map.dims.size() - 1));
+  }
+  const auto element_bytes = static_cast<std::int64_t>(dtype_size(dtype));
+  std::vector<std::int64_t> constant_dims, constant_strides;
+  for (std::size_t index = 0; index < strides.size(); ++index) {
+    std::optional<std::int64_t> stride = constant_integer(strides[index]);
+    if (!stride) continue;
+    constant_strides.push_back(*stride);
+    if (std::string why = gpu::stride_alignment_problem(index + 1, *stride, element_bytes); !why.empty())
+      throw InputError(strides[index].where(), fmt::format("{} stride '{}': {}", what, strides[index].text(), why));
+  }
+  for (const Expression& dimension : map.dims)
+    if (std::optional<std::int64_t> constant = constant_integer(dimension)) constant_dims.push_back(*constant);
+  if (constant_dims.size() == map.dims.size() && constant_strides.size() == strides.size()) {
+    if (std::string why = gpu::stride_problem(constant_dims, constant_strides, element_bytes); !why.empty())
+      document.fail(strides_node, fmt::format("{} strides: {}", what, why));
+  }
+  return strides;
+}
+
+// type: tensor_map, buffer: <an earlier buffer argument>, dims: [...], box: [...], swizzle: <bytes>, strides: [...]
 Argument read_tensor_map_argument(const Document& document, const Fields& fields, Argument argument,
                                   const std::vector<Argument>& earlier) {
   const std::string what = fmt::format("tensor map '{}'", argument.name);
@@ -45,6 +89,7 @@ Argument read_tensor_map_argument(const Document& document, const Fields& fields
     document.fail(box_node, fmt::format("{} has {} box sizes for {} dims; give one per dimension, innermost first",
                                         what, map.box.size(), map.dims.size()));
   }
+  if (auto strides = fields.find("strides")) map.strides = read_tensor_map_strides(document, *strides, map, argument.dtype, what);
   map.swizzle = Expression::parse("0");
   if (auto swizzle = fields.find("swizzle")) map.swizzle = read_expression(document, *swizzle, what + " swizzle");
   argument.is_buffer = false;
@@ -139,7 +184,8 @@ Initialisation read_initialisation(const Document& document, const YAML::Node& n
 Argument read_argument(const Document& document, const YAML::Node& node, std::size_t index,
                        const std::vector<Argument>& earlier) {
   Fields fields(document, node, "an argument");
-  fields.allow_only({"name", "type", "count", "init", "role", "value", "scratch", "buffer", "dims", "box", "swizzle"});
+  fields.allow_only({"name", "type", "count", "init", "role", "value", "scratch", "buffer", "dims", "box", "swizzle",
+                     "strides"});
   Argument argument;
   argument.where = document.where(node);
   YAML::Node name_node = fields.require("name");
@@ -155,7 +201,7 @@ Argument read_argument(const Document& document, const YAML::Node& node, std::si
   if (type_node.IsScalar() && type_node.Scalar() == "tensor_map") {
     return read_tensor_map_argument(document, fields, std::move(argument), earlier);
   }
-  for (const char* key : {"buffer", "dims", "box", "swizzle"}) {
+  for (const char* key : {"buffer", "dims", "box", "swizzle", "strides"}) {
     if (const Fields::Entry* entry = fields.find_entry(key)) {
       document.fail(entry->key_node, fmt::format("{}: {} applies to tensor maps only (type: tensor_map)", what, key));
     }

@@ -128,13 +128,16 @@ struct Initialisation {
   double start = 0.0, step = 1.0;  // sequence: start + i * step
 };
 
-// A Hopper TMA descriptor (CUtensorMap) of a buffer argument, viewed as a dense row-major tensor of rank
-// dims.size() (1 to 5). The evaluation worker encodes it for every configuration (the box may depend on tile
+// A Hopper TMA descriptor (CUtensorMap) of a buffer argument, viewed as a row-major tensor of rank dims.size() (1 to
+// 5): dense, or with the strides given (a view, such as q inside a fused QKV projection output). The evaluation worker encodes it for every configuration (the box may depend on tile
 // parameters) and passes the 128-byte descriptor by value; a kernel declares it `const __grid_constant__`.
 struct TensorMapDescription {
   std::string buffer;               // the name of a buffer argument of the same spec
   std::vector<Expression> dims;     // elements, innermost (contiguous) dimension first; problem symbols only
   std::vector<Expression> box;      // elements per TMA copy, innermost first; may use parameters
+  // elements between consecutive indices of dims 1 .. rank - 1 (tuner/driver/tensor_map_strides.h); problem symbols
+  // only; empty: dense
+  std::vector<Expression> strides;
   Expression swizzle;               // shared-memory swizzle span in bytes: 0 (none), 32, 64 or 128
 };
 

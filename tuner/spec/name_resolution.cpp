@@ -129,6 +129,9 @@ void check_names(const KernelSpec& spec) {
       for (const Expression& dimension : argument.tensor_map->dims) {
         check_fixed_per_problem(dimension, problem_scope, space, fmt::format("a dimension of tensor map '{}'", argument.name));
       }
+      for (const Expression& stride : argument.tensor_map->strides) {
+        check_fixed_per_problem(stride, problem_scope, space, fmt::format("a stride of tensor map '{}'", argument.name));
+      }
       for (const Expression& box : argument.tensor_map->box) check_resolves(box, scope);
       check_resolves(argument.tensor_map->swizzle, scope);
     } else {

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import torch
+from torch._subclasses.fake_tensor import is_fake as _is_fake
 
 from kernlathe import _choices as _explain
 from kernlathe._kernlathe import KernlatheError
@@ -115,6 +116,45 @@ def plan_linear(x, weight, bias, residual, activation) -> Plan:
     return Plan("linear", "gemm_bf16", problem, "then + bias (PyTorch)" if bias is not None else "")
 
 
+# The TMA unit steps over rows in multiples of 16 bytes: 8 elements of the 16-bit types the attention kernels take.
+_ROW_STRIDE_MULTIPLE = 8
+
+
+def _token_row_stride(tensor):
+    """The elements from one token's row to the next of a (batch, sequence, heads, head_dim) tensor, where the attention
+    kernel can read it where it lies: the last dimension contiguous, heads head_dim apart, rows a multiple of 8 elements
+    apart and at least a row of heads long, batches a whole sequence of rows apart, and the first element 16-byte
+    aligned. q, k and v sliced from one fused QKV projection output qualify (issue 33); None where the tensor must be
+    copied. A dimension of size 1 may have any stride."""
+    batch, sequence, heads, head_dim = tensor.shape
+    batch_stride, sequence_stride, head_stride, element_stride = tensor.stride()
+    row = sequence_stride if sequence > 1 else (batch_stride // sequence if batch > 1 else heads * head_dim)
+    if tensor.device.type == "meta" or _is_fake(tensor):  # no storage to point at: the offset into it
+        address = tensor.storage_offset() * tensor.element_size()
+    else:
+        address = tensor.data_ptr()
+    if (head_dim > 1 and element_stride != 1) or (heads > 1 and head_stride != head_dim):
+        return None
+    if batch > 1 and batch_stride != sequence * row:
+        return None
+    if row < heads * head_dim or row % _ROW_STRIDE_MULTIPLE != 0 or address % 16 != 0:
+        return None
+    return row
+
+
+def _row_strides(q, k, v, heads, kv_heads, head_dim):
+    """Q_ROW_STRIDE and KV_ROW_STRIDE for BSHD views the kernel reads in place (k and v alike), each left out where its
+    tensors are packed or must be copied: the problem of a packed call stays what it was before strides existed."""
+    strides = {}
+    q_row = _token_row_stride(q)
+    if q_row is not None and q_row != heads * head_dim:
+        strides["Q_ROW_STRIDE"] = q_row
+    k_row, v_row = _token_row_stride(k), _token_row_stride(v)
+    if k_row is not None and k_row == v_row and k_row != kv_heads * head_dim:
+        strides["KV_ROW_STRIDE"] = k_row
+    return strides
+
+
 def plan_attention(q, k, v, causal, layout, device_index) -> Plan:
     if layout == "bshd":
         batch, sequence, heads, head_dim = q.shape
@@ -141,8 +181,20 @@ def plan_attention(q, k, v, causal, layout, device_index) -> Plan:
     if layout == "bshd":
         if "LAYOUT" in symbols:
             problem["LAYOUT"] = 1
+            # Views into a fused QKV output are read where they lie, their row strides in the problem; K/V heads
+            # repeated in PyTorch are fresh packed tensors.
+            if "Q_ROW_STRIDE" in symbols and "KV_ROW_STRIDE" in symbols:
+                strides = _row_strides(q, k, v, heads, kv_heads, head_dim)
+                if "KV_HEADS" not in problem and kv_heads != heads:
+                    strides.pop("KV_ROW_STRIDE", None)
+                problem.update(strides)
         else:
             notes.append("BSHD transposed to BHSD (PyTorch) for a spec without LAYOUT")
+    copied = [name for name, tensor, stride in (("q", q, "Q_ROW_STRIDE"), ("k", k, "KV_ROW_STRIDE"),
+                                                  ("v", v, "KV_ROW_STRIDE"))
+              if stride not in problem and not tensor.is_contiguous()]
+    if copied:
+        notes.append(f"{', '.join(copied)} copied to packed tensors (PyTorch)")
     return Plan("attention", kernel, problem, "; ".join(notes))
 
 
@@ -502,31 +554,35 @@ def _build_attention(q, k, v, causal, scale, layout):
             transposed = True
     kv_heads = k.shape[2 if layout == "bshd" else 1]
     group = plan.problem["HEADS"] // kv_heads if "KV_HEADS" not in plan.problem and kv_heads != plan.problem["HEADS"] else 1
+    in_place = ("Q_ROW_STRIDE" in plan.problem, "KV_ROW_STRIDE" in plan.problem, "KV_ROW_STRIDE" in plan.problem)
     prepared = _prepared_for(plan, device_index, ("q", "k", "v", "o"), scalars)
-    return _Eager(plan, prepared, q.shape, q, (transposed, head_axis, group))
+    return _Eager(plan, prepared, q.shape, q, (transposed, head_axis, group, in_place))
 
 
 _ATTENTION = _EagerPlans(_build_attention)
 
 
 def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd"):
+    # Strides and 16-byte alignment are in the key: they decide whether a BSHD view is read in place (plan_attention).
     entry = _ATTENTION.get((q.shape, q.dtype, q.get_device(), k.shape, k.dtype, k.get_device(), v.shape, v.dtype,
-                            v.get_device(), bool(causal), scale is None, layout), q, k, v, causal, scale, layout)
+                            v.get_device(), bool(causal), scale is None, layout, q.stride(), k.stride(), v.stride(),
+                            q.data_ptr() % 16, k.data_ptr() % 16, v.data_ptr() % 16), q, k, v, causal, scale, layout)
     launch = entry.launch
     if launch is None:
         if entry.in_torch:
             # contiguous like the kernel's output and the fake's: PyTorch's result of a "bshd" call is a transposed view
             return reference.attention(q, k, v, causal, scale, layout).contiguous()
         return torch.empty_like(q)
-    transposed, head_axis, group = entry.detail
+    transposed, head_axis, group, in_place = entry.detail
     inputs = [q, k, v]
     if transposed:
         inputs = [tensor.transpose(1, 2) for tensor in inputs]
     if group > 1:
         inputs[1] = inputs[1].repeat_interleave(group, dim=head_axis)
         inputs[2] = inputs[2].repeat_interleave(group, dim=head_axis)
-    q_in, k_in, v_in = [tensor.contiguous() for tensor in inputs]
-    out = torch.empty_like(q_in)
+    # A view whose row stride the plan passes is read in place; anything else is made packed (a no-op where it is).
+    q_in, k_in, v_in = [tensor if keep else tensor.contiguous() for tensor, keep in zip(inputs, in_place)]
+    out = torch.empty_like(q_in, memory_format=torch.contiguous_format)
     stream = _current_stream(entry.device_index)
     if scale is None:
         launch(stream, q_in.data_ptr(), k_in.data_ptr(), v_in.data_ptr(), out.data_ptr())
