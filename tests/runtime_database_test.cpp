@@ -101,6 +101,24 @@ TEST(DatabaseLadder, FarProblemIsTheAnyProblemRung) {
             Rung::same_arch_nearest_problem);
 }
 
+TEST(DatabaseLadder, ASymbolThatIsZeroOnOneSideIsFarButNotUnusable) {
+  // A problem symbol whose 0 means "packed" (attention's Q_ROW_STRIDE) against a row stride of 6144 has no ratio: it
+  // counts as 16 doublings, so the entry is the "any problem" rung, not passed over for the default configuration.
+  KernelDatabase database = scale_database();
+  database.description.problem = {{"N", 1024}, {"STRIDE", 0}};
+  for (DatabaseEntry& entry : database.entries) entry.problem["STRIDE"] = 0;
+  Selection selection = select(database, device("NVIDIA H200", 9, 0), {{"N", 1024}, {"STRIDE", 6144}});
+  EXPECT_EQ(selection.rung, Rung::same_arch_any_problem) << selection.reason;
+  EXPECT_EQ(block_of(selection), 256);
+  EXPECT_DOUBLE_EQ(selection.problem_distance, 16.0);
+  // A strided entry, however far in N, is nearer than any packed one.
+  database.entries.push_back(tuned("NVIDIA H200", "sm_90", 65536, 64));
+  database.entries.back().problem["STRIDE"] = 6144;
+  selection = select(database, device("NVIDIA H200", 9, 0), {{"N", 1024}, {"STRIDE", 6144}});
+  EXPECT_EQ(block_of(selection), 64);
+  EXPECT_DOUBLE_EQ(selection.problem_distance, 6.0);
+}
+
 TEST(DatabaseLadder, ConfigurationBreakingAConstraintAtTheRequestedProblemIsPassedOver) {
   // N=1152 is a multiple of 128 and 64 but not of 256: the nearest entry (BLOCK=256, N=1024) cannot run it.
   Selection selection = select(scale_database(), device("NVIDIA H200", 9, 0), {{"N", 1152}});

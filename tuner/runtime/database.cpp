@@ -239,14 +239,21 @@ DatabaseEntry entry_from_json(const json& object, int format) {
 
 // ---------------------------------------------------------------- expressions at selection time
 
-// Sum over symbols of |log2(requested / tuned)|; infinity when a symbol differs and either value is not positive.
+// Sum over symbols of |log2(requested / tuned)|; infinity when the tuned problem lacks a symbol. A symbol that differs
+// where either value is not positive (a switch such as CAUSAL 0 / 1, or a 0 meaning "packed" against a row stride of
+// 6144) has no ratio: it counts as kUnscaledDifference doublings, beyond any nearest-problem distance, so such an
+// entry serves as "same arch, any problem" (after the space's problem defaults) rather than not at all.
 double problem_distance(const Problem& requested, const Problem& tuned) {
+  constexpr double kUnscaledDifference = 16;
   double distance = 0;
   for (const auto& [name, value] : requested) {
     auto found = tuned.find(name);
     if (found == tuned.end()) return std::numeric_limits<double>::infinity();
     if (found->second == value) continue;
-    if (value <= 0 || found->second <= 0) return std::numeric_limits<double>::infinity();
+    if (value <= 0 || found->second <= 0) {
+      distance += kUnscaledDifference;
+      continue;
+    }
     distance += std::abs(std::log2(static_cast<double>(value) / static_cast<double>(found->second)));
   }
   return distance;
