@@ -42,8 +42,12 @@ for kernel in silu_mul_bf16 rmsnorm_bf16 layernorm_bf16 softmax_bf16 layernorm s
   picked "$kernel" && run "$kernel" "$kernel" --time "${short}s"
 done
 if picked attention_bf16; then
-  # Llama-3-8B's causal GQA attention straight from the QKV projection (BSHD), one sequence of 4096.
+  # Llama-3-8B's causal GQA attention straight from the QKV projection (BSHD), one sequence of 4096: packed, and as
+  # kernlathe.torch launches it in the layer, on views into the fused QKV output (rows of 48 x 128 elements).
   run attention_bf16 attention_bf16 --problem BATCH=1,HEADS=32,KV_HEADS=8,SEQ=4096,HEAD_DIM=128,CAUSAL=1,LAYOUT=1 \
+    --time "${long}s"
+  run attention_bf16_views attention_bf16 \
+    --problem BATCH=1,HEADS=32,KV_HEADS=8,SEQ=4096,HEAD_DIM=128,CAUSAL=1,LAYOUT=1,Q_ROW_STRIDE=6144,KV_ROW_STRIDE=6144 \
     --time "${long}s"
 fi
 if picked attention_f16; then
