@@ -21,11 +21,14 @@ done
 [[ -n "$tune" ]] || { echo "tune-shipped-kernels: no tune binary (.device/bin/tune or build/tune)" >&2; exit 2; }
 short="${SEARCH_TIME:-25}"
 long=$((4 * short))
-wanted=" ${*:-silu_mul_bf16 rmsnorm_bf16 layernorm_bf16 softmax_bf16 layernorm softmax attention_bf16 attention_f16 gemm_f16 gemm_bf16 gemm_bf16_bias_residual gemm_bf16_bias_gelu} "
+wanted=" ${*:-silu_mul_bf16 rmsnorm_bf16 layernorm_bf16 softmax_bf16 layernorm softmax attention_bf16 attention_f16 gemm_f16 gemm_bf16 gemm_bf16_bias_residual gemm_bf16_bias_gelu gemm_bf16_silu_gated} "
 # The plain GEMM's stored H200 winner at 4096^3, B_LAYOUT=1 (results/best/gemm_bf16.json).
 gemm_start="BK=16,BLOCKS_PER_SM=1,BM=128,BN=128,GROUP_M=8,PATH=wgmma,SIMT_COPY=registers,SIMT_FMA_ORDER=serpentine"
 gemm_start+=",SMEM_PAD=true,STAGES=2,TM=8,TN=8,WG_BK=64,WG_BM=128,WG_BN=128,WG_CLUSTER=2,WG_CONSUMERS=2,WG_GROUP_M=8"
 gemm_start+=",WG_PERSISTENT=true,WG_PINGPONG=true,WG_SPLIT_K=0,WG_SPREAD=false,WG_STAGES=6,WM=64,WN=32"
+# The plain GEMM's stored H200 winner at the MLP's gate/up shape, 4096 x 28672 x 4096 (no cluster, 5 stages).
+gate_up_start="${gemm_start/WG_CLUSTER=2/WG_CLUSTER=1}"
+gate_up_start="${gate_up_start/WG_STAGES=6/WG_STAGES=5}"
 status=0
 run() {  # run LOG_NAME ARGUMENTS...: one tune run, its exit status noted
   local name="$1"
@@ -75,5 +78,15 @@ fi
 if picked gemm_bf16_bias_gelu; then
   run gemm_bf16_bias_gelu gemm_bf16_bias_gelu --problem M=4096,N=4096,K=4096,B_LAYOUT=1 --config "$gemm_start" \
     --out results/runs/gemm_bf16_bias_gelu/start-from-gemm/M=4096_N=4096_K=4096_B_LAYOUT=1
+fi
+if picked gemm_bf16_silu_gated; then
+  # The MLP's gate and up projections with their SiLU-gated product (kernlathe.torch.silu_gated_linear) at the
+  # layer's 4096 and 16384 tokens: the plain GEMM's winners at 4096^3 and at the gate/up shape first, then a search.
+  for shape in M=4096,N=28672,K=4096 M=16384,N=28672,K=4096; do
+    run "gemm_bf16_silu_gated_${shape//[=,]/_}_start" gemm_bf16_silu_gated --problem "$shape,B_LAYOUT=1" \
+      --config "$gate_up_start" --config "$gemm_start" \
+      --out "results/runs/gemm_bf16_silu_gated/start-from-gemm/${shape//,/_}_B_LAYOUT=1"
+    run "gemm_bf16_silu_gated_${shape//[=,]/_}" gemm_bf16_silu_gated --problem "$shape,B_LAYOUT=1" --time "${long}s"
+  done
 fi
 exit $status

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "compile_test_support.h"
+#include "tuner/common/error.h"
 #include "tuner/compile/instantiate.h"
 #include "tuner/nvrtc/nvrtc_compiler.h"
+#include "tuner/space/configuration_checks.h"
 #include "tuner/space/space.h"
 #include "tuner/spec/spec_loader.h"
 
@@ -121,6 +123,62 @@ INSTANTIATE_TEST_SUITE_P(
                     GemmCase{"gemm_bf16_bias_residual", "sm_90", {"mma_sync", "simt"}, "sm_90a", true}),
     case_name);
 
+
+// The SiLU-gated epilogue (gemm_bf16_silu_gated, issue 34) compiles on every path that can take it: simt and
+// mma_sync with B stored K x N at a whole-tile shape (their only layout), and wgmma in the nn.Linear layout at a
+// ragged M on sm_90, where the edge tiles store pairs behind bounds checks.
+struct GatedCase {
+  std::string arch;
+  ProblemOverrides problem;
+  std::vector<std::string> paths;
+  std::string compiled_arch;
+};
+
+class GemmSiluGated : public testing::TestWithParam<GatedCase> {};
+
+TEST_P(GemmSiluGated, EveryPathThatTakesTheProblemCompiles) {
+  const GatedCase& test_case = GetParam();
+  KernelSpec spec = load_kernel_spec(spec_path("gemm_bf16_silu_gated"), test_case.problem);
+  SpaceEnumerator space(spec.space, constants_for(spec, test_case.arch));
+  auto by_path = sample_by_path(space);
+  std::vector<std::string> offered;
+  for (const auto& [path, unused] : by_path) offered.push_back(path);
+  EXPECT_EQ(offered, test_case.paths);
+  TemporaryDirectory cache;
+  for (const std::string& path : test_case.paths) {
+    ASSERT_FALSE(by_path[path].empty()) << "the sample has no " << path << " configuration";
+    const Configuration& configuration = by_path[path].front();
+    SCOPED_TRACE(to_string(spec.space, configuration));
+    CompileRequest request = instantiate(spec, space, configuration, test_case.arch);
+    EXPECT_EQ(request.arch, test_case.compiled_arch);
+    CompileResult result = compile_cubin(request, cache.path(), /*use_cache=*/false);
+    ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PathsAndLayouts, GemmSiluGated,
+    testing::Values(GatedCase{"sm_80", {{"M", 4096}, {"N", 4096}, {"K", 4096}, {"B_LAYOUT", 0}}, {"mma_sync", "simt"},
+                              "sm_80"},
+                    GatedCase{"sm_90", {{"M", 4096}, {"N", 4096}, {"K", 4096}, {"B_LAYOUT", 0}},
+                              {"mma_sync", "simt", "wgmma"}, "sm_90a"},
+                    GatedCase{"sm_90", {{"M", 1000}, {"N", 28672}, {"K", 4096}, {"B_LAYOUT", 1}}, {"wgmma"}, "sm_90a"}),
+    [](const testing::TestParamInfo<GatedCase>& info) {
+      return info.param.arch + "_B_LAYOUT" + std::to_string(info.param.problem.back().second);
+    });
+
+// An odd N leaves a gate column without its up column: the spec's count of C is negative there, so the problem is
+// refused before any configuration is compiled.
+TEST(GemmSiluGated, OddColumnCountIsRefused) {
+  KernelSpec spec = load_kernel_spec(spec_path("gemm_bf16_silu_gated"), {{"M", 2}, {"N", 7}, {"K", 64}});
+  SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
+  try {
+    check_spec_configurations(spec, space);
+    FAIL() << "an odd N was accepted";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("buffer 'c'"), std::string::npos) << error.what();
+  }
+}
 
 // The space's defaults are the fastest fp32 configuration measured on the H200 (128 x 128 x 16 blocks, 8 x 8 thread
 // tiles, two blocks per SM); the register and shared-memory estimates must not exclude it.

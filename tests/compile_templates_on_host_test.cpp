@@ -8,7 +8,8 @@
 //   - the same template in its RMSNorm mode with the residual add (-DLAYERNORM_RMS, add_rmsnorm_bf16 in fp32,
 //     issue 30) and templates/softmax.cu, each on its verification reference, a cached row whose last items lie
 //     past the row (cols 250: ROW_ITEMS rounded up) and a third path, at that ragged width and a whole one;
-//   - the GELU of the fused GEMM epilogue against x Phi(x) in double;
+//   - the GELU of the fused GEMM epilogue against x Phi(x) in double, and the SiLU of the gated one against
+//     x / (1 + e^-x);
 //   - attention's verification reference (templates/attention.cu, PATH reference) with one warp per block, in
 //     bf16 and fp16, head dimensions 64 and 128, causal and not, grouped-query heads in both layouts, ragged
 //     sequences and cached keys, against attention in double on the same inputs.
@@ -50,6 +51,7 @@ namespace fs = std::filesystem;
 using RunAddLayernorm = int (*)(int, int, int, float, const float*, const float*, const float*, const float*, float*,
                                 float*);
 using RunGelu = float (*)(float);
+using RunSilu = float (*)(float);
 
 const fs::path source_directory = KERNLATHE_SOURCE_DIR;
 
@@ -67,7 +69,8 @@ class HostTemplates {
                  {source_directory / "tests/data/verify", source_directory / "tests/data/templates",
                   source_directory / "templates"}),
         run_add_layernorm(library_.symbol<RunAddLayernorm>("run_add_layernorm")),
-        run_gelu(library_.symbol<RunGelu>("run_gelu")) {}
+        run_gelu(library_.symbol<RunGelu>("run_gelu")),
+        run_silu(library_.symbol<RunSilu>("run_silu")) {}
   const std::string& error() const { return library_.error(); }
 
  private:
@@ -76,6 +79,7 @@ class HostTemplates {
  public:
   RunAddLayernorm run_add_layernorm;
   RunGelu run_gelu;
+  RunSilu run_silu;
 };
 
 HostTemplates& host_templates() {
@@ -297,6 +301,28 @@ TEST(GeluOnHost, IsTheExactGeluToFp32Accuracy) {
   EXPECT_NEAR(host_templates().run_gelu(1.0f), 0.8413447, 1e-6);
   EXPECT_NEAR(host_templates().run_gelu(-1.0f), -0.1586553, 1e-6);
   EXPECT_EQ(host_templates().run_gelu(0.0f), 0.0f);
+}
+
+// The SiLU of the gated GEMM epilogue (templates/common/activation.cuh): x / (1 + e^-x) to fp32 accuracy, a few ulp
+// of the value (the host stands in the exact exponential for the device's __expf, see host_device_stand_ins.h).
+TEST(SiluOnHost, IsXTimesTheLogisticFunctionToFp32Accuracy) {
+  ASSERT_EQ(host_templates().error(), "");
+  ASSERT_NE(host_templates().run_silu, nullptr);
+  double largest_excess = -1;
+  int checked = 0;
+  for (double x = -20.0; x <= 20.0; x += 1.0 / 256) {
+    const float value = static_cast<float>(x);
+    const double exact = value / (1.0 + std::exp(-static_cast<double>(value)));
+    const double allowed = 4 * std::ldexp(1.0, std::ilogb(std::max(std::abs(exact), 1e-30)) - 23);
+    largest_excess = std::max(largest_excess, std::abs(host_templates().run_silu(value) - exact) - allowed);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 10241);
+  EXPECT_LE(largest_excess, 0.0);
+  // Known values: SiLU(1) = 0.7310586, SiLU(-1) = -0.2689414, SiLU(0) = 0.
+  EXPECT_NEAR(host_templates().run_silu(1.0f), 0.7310586, 1e-6);
+  EXPECT_NEAR(host_templates().run_silu(-1.0f), -0.2689414, 1e-6);
+  EXPECT_EQ(host_templates().run_silu(0.0f), 0.0f);
 }
 
 // Attention's verification reference (templates/attention/reference.cuh) on host threads. The element type, head

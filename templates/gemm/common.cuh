@@ -52,8 +52,12 @@ __device__ __forceinline__ BlockTile block_tile(int block, int m, int n, int til
 }
 
 // alpha * accumulator + beta * C. C is read only when beta is non-zero: with beta == 0 it may hold anything,
-// NaN included, and BLAS defines the result as alpha * A * B.
+// NaN included, and BLAS defines the result as alpha * A * B. The SiLU-gated epilogue (gemm/epilogue.cuh) ignores
+// beta: its C is not of the product's shape.
 __device__ __forceinline__ float scaled(float accumulator, float alpha, float beta, const Output* old) {
+#ifdef GEMM_EPILOGUE_SILU_GATED
+  beta = 0.0f;
+#endif
   return beta != 0.0f ? alpha * accumulator + beta * to_float(*old) : alpha * accumulator;
 }
 

@@ -3,17 +3,31 @@
 //   (none)                          C = alpha * A * B + beta * C
 //   -DGEMM_EPILOGUE_BIAS_GELU       C = gelu(alpha * A * B + beta * C + bias[column])
 //   -DGEMM_EPILOGUE_BIAS_RESIDUAL   C = alpha * A * B + beta * C + bias[column] + residual[row][column]
+//   -DGEMM_EPILOGUE_SILU_GATED      C[row][j] = silu(P[row][2 j]) * P[row][2 j + 1], P = alpha * A * B
 // bias (N elements) and residual (M x N, row-major) have C's type; the kernel takes them after b (gemm.cu). GELU is
 // the exact one, x / 2 * (1 + erf(x / sqrt 2)), PyTorch's default, on the fp32 value: the result is rounded to C's
 // type once.
+// The SiLU-gated epilogue is a gated MLP's gate and up projections and their product in one GEMM (issue 34): B's
+// n columns interleave the two weights (column 2 j the gate's j-th, column 2 j + 1 the up projection's), so each
+// thread's pair of adjacent accumulators (column even) holds both factors of one output, and C is m x n / 2, half
+// the bytes a separate product kernel would read back. n must be even; beta is ignored (C has another shape than P,
+// so there is no C to scale), and a pair is never split by a tile edge because tiles are whole pairs wide.
 // The extra inputs are read with __ldg: read-only loads (ld.global.nc) that the compiler may move ahead of the
 // stores to C, so a path's residual loads are in flight together instead of one after each store.
 #pragma once
 
 #include "common/activation.cuh"
 
-#if defined(GEMM_EPILOGUE_BIAS_GELU) && defined(GEMM_EPILOGUE_BIAS_RESIDUAL)
+#if defined(GEMM_EPILOGUE_BIAS_GELU) + defined(GEMM_EPILOGUE_BIAS_RESIDUAL) + defined(GEMM_EPILOGUE_SILU_GATED) > 1
 #error "a GEMM spec chooses one epilogue"
+#endif
+#if defined(GEMM_EPILOGUE_SILU_GATED) && defined(GEMM_INPUT_TF32)
+#error "the SiLU-gated epilogue takes 16-bit inputs (the tf32 path stores C transposed, one element at a time)"
+#endif
+#ifdef GEMM_EPILOGUE_SILU_GATED
+constexpr bool gated_epilogue = true;
+#else
+constexpr bool gated_epilogue = false;
 #endif
 #if defined(GEMM_EPILOGUE_BIAS_GELU) || defined(GEMM_EPILOGUE_BIAS_RESIDUAL)
 #define GEMM_EPILOGUE_HAS_BIAS 1
@@ -88,6 +102,16 @@ __device__ __forceinline__ float2 epilogue_addends_two([[maybe_unused]] const Ep
   addends.y += residual.y;
 #endif
   return addends;
+}
+
+// Stores two adjacent elements (column even) of the product, the epilogue applied: into C at (row, column), or with
+// the SiLU-gated epilogue their gated product into column / 2 of C's n / 2 columns.
+__device__ __forceinline__ void store_output_two(Output* c, int row, int column, int n, float first, float second) {
+  if constexpr (gated_epilogue) {
+    c[static_cast<long long>(row) * (n / 2) + column / 2] = from_float<Output>(silu(first) * second);
+  } else {
+    store_two(c + static_cast<long long>(row) * n + column, first, second);
+  }
 }
 
 // Two adjacent elements (column even), their bias and residual read with one access each.

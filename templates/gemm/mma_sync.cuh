@@ -226,7 +226,7 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         float first = scaled(values[0], alpha, beta, destination);
         float second = scaled(values[1], alpha, beta, destination + 1);
         apply_epilogue_two(epilogue, first, second, row, column, n);
-        store_two(destination, first, second);
+        store_output_two(c, row, column, n, first, second);
       }
     }
   }

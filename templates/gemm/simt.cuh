@@ -252,7 +252,7 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         Output* destination = c + (size_t)c_row * n + c_column;
         const float* values = &accumulator[sub_row * 4 + row][sub_column * 4];
         float4 result = make_float4(alpha * values[0], alpha * values[1], alpha * values[2], alpha * values[3]);
-        if (beta != 0.0f) {
+        if (beta != 0.0f && !gated_epilogue) {
           const float4 old = load_four(destination);
           result.x += beta * old.x;
           result.y += beta * old.y;
@@ -263,7 +263,12 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         result.y = apply_epilogue(epilogue, result.y, c_row, c_column + 1, n);
         result.z = apply_epilogue(epilogue, result.z, c_row, c_column + 2, n);
         result.w = apply_epilogue(epilogue, result.w, c_row, c_column + 3, n);
-        store_four(destination, result);
+        if constexpr (gated_epilogue) {
+          store_output_two(c, c_row, c_column, n, result.x, result.y);
+          store_output_two(c, c_row, c_column + 2, n, result.z, result.w);
+        } else {
+          store_four(destination, result);
+        }
       }
     }
   }

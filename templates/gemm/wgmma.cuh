@@ -206,7 +206,7 @@ __device__ __forceinline__ void store_slice(const float (&accumulators)[accumula
     float first = scaled(accumulators[chunk * 4 + half * 2], alpha, beta, destination);
     float second = scaled(accumulators[chunk * 4 + half * 2 + 1], alpha, beta, destination + 1);
     apply_epilogue_two(epilogue, first, second, row + half * 8, column + chunk * 8, n);
-    store_two(destination, first, second);
+    store_output_two(c, row + half * 8, column + chunk * 8, n, first, second);
   };
   if constexpr (GEMM_EPILOGUE_HAS_RESIDUAL) {
     // With beta == 0 (C is not read), an epilogue that reads a residual loads the bias and the residual of eight
@@ -257,6 +257,20 @@ __device__ __forceinline__ void store_slice_bounded(const float (&accumulators)[
   const int thread = threadIdx.x % warpgroup_threads;
   const int row = row_base + thread / 32 * 16 + thread % 32 / 4;
   const int column = column_base + thread % 4 * 2;
+  if constexpr (gated_epilogue) {  // by pairs: n is even, so a pair inside C is whole
+#pragma unroll
+    for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int element_row = row + half * 8, element_column = column + chunk * 8;
+        if (element_row >= m || element_column >= n) continue;
+        float first = alpha * accumulators[chunk * 4 + half * 2], second = alpha * accumulators[chunk * 4 + half * 2 + 1];
+        apply_epilogue_two(epilogue, first, second, element_row, element_column, n);
+        store_output_two(c, element_row, element_column, n, first, second);
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
 #pragma unroll
@@ -328,9 +342,10 @@ __device__ __forceinline__ void finish_split_slice(int row_base, int column_base
         *reinterpret_cast<float2*>(partials + offset) = make_float2(0.0f, 0.0f);
         float first = scaled(total.x, alpha, beta, c + offset), second = scaled(total.y, alpha, beta, c + offset + 1);
         apply_epilogue_two(epilogue, first, second, element_row, element_column, n);
-        store_two(c + offset, first, second);
+        store_output_two(c, element_row, element_column, n, first, second);
         continue;
       }
+      if constexpr (gated_epilogue) continue;  // n is even there: never reached
       for (int index = 0; index < 2 && element_column + index < n; ++index) {
         const float total = __ldcg(partials + offset + index);
         partials[offset + index] = 0.0f;

@@ -30,3 +30,4 @@ extern "C" int run_add_layernorm(int path, int rows, int cols, float epsilon, co
 }
 
 extern "C" float run_gelu(float value) { return gelu(value); }
+extern "C" float run_silu(float value) { return silu(value); }
