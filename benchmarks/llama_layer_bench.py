@@ -12,8 +12,9 @@ Floors (issue 34): kernlathe >= 1.15x eager and >= 1.0x torch.compile; relative 
 
     python3 benchmarks/llama_layer_bench.py [--tokens 4096,16384] [--sequence 4096] [--json out.json]
 
-The kernlathe layer computes the SiLU-gated product (silu(gate) * up) with kernlathe.torch.silu_mul (the
-silu_mul_bf16 kernel); the PyTorch layer with F.silu and a product. KERNLATHE_EXPORT names an export directory
+The kernlathe layer computes the gate/up projection and its SiLU-gated product (silu(gate) * up) in one GEMM,
+kernlathe.torch.silu_gated_linear (the gemm_bf16_silu_gated kernel) over the weight interleave_gate_up builds once
+when the weights are made (a model's loader would); the PyTorch layer with F.linear, F.silu and a product. KERNLATHE_EXPORT names an export directory
 (`tune export ... --arch sm_90 -o DIR`, cubins included) for the
 kernels; without it the package's databases and templates are used, compiled by NVRTC or taken from the cubin cache.
 """
@@ -63,8 +64,17 @@ def make_weights(dtype, device, seed=0):
     def norm(columns):
         return (1 + 0.1 * torch.randn(columns, generator=generator, device=device)).to(dtype)
 
-    return {"norm1": norm(HIDDEN), "qkv": weight((HEADS + 2 * KV_HEADS) * HEAD_DIM, HIDDEN), "o": weight(HIDDEN, HIDDEN),
-            "norm2": norm(HIDDEN), "gate_up": weight(2 * INTERMEDIATE, HIDDEN), "down": weight(HIDDEN, INTERMEDIATE)}
+    weights = {"norm1": norm(HIDDEN), "qkv": weight((HEADS + 2 * KV_HEADS) * HEAD_DIM, HIDDEN),
+               "o": weight(HIDDEN, HIDDEN), "norm2": norm(HIDDEN), "gate_up": weight(2 * INTERMEDIATE, HIDDEN),
+               "down": weight(HIDDEN, INTERMEDIATE)}
+    return weights
+
+
+def interleaved(weights):
+    """The gate/up weight as kernlathe.torch.silu_gated_linear takes it (rows of gate and up interleaved), made once."""
+    import kernlathe.torch as kt
+
+    return kt.interleave_gate_up(weights["gate_up"])
 
 
 def silu_gated(gate_up):
@@ -86,7 +96,8 @@ def torch_layer(x, w, sequence):
     return x + F.linear(silu_gated(F.linear(h, w["gate_up"])), w["down"])
 
 
-def kernlathe_layer(x, w, sequence):
+def kernlathe_layer(x, w, sequence, gate_up):
+    """gate_up: interleaved(w), the gated GEMM's weight."""
     import kernlathe.torch as kt
 
     tokens = x.shape[0]
@@ -97,7 +108,7 @@ def kernlathe_layer(x, w, sequence):
     attended = kt.attention(q, k, v, causal=True, layout="bshd")
     x = kt.linear(attended.reshape(tokens, HIDDEN), w["o"], None, x)          # O projection + residual, fused
     h = kt.rms_norm(x, w["norm2"], EPS)
-    gated = kt.silu_mul(kt.linear(h, w["gate_up"]))                           # SiLU-gated product
+    gated = kt.silu_gated_linear(h, gate_up)                                  # gate/up + SiLU-gated product, fused
     return kt.linear(gated, w["down"], None, x)                                # down projection + residual, fused
 
 
@@ -126,15 +137,16 @@ def layer_section(tokens, sequence, repeats, results):
     weights32 = {name: tensor.float() for name, tensor in weights.items()}
     x = torch.randn(tokens, HIDDEN, device="cuda", generator=torch.Generator(device="cuda").manual_seed(1))
     x16 = x.to(torch.bfloat16)
+    gate_up = interleaved(weights)
     with torch.no_grad():
         expected = torch_layer(x16.float(), weights32, sequence)
         eager_out = torch_layer(x16, weights, sequence)
-        kernlathe_out = kernlathe_layer(x16, weights, sequence)
+        kernlathe_out = kernlathe_layer(x16, weights, sequence, gate_up)
         compiled = torch.compile(torch_layer)
         compiled_out = compiled(x16, weights, sequence)
         eager_ms, eager_spread = time_ms(lambda: torch_layer(x16, weights, sequence), repeats)
         compile_ms, compile_spread = time_ms(lambda: compiled(x16, weights, sequence), repeats)
-        kernlathe_ms, kernlathe_spread = time_ms(lambda: kernlathe_layer(x16, weights, sequence), repeats)
+        kernlathe_ms, kernlathe_spread = time_ms(lambda: kernlathe_layer(x16, weights, sequence, gate_up), repeats)
     row = {"tokens": tokens, "sequence": sequence, "batch": tokens // sequence,
            "eager_ms": eager_ms, "compile_ms": compile_ms, "kernlathe_ms": kernlathe_ms,
            "spreads": {"eager": eager_spread, "compile": compile_spread, "kernlathe": kernlathe_spread},
@@ -151,7 +163,7 @@ def layer_section(tokens, sequence, repeats, results):
     errors = row["relative_error"]
     print(f"  relative L2 error vs the fp32 layer: kernlathe {errors['kernlathe']:.2e}, eager bf16 "
           f"{errors['eager']:.2e}, torch.compile bf16 {errors['compile']:.2e} (floor {FLOORS['relative_error']:.0e})")
-    del weights, weights32, x, x16, expected, eager_out, kernlathe_out, compiled_out
+    del weights, weights32, x, x16, gate_up, expected, eager_out, kernlathe_out, compiled_out
     torch.cuda.empty_cache()
 
 
@@ -168,8 +180,8 @@ def breakdown_section(tokens, sequence, repeats, results):
     q, k, v = qkv.split([HEADS, KV_HEADS, KV_HEADS], dim=2)
     q_bhsd, k_bhsd, v_bhsd = (tensor.transpose(1, 2) for tensor in (q, k, v))
     attended = torch.randn(tokens, HIDDEN, device="cuda", generator=generator).to(torch.bfloat16)
-    gate_up = F.linear(x, w["gate_up"])
-    gated = silu_gated(gate_up)
+    gate_up_weight = interleaved(w)
+    gated = silu_gated(F.linear(x, w["gate_up"]))
     steps = [
         ("RMSNorm", lambda: F.rms_norm(x, (HIDDEN,), w["norm1"], EPS), lambda: kt.rms_norm(x, w["norm1"], EPS)),
         ("QKV projection", lambda: F.linear(x, w["qkv"]), lambda: kt.linear(x, w["qkv"])),
@@ -177,8 +189,8 @@ def breakdown_section(tokens, sequence, repeats, results):
                                                                            enable_gqa=True),
          lambda: kt.attention(q, k, v, causal=True, layout="bshd")),
         ("O projection + residual", lambda: x + F.linear(attended, w["o"]), lambda: kt.linear(attended, w["o"], None, x)),
-        ("gate/up projection", lambda: F.linear(x, w["gate_up"]), lambda: kt.linear(x, w["gate_up"])),
-        ("SiLU-gated product", lambda: silu_gated(gate_up), lambda: kt.silu_mul(gate_up)),
+        ("gate/up + SiLU-gated product", lambda: silu_gated(F.linear(x, w["gate_up"])),
+         lambda: kt.silu_gated_linear(x, gate_up_weight)),
         ("down projection + residual", lambda: x + F.linear(gated, w["down"]),
          lambda: kt.linear(gated, w["down"], None, x)),
     ]
@@ -195,7 +207,7 @@ def breakdown_section(tokens, sequence, repeats, results):
     print(f"  {'sum (RMSNorm counted once)':28s} {total_torch:8.4f} ms {total_kernlathe:8.4f} ms  "
           f"{total_torch / total_kernlathe:6.3f}")
     results.setdefault("breakdown", []).append({"tokens": tokens, "steps": rows})
-    del w, x, qkv, q, k, v, attended, gate_up, gated
+    del w, x, qkv, q, k, v, attended, gate_up_weight, gated
     torch.cuda.empty_cache()
 
 

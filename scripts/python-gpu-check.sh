@@ -61,7 +61,7 @@ if ! wanted export; then
 elif [[ -n "$tune" ]]; then
   rm -rf "$export_dir"
   if step "tune export ($arch cubins)" "$logs/export.log" "$tune" export gemm_bf16 gemm_bf16_bias_gelu \
-       gemm_bf16_bias_residual attention_bf16 rmsnorm_bf16 layernorm_bf16 softmax_bf16 silu_mul_bf16 rmsnorm layernorm softmax saxpy \
+       gemm_bf16_bias_residual gemm_bf16_silu_gated gemm_decode_bf16 attention_bf16 rmsnorm_bf16 layernorm_bf16 softmax_bf16 silu_mul_bf16 rmsnorm layernorm softmax saxpy \
        --arch "$arch" -o "$export_dir"; then
     export KERNLATHE_EXPORT="$export_dir"
   fi

@@ -15,10 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-# What kernlathe.torch plans calls onto (its Plan(..., kernel, ...) names); checked against ops.py below.
+# What kernlathe.torch plans calls onto (its Plan(..., kernel, ...) names); checked against its modules below.
 SHIPPED = ["gemm_bf16", "gemm_bf16_bias_gelu", "gemm_bf16_bias_residual", "gemm_f16", "attention_bf16",
            "attention_f16", "rmsnorm_bf16", "rmsnorm", "layernorm_bf16", "layernorm", "softmax_bf16", "softmax",
-           "silu_mul_bf16"]
+           "silu_mul_bf16", "gemm_bf16_silu_gated", "gemm_decode_bf16"]
 
 
 def known_stale(source):
@@ -32,12 +32,12 @@ def known_stale(source):
 
 def main():
     source, tune = Path(sys.argv[1]), sys.argv[2]
-    ops = (source / "python/kernlathe/torch/ops.py").read_text()
+    ops = "".join(path.read_text() for path in sorted((source / "python/kernlathe/torch").glob("*.py")))
     problems = []
     for kernel in SHIPPED:
         family = re.sub(r"_(bf16|f16)$", "", kernel).split("_")[0]
         if kernel not in ops and family not in ops:
-            problems.append(f"{kernel}: not named in python/kernlathe/torch/ops.py; is it still shipped?")
+            problems.append(f"{kernel}: not named in python/kernlathe/torch/*.py; is it still shipped?")
     known = known_stale(source)
     for kernel in SHIPPED:
         result = subprocess.run([tune, "best", kernel, "--json", "--dir", str(source / "results/best"), "--specs",

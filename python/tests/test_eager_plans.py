@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 
 import kernlathe  # noqa: E402
 import kernlathe.torch as kt  # noqa: E402
+from kernlathe.torch import gated as gated_ops  # noqa: E402
 from kernlathe.torch import ops  # noqa: E402
 
 STREAM = 1234
@@ -167,11 +168,34 @@ def test_every_op_hands_the_launch_its_buffers_in_order(prepared):
     assert by_kernel["gemm_bf16_bias_residual"].calls == [
         (STREAM, (a.data_ptr(), weight.data_ptr(), fused.data_ptr(), bias.data_ptr(), residual.data_ptr()))]
     assert fused.shape == (4, 32)
+    gated = gated_ops._silu_gated_linear_cuda(a, weight)
+    by_kernel = {launch.plan.kernel: launch for launch in prepared}
+    assert by_kernel["gemm_bf16_silu_gated"].pointer_names == ["a", "b", "c"]
+    assert by_kernel["gemm_bf16_silu_gated"].calls == [(STREAM, (a.data_ptr(), weight.data_ptr(), gated.data_ptr()))]
+    assert gated.shape == (4, 16)
+    assert by_kernel["gemm_bf16_silu_gated"].plan.problem == {"M": 4, "N": 32, "K": 64, "B_LAYOUT": 1}
 
 
 def test_the_plain_gemm_adds_the_bias_after_the_launch(prepared):
-    a, weight, bias = rows(4, 64), rows(32, 64), rows(32)
+    a, weight, bias = rows(64, 64), rows(32, 64), rows(32)
     out = ops._linear_cuda(a, weight, bias, None, "none")
     (launch,) = prepared
     assert launch.plan.kernel == "gemm_bf16" and launch.pointer_names == ["a", "b", "c"]
     assert len(launch.calls) == 1 and launch.calls[0][1][2] == out.data_ptr()
+
+
+def test_few_rows_take_the_decode_gemm_and_others_the_tiled_one(prepared):
+    weight = rows(32, 64)
+    for count in (1, 7, 32, 33):
+        a = rows(count, 64)
+        out = ops._linear_cuda(a, weight, None, None, "none")
+        launch = prepared[-1]
+        expected = "gemm_decode_bf16" if count <= ops._DECODE_ROWS else "gemm_bf16"
+        assert launch.plan.kernel == expected, count
+        assert launch.pointer_names == (["a", "w", "c"] if expected == "gemm_decode_bf16" else ["a", "b", "c"])
+        assert launch.calls[-1][1] == (a.data_ptr(), weight.data_ptr(), out.data_ptr())
+    # K not a multiple of 8, or an epilogue the decode path has no spec for: the tiled GEMM.
+    ops._linear_cuda(rows(4, 60), rows(32, 60), None, None, "none")
+    assert prepared[-1].plan.kernel == "gemm_bf16"
+    ops._linear_cuda(rows(4, 64), weight, None, rows(4, 32), "none")
+    assert prepared[-1].plan.kernel == "gemm_bf16_bias_residual"

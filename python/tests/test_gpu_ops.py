@@ -106,6 +106,30 @@ def test_silu_mul_against_reference(rows, columns):
     assert (choice.route, choice.kernel) == ("kernel", "silu_mul_bf16"), choice
 
 
+@pytest.mark.parametrize("rows", [1, 77, 1000, 4096])
+def test_silu_gated_linear_against_reference(rows):
+    k, intermediate = 1024, 1400  # N = 2800: edge tiles at every tile width
+    x = make(rows, k, seed=19)
+    gate, up = make(intermediate, k, scale=k ** -0.5, seed=20), make(intermediate, k, scale=k ** -0.5, seed=21)
+    weight = kt.interleave_gate_up(gate, up)
+    out = kt.silu_gated_linear(x, weight)
+    assert out.shape == (rows, intermediate)
+    torch.testing.assert_close(out, reference.silu_gated_linear(x, weight), **TOLERANCE[torch.bfloat16])
+    # The same as the unfused MLP half in PyTorch: silu(x W_gate^T) * (x W_up^T).
+    unfused = torch.nn.functional.silu(x.float() @ gate.float().t()) * (x.float() @ up.float().t())
+    torch.testing.assert_close(out, unfused.to(torch.bfloat16), **TOLERANCE[torch.bfloat16])
+    choice = kernlathe.explain(lambda: kt.silu_gated_linear(x, weight))[0]
+    assert (choice.route, choice.kernel) == ("kernel", "gemm_bf16_silu_gated"), choice
+
+
+def test_silu_gated_linear_takes_its_tuned_entry_at_the_llama_shape():
+    x = make(4096, 4096, seed=22)
+    weight = make(28672, 4096, scale=4096 ** -0.5, seed=23)
+    choice = kernlathe.explain(lambda: kt.silu_gated_linear(x, weight))[0]
+    assert (choice.route, choice.kernel) == ("kernel", "gemm_bf16_silu_gated"), choice
+    assert "tuned on this device" in choice.reason or "same arch" in choice.reason, choice
+
+
 def test_ops_run_on_a_side_stream():
     stream = torch.cuda.Stream()
     x = make(1000, 4096, seed=13)

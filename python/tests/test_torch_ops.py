@@ -41,6 +41,7 @@ def op_cases(dtype, device="cpu"):
         (torch.ops.kernlathe.layer_norm, (rows, gamma, beta, 1e-5), {}, (7, 33)),
         (torch.ops.kernlathe.softmax, (rows,), {}, (7, 33)),
         (torch.ops.kernlathe.silu_mul, (make(3, 5, 48, dtype=dtype, device=device, seed=10),), {}, (3, 5, 24)),
+        (torch.ops.kernlathe.silu_gated_linear, (x, make(48, 24, dtype=dtype, device=device, seed=17)), {}, (3, 5, 24)),
     ]
 
 
@@ -69,7 +70,7 @@ def test_meta_tensors_take_the_fake_implementation(dtype):
         assert out.device.type == "meta" and tuple(out.shape) == shape and out.dtype == dtype
 
 
-@pytest.mark.parametrize("case", range(9))
+@pytest.mark.parametrize("case", range(10))
 def test_opcheck_on_cpu(case):
     op, args, kwargs, _shape = op_cases(torch.float32)[case]
     torch.library.opcheck(op, args, kwargs)
@@ -91,6 +92,14 @@ def test_cpu_results_are_the_reference():
     gate_up = cases[8][1][0]
     torch.testing.assert_close(kt.silu_mul(gate_up),
                                torch.nn.functional.silu(gate_up[..., :24]) * gate_up[..., 24:])
+    # The gated GEMM's weight interleaves the two projections row by row; the op is the MLP's first half.
+    x = cases[0][1][0]
+    gate, up = make(24, 24, dtype=torch.float32, seed=18), make(24, 24, dtype=torch.float32, seed=19)
+    weight = kt.interleave_gate_up(gate, up)
+    assert torch.equal(weight[0::2], gate) and torch.equal(weight[1::2], up)
+    assert torch.equal(kt.interleave_gate_up(torch.cat((gate, up))), weight)
+    torch.testing.assert_close(kt.silu_gated_linear(x, weight),
+                               torch.nn.functional.silu(x @ gate.t()) * (x @ up.t()))
 
 
 def test_bad_shapes_are_named():
@@ -103,6 +112,10 @@ def test_bad_shapes_are_named():
         kt.attention(make(1, 8, 4, 16), make(1, 3, 4, 16), make(1, 3, 4, 16))
     with pytest.raises(RuntimeError, match=r"weight must have 24 elements"):
         kt.rms_norm(x, make(23))
+    with pytest.raises(RuntimeError, match=r"weight has 47 rows; gate and up rows come in pairs"):
+        kt.silu_gated_linear(x, make(47, 24))
+    with pytest.raises(RuntimeError, match=r"gate \(24, 24\) and up \(23, 24\) must both be I x K"):
+        kt.interleave_gate_up(make(24, 24), make(23, 24))
 
 
 class Block(torch.nn.Module):

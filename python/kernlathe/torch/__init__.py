@@ -7,6 +7,8 @@ torch.compile(fullgraph=True) traces a model that uses them without a graph brea
     kernlathe.torch.layer_norm(x, weight, bias=None, eps=1e-5)
     kernlathe.torch.softmax(x)                                                        # over the last dimension
     kernlathe.torch.silu_mul(gate_up)                 # silu(gate) * up: the halves of a fused gate/up projection
+    kernlathe.torch.silu_gated_linear(x, weight)      # silu(x W_gate^T) * (x W_up^T) in one GEMM, with
+    kernlathe.torch.interleave_gate_up(gate, up)      # the weight this builds once (gated.py)
 
 The ops are registered as torch.ops.kernlathe.<name>; the functions above call them, except in eager mode on plain
 CUDA tensors, where they run the same implementation without the dispatcher (KERNLATHE_TORCH_EAGER_FAST_PATH=0
@@ -32,15 +34,18 @@ from kernlathe.torch.ops import (
     use_runtime,
 )
 from kernlathe.torch import reference
+from kernlathe.torch.gated import interleave_gate_up, silu_gated_linear
 
 __all__ = [
     "attention",
+    "interleave_gate_up",
     "layer_norm",
     "linear",
     "reference",
     "rms_norm",
     "runtime",
     "set_fallback",
+    "silu_gated_linear",
     "silu_mul",
     "softmax",
     "use_runtime",

@@ -99,6 +99,13 @@ def _rows_and_columns(x):
     return (x.numel() // columns if columns else 0), columns
 
 
+# Up to this many rows a plain bf16 linear takes gemm_decode_bf16 (templates/gemm_decode.cu), which streams the weight
+# through every SM, instead of gemm_bf16's 64-row tiles: at 16 tokens of Llama-3-8B's four projections it ran at
+# 0.84-1.01 of cuBLAS against 0.62-0.81 for gemm_bf16 (results/linear_workload/2026-11-29-h200-de829a9-decode/). Its
+# space's declared default is valid up to 32 rows, so the ladder always has a rung there. K must be a multiple of 8.
+_DECODE_ROWS = 32
+
+
 def plan_linear(x, weight, bias, residual, activation) -> Plan:
     rows, k = _rows_and_columns(x)
     n = weight.shape[0]
@@ -113,7 +120,10 @@ def plan_linear(x, weight, bias, residual, activation) -> Plan:
         return Plan("linear", "gemm_bf16_bias_gelu", problem, note)
     if residual is not None:
         return Plan("linear", "gemm_bf16_bias_residual", problem)
-    return Plan("linear", "gemm_bf16", problem, "then + bias (PyTorch)" if bias is not None else "")
+    note = "then + bias (PyTorch)" if bias is not None else ""
+    if 0 < rows <= _DECODE_ROWS and k % 8 == 0 and _problem_symbols(max(x.get_device(), 0), "gemm_decode_bf16"):
+        return Plan("linear", "gemm_decode_bf16", problem, note)
+    return Plan("linear", "gemm_bf16", problem, note)
 
 
 # The TMA unit steps over rows in multiples of 16 bytes: 8 elements of the 16-bit types the attention kernels take.
@@ -437,7 +447,7 @@ def _check_linear(x, weight, bias, residual, activation, check=torch._check):
 # What a GEMM kernel's epilogue takes: the plain GEMM (a bias added after, in PyTorch), bias and GELU (a residual added
 # after), bias and residual.
 _PLAIN, _BIAS_GELU, _BIAS_RESIDUAL = "plain", "bias_gelu", "bias_residual"
-_EPILOGUES = {"gemm_bf16": _PLAIN, "gemm_f16": _PLAIN, "gemm_bf16_bias_gelu": _BIAS_GELU,
+_EPILOGUES = {"gemm_bf16": _PLAIN, "gemm_f16": _PLAIN, "gemm_decode_bf16": _PLAIN, "gemm_bf16_bias_gelu": _BIAS_GELU,
               "gemm_bf16_bias_residual": _BIAS_RESIDUAL}
 _EPILOGUE_BUFFERS = {_PLAIN: ("a", "b", "c"), _BIAS_GELU: ("a", "b", "c", "bias"),
                      _BIAS_RESIDUAL: ("a", "b", "c", "bias", "residual")}
@@ -454,7 +464,8 @@ def _build_linear(x, weight, bias, residual, activation):
         return _Eager(plan, _prepared_for(plan, x.get_device(), ()), shape, x)
     epilogue = _EPILOGUES[plan.kernel]
     zeros = _zeros_of(weight.shape[0], x.dtype, x.device) if epilogue != _PLAIN and bias is None else None
-    return _Eager(plan, _prepared_for(plan, x.get_device(), _EPILOGUE_BUFFERS[epilogue]), shape, x, (epilogue, zeros))
+    buffers = ("a", "w", "c") if plan.kernel == "gemm_decode_bf16" else _EPILOGUE_BUFFERS[epilogue]
+    return _Eager(plan, _prepared_for(plan, x.get_device(), buffers), shape, x, (epilogue, zeros))
 
 
 _LINEAR = _EagerPlans(_build_linear)

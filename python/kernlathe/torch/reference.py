@@ -52,3 +52,10 @@ def silu_mul(gate_up):
     """silu(gate) * up in fp32, rounded once, as the kernel computes it."""
     gate, up = gate_up.float().chunk(2, dim=-1)
     return (F.silu(gate) * up).to(gate_up.dtype)
+
+
+def silu_gated_linear(x, weight):
+    """silu(x W_gate^T) * (x W_up^T) for a weight whose rows interleave the gate's and the up projection's
+    (kernlathe.torch.interleave_gate_up), in fp32 and rounded once, as the gated GEMM's epilogue computes it."""
+    product = torch.matmul(x.float(), weight.float().t())
+    return (F.silu(product[..., 0::2]) * product[..., 1::2]).to(x.dtype)
