@@ -101,7 +101,8 @@ def _rows_and_columns(x):
 
 # Up to this many rows a plain bf16 linear takes gemm_decode_bf16 (templates/gemm_decode.cu), which streams the weight
 # through every SM, instead of gemm_bf16's 64-row tiles: at 16 tokens of Llama-3-8B's four projections it ran at
-# 0.84-1.01 of cuBLAS against 0.62-0.81 for gemm_bf16 (results/linear_workload/2026-11-29-h200-de829a9-decode/). Its
+# 0.840-1.010 of cuBLAS against 0.736-0.996 for gemm_bf16, each tuned
+# (results/linear_workload/2026-11-29-h200-de829a9-decode/linear_workload_m16.txt). Its
 # space's declared default is valid up to 32 rows, so the ladder always has a rung there. K must be a multiple of 8.
 _DECODE_ROWS = 32
 
