@@ -1,7 +1,8 @@
 // The attention template compiles with NVRTC in each of its code paths (issues 19 and 33): the fp32 reference, and
 // the wgmma path with one, two and three consumer warpgroups, with the products one after another or overlapped with
 // the softmax, with consumers taking turns (ping-pong), walking the query tiles of every pair together, and with key
-// tiles of 64 and 128 rows; for bf16 and fp16, head dimensions 64 and 128, causal and not, at sequences no tile
+// tiles of 64 and 128 rows; for bf16 and fp16, head dimensions 64, 96 and 128 (96 computed as 128 over TMA's zeros),
+// causal and not, at sequences no tile
 // divides (1, 63, 1000, 4096 + 77, and keys cached before the queries), grouped-query ratios 1, 4 and 8, in both
 // layouts, on sm_90 (where the specs ask for sm_90a). On sm_80 the space offers the reference path only, and that
 // compiles.
@@ -204,7 +205,9 @@ INSTANTIATE_TEST_SUITE_P(Problems, AttentionTemplate,
                                          AttentionProblem{"attention_bf16", 128, true, 63, 32, 4, 1, 1000},
                                          AttentionProblem{"attention_f16", 64, false, 1, 8, 1, 1, 77},
                                          AttentionProblem{"attention_f16", 128, true, 1000, 16, 2, 0},
-                                         AttentionProblem{"attention_f16", 64, true, 4173, 8, 1, 0}),
+                                         AttentionProblem{"attention_f16", 64, true, 4173, 8, 1, 0},
+                                         AttentionProblem{"attention_bf16", 96, true, 1000, 32, 8, 1},
+                                         AttentionProblem{"attention_f16", 96, false, 63, 16, 4, 0, 100}),
                          problem_name);
 
 }  // namespace

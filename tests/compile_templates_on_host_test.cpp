@@ -11,7 +11,7 @@
 //   - the GELU of the fused GEMM epilogue against x Phi(x) in double, and the SiLU of the gated one against
 //     x / (1 + e^-x);
 //   - attention's verification reference (templates/attention.cu, PATH reference) with one warp per block, in
-//     bf16 and fp16, head dimensions 64 and 128, causal and not, grouped-query heads in both layouts, ragged
+//     bf16 and fp16, head dimensions 64, 96, 128 and 256, causal and not, grouped-query heads in both layouts, ragged
 //     sequences and cached keys, against attention in double on the same inputs.
 //     That build includes the CUDA toolkit's cuda_fp16.h and cuda_bf16.h (host code) and defines
 //     HOST_BLOCK_SHARED_MEMORY, so the lanes of a block share the staged key and value tiles.
@@ -622,7 +622,7 @@ std::string attention_build_name(const ::testing::TestParamInfo<AttentionBuild>&
 // owns), fp16 at 128 with eight: 3 batches of one block's rows (fewer keys than a tile), one whole tile, and 2
 // batches across the tile boundary to a partial second tile. Then grouped-query heads (4 over 2, 8 over 1) in both
 // layouts, sequences no block divides, and keys cached before the queries (causal masking aligned at the end); head
-// dimension 256 (16-key tiles).
+// dimensions 256 (16-key tiles) and 96 (three lanes' columns per 32, the reference of the wgmma path's padded 128).
 INSTANTIATE_TEST_SUITE_P(
     Builds, AttentionReferenceOnHost,
     ::testing::Values(AttentionBuild{&bf16, 64, false, 2, {{3, 6}, {1, 32}, {2, 38}}},
@@ -633,7 +633,8 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionBuild{&bf16, 64, false, 8, {{2, 13}, {1, 35, 12}}, {4, 2, false}},
                       AttentionBuild{&f16, 128, true, 8, {{1, 13}, {2, 33, 9}}, {8, 8, false}},
                       AttentionBuild{&f16, 128, false, 8, {{1, 1}, {2, 21, 30}}, {8, 8, true}},
-                      AttentionBuild{&bf16, 256, true, 8, {{1, 19}, {1, 13, 8}}, {2, 2, true}}),
+                      AttentionBuild{&bf16, 256, true, 8, {{1, 19}, {1, 13, 8}}, {2, 2, true}},
+                      AttentionBuild{&f16, 96, true, 8, {{1, 19}, {2, 37, 6}}, {4, 1, true}}),
     attention_build_name);
 
 // The comparison above cannot pass vacuously: against attention with a wrong mask it fails, by far on early rows

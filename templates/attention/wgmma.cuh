@@ -38,10 +38,14 @@
 // Layouts (tensor maps encoded by the evaluation worker with 128-byte swizzle): Q, K and V are 4-D maps, innermost
 // first [head_dim, rows, heads, batch] (BHSD) or [head_dim, heads, rows, batch] (BSHD), so either layout arrives the
 // same way (a BSHD map's strides step over whole token rows, so Q, K and V may be views into one fused QKV output):
-// head_dim / 64 boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_KEY_TILE rows of one head,
+// compute_dim / 64 boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_KEY_TILE rows of one head,
 // every box starting on a 1024-byte boundary: wgmma's K-major layout for Q and K, and its N-major layout, 64
 // columns per chunk, for V. Grouped-query heads: a block of query head h loads the K / V of head h / AT_KV_GROUP,
 // and the blocks of the heads of one group run next to each other ("heads" order), so those tiles come from L2.
+// Head dimension 96 (issue 33): computed as 128, compute_dim, the head dimension rounded up to whole 64-column boxes.
+// The second box of a row reaches past the tensor's innermost dimension, so TMA fills columns 96 to 127 of Q, K and
+// V with zeros: S = Q K^T is unchanged, O's columns 96 to 127 are zero and not stored. A quarter of the tensor-core
+// work is spent on the zeros; the instructions, swizzles and descriptors are those of head dimension 128.
 #pragma once
 
 #if defined(ATTENTION_INPUT_BF16)
@@ -88,21 +92,22 @@ constexpr int instruction_k = 16;
 constexpr int swizzle_bytes = 128;
 constexpr int swizzle_atom_bytes = 8 * swizzle_bytes;
 constexpr int box_columns = swizzle_bytes / 2;          // 64 elements of 16 bits
-constexpr int chunks = head_dim / box_columns;          // boxes across the head dimension
+constexpr int compute_dim = (head_dim + box_columns - 1) / box_columns * box_columns;
+constexpr int chunks = compute_dim / box_columns;       // boxes across the head dimension
 constexpr int q_box_bytes = block_m * swizzle_bytes;
 constexpr int kv_box_bytes = block_n * swizzle_bytes;
 constexpr int q_bytes = chunks * q_box_bytes;
 constexpr int kv_tile_bytes = chunks * kv_box_bytes;     // K or V of one stage
 constexpr int stage_bytes = 2 * kv_tile_bytes;
 constexpr int score_count = block_n / 2;                 // S accumulators per thread
-constexpr int output_count = head_dim / 2;               // O accumulators per thread
+constexpr int output_count = compute_dim / 2;            // O accumulators per thread
 constexpr int p_steps = block_n / instruction_k;         // k steps of O += P V
-constexpr int qk_steps = head_dim / instruction_k;       // k steps of S = Q K^T
+constexpr int qk_steps = compute_dim / instruction_k;    // k steps of S = Q K^T
 constexpr int producer_registers = 24;
 constexpr int consumer_registers = consumers == 3 ? 160 : 240;
 
 static_assert(block_m == instruction_m * consumers, "each consumer warpgroup owns 64 query rows");
-static_assert(head_dim % box_columns == 0, "the head dimension is whole 64-column boxes");
+static_assert(head_dim % 32 == 0 && head_dim <= 256, "64, 96, 128 or 256 columns: whole or padded 64-column boxes");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and AT_CONSUMERS consumer warpgroups");
 static_assert(!pingpong || (overlap && consumers >= 2), "turns are taken by two or more overlapping consumers");
 
@@ -351,7 +356,7 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
     for (int step = 0; step < p_steps; ++step) {
       const unsigned long long b = matrix_descriptor(v_tile + step * instruction_k * swizzle_bytes, kv_box_bytes,
                                                      swizzle_atom_bytes);
-      Wgmma16<head_dim>::register_a<1>(output, p[step], b, 1);
+      Wgmma16<compute_dim>::register_a<1>(output, p[step], b, 1);
     }
   };
   const auto release = [&](unsigned barrier) {
@@ -510,6 +515,7 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
       Element* const out_row = o + row_offset(work.batch, work.head, row, heads, sequence, o_row_stride) + lane % 4 * 2;
 #pragma unroll
       for (int chunk = 0; chunk < output_count / 4; ++chunk) {
+        if (chunk * 8 >= head_dim) break;  // the padding columns of head dimension 96
         *reinterpret_cast<unsigned*>(out_row + chunk * 8) =
             pack_two(output[chunk * 4 + half * 2] * total[half], output[chunk * 4 + half * 2 + 1] * total[half]);
       }
