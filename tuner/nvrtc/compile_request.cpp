@@ -171,8 +171,8 @@ TemplateSource read_template_source(const std::filesystem::path& path) {
 std::string template_hash(const TemplateSource& source) {
   std::uint64_t state = fnv1a_64(source.text);
   for (const auto& [name, contents] : source.headers) {
-    state = fnv1a_64(std::to_string(name.size()) + ":" + name, state);
-    state = fnv1a_64(std::to_string(contents.size()) + ":" + contents, state);
+    state = fnv1a_64_sized(name, state);
+    state = fnv1a_64_sized(contents, state);
   }
   return fmt::format("{:016x}", state);
 }
