@@ -16,11 +16,11 @@ using compile_test::TemporaryDirectory;
 TEST(SourceBundle, RoundTripsTheTemplateAndEveryHeader) {
   TemplateSource source = read_template_source(data_directory() / "scale.cu");
   ASSERT_EQ(source.headers.size(), 2u);
-  TemplateSource read = parse_source_bundle(source_bundle_json("scale", source), "scale.source.json");
-  EXPECT_EQ(read.source_name, "scale.cu");
-  EXPECT_EQ(read.text, source.text);
-  EXPECT_EQ(read.headers, source.headers);
-  EXPECT_EQ(template_hash(read), template_hash(source));
+  KernelSources read = parse_source_bundle(source_bundle_json("scale", source), "scale.source.json");
+  EXPECT_EQ(read.source.source_name, "scale.cu");
+  EXPECT_EQ(read.source.text, source.text);
+  EXPECT_EQ(read.source.headers, source.headers);
+  EXPECT_EQ(read.template_hash, template_hash(source));
 }
 
 TEST(SourceBundle, AnEditedBundleIsRefused) {
@@ -40,9 +40,11 @@ TEST(SourceBundle, AnEditedBundleIsRefused) {
 TEST(SourceBundle, DirectoryLookupPrefersTheBundleThenTheTemplateFile) {
   TemporaryDirectory directory;
   TemplateSource source = read_template_source(data_directory() / "scale.cu");
-  EXPECT_EQ(read_kernel_sources(data_directory(), "scale", "scale.cu").headers.size(), 2u);  // the template itself
+  KernelSources from_template = read_kernel_sources(data_directory(), "scale", "scale.cu");  // the template itself
+  EXPECT_EQ(from_template.source.headers.size(), 2u);
+  EXPECT_EQ(from_template.template_hash, template_hash(source));
   std::ofstream(directory.path() / "scale.source.json") << source_bundle_json("scale", source);
-  EXPECT_EQ(read_kernel_sources(directory.path(), "scale", "missing.cu").text, source.text);
+  EXPECT_EQ(read_kernel_sources(directory.path(), "scale", "missing.cu").source.text, source.text);
   try {
     read_kernel_sources(directory.path(), "other", "other.cu");
     FAIL() << "expected RuntimeError";

@@ -237,15 +237,19 @@ Selection select_usable(const KernelDatabase& database, const DeviceIdentity& de
   return usable_or_error(database, select(database, device, requested, options));
 }
 
-KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& source, const DeviceIdentity& device,
-                       const Problem& requested, const SelectOptions& options) {
+namespace {
+
+// plan_kernel; known_hash: template_hash(source), when the caller has it.
+KernelPlan plan_sources(const KernelDatabase& database, const TemplateSource& source, const std::string* known_hash,
+                        const DeviceIdentity& device, const Problem& requested, const SelectOptions& options) {
   const KernelDescription& description = database.description;
   const std::string& kernel = database.kernel;
   if (description.entry_point.empty()) {
     throw RuntimeError(fmt::format("{}: the database has no kernel description (written by an older tune); tune the "
                                    "kernel again or export it with `tune export`", kernel));
   }
-  if (std::string hash = template_hash(source); hash != description.template_hash) {
+  const std::string hash = known_hash != nullptr ? *known_hash : template_hash(source);
+  if (hash != description.template_hash) {
     throw RuntimeError(fmt::format("{}: the template sources (hash {}) are not the ones the database was written for "
                                    "({}); export the database and the sources together",
                                    kernel, hash, description.template_hash));
@@ -336,6 +340,18 @@ KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& sou
   }
   if (description.stream) plan.stream = plan_stream(database, plan, scope);
   return plan;
+}
+
+}  // namespace
+
+KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& source, const DeviceIdentity& device,
+                       const Problem& requested, const SelectOptions& options) {
+  return plan_sources(database, source, nullptr, device, requested, options);
+}
+
+KernelPlan plan_kernel(const KernelDatabase& database, const KernelSources& sources, const DeviceIdentity& device,
+                       const Problem& requested, const SelectOptions& options) {
+  return plan_sources(database, sources.source, &sources.template_hash, device, requested, options);
 }
 
 }  // namespace kernlathe

@@ -20,8 +20,9 @@ std::string source_bundle_json(const std::string& kernel, const TemplateSource& 
   return document.dump(1) + "\n";
 }
 
-TemplateSource parse_source_bundle(const std::string& json_text, const std::string& origin) {
-  TemplateSource source;
+KernelSources parse_source_bundle(const std::string& json_text, const std::string& origin) {
+  KernelSources read;
+  TemplateSource& source = read.source;
   std::string recorded_hash;
   try {
     json document = json::parse(json_text);
@@ -34,13 +35,15 @@ TemplateSource parse_source_bundle(const std::string& json_text, const std::stri
   } catch (const json::exception& error) {
     throw RuntimeError(fmt::format("{}: not a readable source bundle: {}", origin, error.what()));
   }
-  if (std::string hash = template_hash(source); hash != recorded_hash)
-    throw RuntimeError(fmt::format("{}: contents hash to {}, the bundle says {}: the file was edited", origin, hash, recorded_hash));
-  return source;
+  read.template_hash = template_hash(read.source);
+  if (read.template_hash != recorded_hash)
+    throw RuntimeError(fmt::format("{}: contents hash to {}, the bundle says {}: the file was edited", origin,
+                                   read.template_hash, recorded_hash));
+  return read;
 }
 
-TemplateSource read_kernel_sources(const std::filesystem::path& directory, const std::string& kernel,
-                                   const std::string& template_name) {
+KernelSources read_kernel_sources(const std::filesystem::path& directory, const std::string& kernel,
+                                  const std::string& template_name) {
   std::error_code error;
   std::filesystem::path bundle = directory / (kernel + ".source.json");
   if (std::filesystem::is_regular_file(bundle, error)) {
@@ -53,7 +56,10 @@ TemplateSource read_kernel_sources(const std::filesystem::path& directory, const
   std::filesystem::path file = directory / template_name;
   if (std::filesystem::is_regular_file(file, error)) {
     try {
-      return read_template_source(file);
+      KernelSources read;
+      read.source = read_template_source(file);
+      read.template_hash = template_hash(read.source);
+      return read;
     } catch (const std::exception& failure) {
       throw RuntimeError(failure.what());
     }
