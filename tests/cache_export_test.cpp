@@ -83,8 +83,8 @@ TEST_F(ExportTest, ExportedDatabaseGivesTheSameConfigurationAndCurrentEntriesOnl
 
   KernelDatabase database = read_database(exported.out / "database" / "saxpy.json");
   ASSERT_EQ(database.entries.size(), 1u);
-  TemplateSource source = parse_source_bundle(read_text(exported.out / "sources" / "saxpy.source.json"), "bundle");
-  EXPECT_EQ(template_hash(source), database.description.template_hash);
+  KernelSources source = parse_source_bundle(read_text(exported.out / "sources" / "saxpy.source.json"), "bundle");
+  EXPECT_EQ(template_hash(source.source), database.description.template_hash);
 
   DeviceIdentity h200{"NVIDIA H200", 9, 0, {}};
   for (auto& [name, value] : device_property_values(device_profile("sm_90"))) h200.properties.emplace_back(name, value);
@@ -234,7 +234,7 @@ TEST_F(ExportTest, Sm90CubinsAreFoundOnTheH100SxmAndTheH100Pcie) {
   const std::string embedded = read_text(exported.out / "kernlathe_embedded.cpp");
   auto plans = [&](const std::string& kernel) {
     KernelDatabase database = read_database(exported.out / "database" / (kernel + ".json"));
-    TemplateSource source = parse_source_bundle(read_text(exported.out / "sources" / (kernel + ".source.json")), kernel);
+    KernelSources source = parse_source_bundle(read_text(exported.out / "sources" / (kernel + ".source.json")), kernel);
     return std::pair{plan_kernel(database, source, sxm, {}), plan_kernel(database, source, pcie, {})};
   };
   auto exported_cubin = [&](const KernelPlan& plan) {

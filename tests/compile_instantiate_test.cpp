@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "compile_test_support.h"
 #include "tuner/compile/instantiate.h"
 #include "tuner/nvrtc/nvrtc_compiler.h"
@@ -124,6 +128,30 @@ TEST(Instantiate, MissingTemplateIsAnInputErrorNamingTheFile) {
   } catch (const InputError& error) {
     EXPECT_NE(std::string(error.what()).find("no_such_template.cu"), std::string::npos) << error.what();
   }
+}
+
+TEST(CollectIncludedFiles, ReadsTheDirectiveAsThePatternInTheHeaderComment) {
+  // ^[ \t]*#[ \t]*include[ \t]*["<]([^">]+)[">], line by line, as the std::regex it replaced read it.
+  TemporaryDirectory directory;
+  for (const char* name : {"a.cuh", "b.cuh", "c.cuh", "d.cuh", "e.cuh", "f.cuh", "g.cuh", "h.cuh", "i<j.cuh"})
+    std::ofstream(directory.path() / name) << "// " << name << "\n";
+  const std::string source =
+      "#include \"a.cuh\"\n"
+      " \t# \tinclude \t<b.cuh>\n"
+      "#include\"c.cuh\"\n"
+      "#include <d.cuh\"\n"        // the delimiters need not match
+      "// #include \"e.cuh\"\n"    // not at the start of the line
+      "#include_next <f.cuh>\n"
+      "#include \"\"\n"
+      "#include \"g.cuh\n"         // never closed
+      "#include <i<j.cuh>\n"
+      "#include \"h.cuh\"\r\n"      // a CRLF line
+      "#include \"a.cuh\"\n"       // once only
+      "#include <cuda_fp16.h>";     // not beside the template: left to NVRTC
+  std::vector<std::string> names;
+  for (const auto& [name, contents] : collect_included_files(source, directory.path(), directory.path()))
+    names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a.cuh", "b.cuh", "c.cuh", "d.cuh", "i<j.cuh", "h.cuh"}));
 }
 
 TEST(DefineLine, RendersEachValueType) {

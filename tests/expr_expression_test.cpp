@@ -422,6 +422,58 @@ TEST(ExpressionBind, SlotsFollowTheScope) {
   EXPECT_THROW(copy.evaluate(values), kernlathe::TunerError);
 }
 
+TEST(ExpressionBind, AFailedBindLeavesTheExpressionAsParsed) {
+  Scope partial;
+  partial.add("a");
+  // Deeper than the compiled program's stack, so evaluated by walking the tree, which reads the slots a bind sets:
+  // after a failed bind the product must not read `a` and short-circuit past `zzz` as if bound.
+  std::string product = "(a - a + 1)";
+  for (int level = 0; level < 70; ++level) product = "(a - a + 1) * (" + product + ")";
+  for (const std::string& text : {std::string("a + zzz"), product + " or zzz"}) {
+    Expression expression = Expression::parse(text);
+    EXPECT_THROW(expression.bind(partial), InputError) << text;
+    EXPECT_FALSE(expression.bound());
+    try {
+      expression.evaluate(std::vector<Value>{I(5), I(5)});
+      ADD_FAILURE() << text << " evaluated after a failed bind";
+    } catch (const kernlathe::TunerError& error) {
+      EXPECT_NE(std::string(error.what()).find("before bind()"), std::string::npos) << error.what();
+    }
+    Scope full;
+    full.add("zzz");
+    full.add("a");
+    expression.bind(full);
+    EXPECT_EQ(expression.evaluate(std::vector<Value>{I(40), I(2)}), text == "a + zzz" ? I(42) : B(true)) << text;
+  }
+}
+
+TEST(ExpressionBind, ParseWithAScopeIsParseThenBind) {
+  Scope scope;
+  scope.add("BLOCK");
+  scope.add("n");
+  const std::vector<Value> values{I(256), I(1000)};
+  for (const char* text : {"ceil_div(n, BLOCK) * BLOCK", "BLOCK if n > 512 else 2 * BLOCK", "n % BLOCK == 0 or n in [1, 2]"}) {
+    Expression separately = Expression::parse(text);
+    separately.bind(scope);
+    Expression at_once = Expression::parse(text, scope);
+    EXPECT_TRUE(at_once.bound());
+    EXPECT_EQ(at_once.evaluate(values), separately.evaluate(values)) << text;
+    EXPECT_EQ(at_once.to_string(), separately.to_string());
+    EXPECT_EQ(at_once.names(), separately.names());
+  }
+  auto message = [&](const std::string& text) {
+    try {
+      Expression::parse(text, scope, {"spec.yaml", 4, 7});
+    } catch (const InputError& error) {
+      return std::string(error.what());
+    }
+    return std::string("(parsed and bound)");
+  };
+  // Syntax first, then names, with the messages parse and bind give.
+  EXPECT_EQ(message("BLOKC * 2"), "spec.yaml:4:7: unknown name 'BLOKC' in 'BLOKC * 2'; did you mean 'BLOCK'?");
+  EXPECT_EQ(message("BLOKC * "), std::string(parse_error("BLOKC * ", {"spec.yaml", 4, 7}).what()));
+}
+
 TEST(ExpressionBind, EvaluateIntegerAcceptsWholeFloatsOnly) {
   Scope scope;
   scope.add("x");

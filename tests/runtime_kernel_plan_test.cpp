@@ -125,6 +125,32 @@ TEST(KernelPlan, OutOfRangeLaunchGeometryIsAnErrorEvenWithoutAConstraint) {
   EXPECT_EQ(error, "tiled: launch geometry grid 32x0x1, block 256x1x1 is out of range");
 }
 
+TEST(KernelPlan, SourcesReadOnceServePlansOfOtherProblemsAsFreshOnesDo) {
+  // The runtime keeps a kernel's sources with their hash and plans it at every problem asked for; each plan must
+  // be the one fresh sources give, the errors included.
+  const KernelDatabase database = tiled_database();
+  const KernelSources kept{tiled_source(), template_hash(tiled_source())};
+  for (std::int64_t m : {1024, 2048, 1000, 1024}) {
+    const Problem problem{{"M", m}};
+    const std::string fresh_error = error_of([&] { plan_kernel(database, tiled_source(), h200, problem); });
+    const std::string kept_error = error_of([&] { plan_kernel(database, kept, h200, problem); });
+    EXPECT_EQ(kept_error, fresh_error);
+    if (fresh_error != "(no RuntimeError)") continue;
+    const KernelPlan fresh = plan_kernel(database, tiled_source(), h200, problem);
+    const KernelPlan planned = plan_kernel(database, kept, h200, problem);
+    EXPECT_EQ(planned.selection.configuration, fresh.selection.configuration);
+    EXPECT_EQ(planned.selection.reason, fresh.selection.reason);
+    EXPECT_EQ(planned.grid, fresh.grid);
+    EXPECT_EQ(planned.request.source, fresh.request.source);
+    EXPECT_EQ(planned.embedded_key, fresh.embedded_key);
+    EXPECT_EQ(planned.arguments[0].count, m * 4096);
+  }
+  // The kept hash is what is checked: sources of another template are refused as fresh ones are.
+  const KernelSources other{tiled_source(), "0000000000000000"};
+  EXPECT_NE(error_of([&] { plan_kernel(database, other, h200, {}); }).find("are not the ones the database was written for"),
+            std::string::npos);
+}
+
 TEST(KernelPlan, DeviceDependentValuesFollowDerivedValuesButNotTheArch) {
   KernelDescription description;
   description.derived = {{"TILES", "M // 64"},

@@ -45,7 +45,8 @@ struct RuntimeOptions {
   // Embedded databases (kernlathe/embedded.h) are consulted first; a file's entries are added to them.
   std::vector<std::filesystem::path> databases;
   // Where template sources live: a directory of <kernel>.source.json bundles written by `tune export`. Not needed
-  // for kernels whose sources are embedded.
+  // for kernels whose sources are embedded. A kernel's sources are read the first time it is asked for and kept for
+  // the Runtime's life.
   std::filesystem::path sources;
   // Cubins written by `tune export` (<key>.cubin and <key>.name): consulted after embedded cubins, before the disk
   // cache and NVRTC.
@@ -152,8 +153,9 @@ class Kernel {
   BinarySource binary_source() const;
   double compile_ms() const;                // NVRTC time on first use; 0 when the binary was embedded or cached
   double load_ms() const;                   // selection, module load and set-up, NVRTC excluded
-  // Where first use spent its time: selection and plan (expressions), getting the binary (embedded lookup, file
-  // read, or NVRTC), module load, and the whole of kernel() for this kernel.
+  // Where first use spent its time: selection and plan (expressions; reading the sources when they are files not
+  // read before), getting the binary (embedded lookup, file read, or NVRTC), module load, and the whole of kernel()
+  // for this kernel.
   struct FirstUseTimes {
     double plan_ms = 0;
     double binary_ms = 0;

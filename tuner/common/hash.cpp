@@ -1,5 +1,7 @@
 #include "tuner/common/hash.h"
 
+#include <string>
+
 #include <fmt/format.h>
 
 namespace kernlathe {
@@ -11,6 +13,12 @@ std::uint64_t fnv1a_64(std::string_view bytes, std::uint64_t state) {
     state *= prime;
   }
   return state;
+}
+
+std::uint64_t fnv1a_64_sized(std::string_view bytes, std::uint64_t state) {
+  state = fnv1a_64(std::to_string(bytes.size()), state);
+  state = fnv1a_64(":", state);
+  return fnv1a_64(bytes, state);
 }
 
 std::string content_hash(std::initializer_list<std::string_view> parts) {

@@ -16,4 +16,9 @@ std::string content_hash(std::initializer_list<std::string_view> parts);
 // The raw 64-bit value behind content_hash, for callers that combine hashes.
 std::uint64_t fnv1a_64(std::string_view bytes, std::uint64_t state = 0xcbf29ce484222325ULL);
 
+// fnv1a_64 of "<decimal size>:<bytes>", the form template hashes and cubin keys give each part, without building that
+// string: FNV-1a of pieces in turn is FNV-1a of their concatenation, and copying gemm_bf16's 100 KiB of headers to
+// hash them cost as much as hashing them.
+std::uint64_t fnv1a_64_sized(std::string_view bytes, std::uint64_t state);
+
 }  // namespace kernlathe

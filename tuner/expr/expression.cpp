@@ -204,6 +204,11 @@ void resolve(Node& node, const Scope& scope, const std::string& text, const Sour
   for (auto& child : node.children) resolve(child, scope, text, where);
 }
 
+void forget_slots(Node& node) {
+  node.slot = -1;
+  for (auto& child : node.children) forget_slots(child);
+}
+
 }  // namespace
 
 std::string print_tree(const Node& node) { return print(node, conditional_level); }
@@ -221,6 +226,18 @@ Expression Expression::parse(std::string_view text, const SourceLocation& where)
   expression.root_ = std::move(root);
   expression.text_ = std::string(text);
   expression.where_ = where;
+  return expression;
+}
+
+Expression Expression::parse(std::string_view text, const Scope& scope, const SourceLocation& where) {
+  Expression expression;
+  auto root = std::make_shared<Node>(parse_tree(text, where));
+  expression.text_ = std::string(text);
+  expression.where_ = where;
+  resolve(*root, scope, expression.text_, where);
+  compile(*root);
+  expression.root_ = std::move(root);
+  expression.bound_ = true;
   return expression;
 }
 
@@ -249,12 +266,19 @@ std::vector<std::string> Expression::names() const {
 
 void Expression::bind(const Scope& scope) {
   if (!root_) return;
-  // A copy, so that copies of this Expression bound to other scopes keep their own slots.
-  auto bound_root = std::make_shared<Node>(*root_);
-  resolve(*bound_root, scope, text_, where_);
+  // A copy, so that copies of this Expression bound to other scopes keep their own slots. A tree no copy shares (parse
+  // then bind, the usual way) is bound where it is: copying it was a quarter of parsing and binding a kernel
+  // description's expressions (benchmarks/bench_runtime_plan.cpp).
+  const bool in_place = root_.use_count() == 1;
+  std::shared_ptr<Node> bound_root = in_place ? std::const_pointer_cast<Node>(root_) : std::make_shared<Node>(*root_);
+  try {
+    resolve(*bound_root, scope, text_, where_);
+  } catch (...) {
+    if (in_place) forget_slots(*bound_root);  // as it was parsed: a failed bind changes nothing
+    throw;
+  }
   compile(*bound_root);
   root_ = std::move(bound_root);
-  slot_names_ = scope.names();
   bound_ = true;
 }
 

@@ -63,6 +63,9 @@ class Expression {
   // Parses text. Syntax errors throw InputError at `where` shifted by the column inside text
   // (where.column is the column of the expression's first character in its file; 0 if unknown).
   static Expression parse(std::string_view text, const SourceLocation& where = {});
+  // parse then bind in one step, with the program compiled once instead of twice: the same expression, the same
+  // errors in the same order (syntax first, then unknown names).
+  static Expression parse(std::string_view text, const Scope& scope, const SourceLocation& where = {});
   static Expression constant(Value value);
 
   bool empty() const { return root_ == nullptr; }
@@ -91,7 +94,6 @@ class Expression {
   std::string text_;
   SourceLocation where_;
   std::shared_ptr<const Node> root_;
-  std::vector<std::string> slot_names_;  // for messages
   bool bound_ = false;
 };
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/expr/expression.h"
+#include "tuner/runtime/description_scope.h"
 
 namespace kernlathe {
 
@@ -259,31 +260,6 @@ double problem_distance(const Problem& requested, const Problem& tuned) {
   return distance;
 }
 
-// What a description's expressions read, bound in the order they read it: device properties, problem symbols (the
-// problem completed with the description's defaults), then whatever the caller adds (parameters, derived values).
-class ProblemBindings {
- public:
-  ProblemBindings(const KernelDescription& description, const DeviceIdentity& device, const Problem& problem) {
-    for (const auto& [name, value] : device.properties) add(name, value);
-    for (const auto& [name, value] : complete_problem(description, problem)) add(name, value);
-  }
-  void add(const std::string& name, const Value& value) {
-    const auto slot = static_cast<std::size_t>(scope_.add(name));
-    if (slot >= slots_.size()) slots_.resize(slot + 1);
-    slots_[slot] = value;
-  }
-  // Throws InputError for a syntax error or a name not bound, EvaluationError when the expression cannot be evaluated.
-  Value evaluate(const std::string& text) const {
-    expr::Expression expression = expr::Expression::parse(text);
-    expression.bind(scope_);
-    return expression.evaluate(slots_);
-  }
-
- private:
-  expr::Scope scope_;
-  std::vector<Value> slots_;
-};
-
 std::string arch_major_of(const std::string& arch) {
   // "sm_90" -> "9", "sm_100" -> "10", "sm_86" -> "8"
   if (arch.rfind("sm_", 0) != 0 || arch.size() < 5) return "";
@@ -307,9 +283,10 @@ struct Candidates {
 
 // The current entries of this arch or its major arch whose configuration is usable at the problem on this device:
 // same arch before other archs; then the nearest problem; at equal distance the same device name; then the faster.
-Candidates usable_candidates(const KernelDatabase& database, const DeviceIdentity& device, const Problem& problem,
+Candidates usable_candidates(const KernelDatabase& database, const DeviceIdentity& device, DescriptionScope& scope,
                              const SelectOptions& options) {
   const KernelDescription& description = database.description;
+  const Problem& problem = scope.problem();
   const std::string arch = device.arch();
   const std::string major = arch_major_of(arch);
   int stale = 0, unusable = 0;
@@ -324,7 +301,7 @@ Candidates usable_candidates(const KernelDatabase& database, const DeviceIdentit
     }
     double distance = problem_distance(problem, complete_problem(description, entry.problem));
     if (std::isinf(distance)) continue;
-    std::string why = unusable_reason(description, device, problem, entry.configuration);
+    std::string why = unusable_reason(scope, entry.configuration);
     if (!why.empty()) {
       if (unusable++ == 0) first_unusable = fmt::format("the entry of {} for {}: {}", entry.device_name,
                                                         problem_text(description, entry.problem), why);
@@ -373,20 +350,20 @@ Selection entry_selection(const KernelDescription& description, const DeviceIden
 // The first problem default whose condition holds at the problem on this device and whose configuration is usable
 // there (unusable_reason, as for every rung); nullptr when none is. One whose condition holds but that is unusable
 // (wgmma on sm_80), or whose condition cannot be evaluated here, is passed over and said so in passed_over.
-const ProblemDefaultDescription* usable_problem_default(const KernelDescription& description,
-                                                        const DeviceIdentity& device, const Problem& problem,
-                                                        std::string& passed_over) {
-  for (const ProblemDefaultDescription& problem_default : description.problem_defaults) {
+const ProblemDefaultDescription* usable_problem_default(DescriptionScope& scope, std::string& passed_over) {
+  const std::vector<ProblemDefaultDescription>& problem_defaults = scope.description().problem_defaults;
+  for (std::size_t index = 0; index < problem_defaults.size(); ++index) {
+    const ProblemDefaultDescription& problem_default = problem_defaults[index];
     bool holds = false;
     try {
-      holds = expr::truthy(ProblemBindings(description, device, problem).evaluate(problem_default.when));
+      holds = expr::truthy(scope.problem_default_condition(index));
     } catch (const std::exception& error) {
       passed_over += fmt::format("; the space's default for {} cannot be checked here ({})", problem_default.when,
                                  error.what());
       continue;
     }
     if (!holds) continue;
-    const std::string why = unusable_reason(description, device, problem, problem_default.configuration);
+    const std::string why = unusable_reason(scope, problem_default.configuration);
     if (why.empty()) return &problem_default;
     passed_over += fmt::format("; the space's default for {} passed over: {}", problem_default.when, why);
   }
@@ -397,21 +374,8 @@ const ProblemDefaultDescription* usable_problem_default(const KernelDescription&
 
 std::string unusable_reason(const KernelDescription& description, const DeviceIdentity& device, const Problem& problem,
                             const ConfigurationValues& configuration) {
-  try {
-    ProblemBindings bindings(description, device, problem);
-    for (const auto& parameter : description.parameters) {
-      auto found = configuration.find(parameter.name);
-      if (found == configuration.end()) return fmt::format("it has no value for parameter {}", parameter.name);
-      bindings.add(parameter.name, found->second);
-    }
-    for (const auto& derived : description.derived) bindings.add(derived.name, bindings.evaluate(derived.expression));
-    for (const auto& text : description.constraints) {
-      if (!expr::truthy(bindings.evaluate(text))) return fmt::format("it breaks the constraint {}", text);
-    }
-  } catch (const std::exception& error) {
-    return fmt::format("its constraints cannot be checked here ({})", error.what());
-  }
-  return "";
+  DescriptionScope scope(description, device, problem);
+  return unusable_reason(scope, configuration);
 }
 
 const char* rung_name(Rung rung) {
@@ -533,13 +497,21 @@ Problem complete_problem(const KernelDescription& description, const Problem& re
 
 Selection select(const KernelDatabase& database, const DeviceIdentity& device, const Problem& requested,
                  const SelectOptions& options) {
+  DescriptionScope scope(database.description, device, requested);
+  return select(database, device, scope, options);
+}
+
+Selection select(const KernelDatabase& database, const DeviceIdentity& device, DescriptionScope& scope,
+                 const SelectOptions& options) {
   const KernelDescription& description = database.description;
-  const Problem problem = complete_problem(description, requested);
+  if (&scope.description() != &description)
+    throw std::invalid_argument(fmt::format("{}: select() over a scope of another description", database.kernel));
+  const Problem& problem = scope.problem();
   const std::string arch = device.arch();
   const std::string wanted = problem_text(description, problem);
   const std::string origin = description.default_origin.empty() ? "of the spec" : description.default_origin;
 
-  Candidates candidates = usable_candidates(database, device, problem, options);
+  Candidates candidates = usable_candidates(database, device, scope, options);
   std::string passed_over = std::move(candidates.passed_over);
   const Candidate* best = candidates.usable.empty() ? nullptr : &candidates.usable.front();
   if (best != nullptr && best->same_arch && best->distance <= options.nearest_problem_distance) {
@@ -549,7 +521,7 @@ Selection select(const KernelDatabase& database, const DeviceIdentity& device, c
   }
   // No entry is near: the space's default for this kind of problem goes before an entry of a far problem or of another
   // arch (a 16-row decode GEMM: 0.55-0.83 of cuBLAS against 0.41-0.61 with the 4096-row winner, database.h).
-  if (const ProblemDefaultDescription* taken = usable_problem_default(description, device, problem, passed_over)) {
+  if (const ProblemDefaultDescription* taken = usable_problem_default(scope, passed_over)) {
     Selection selection;
     selection.rung = Rung::problem_default;
     selection.configuration = taken->configuration;
@@ -571,7 +543,7 @@ Selection select(const KernelDatabase& database, const DeviceIdentity& device, c
   // The last rung is checked like every other: launching defaults that break a constraint is a wrong answer, or
   // an out-of-range grid (issue 30, measured on an H200 with a bf16 GEMM at M=1000 and M=16).
   Selection selection;
-  if (std::string why = unusable_reason(description, device, problem, description.default_configuration); !why.empty()) {
+  if (std::string why = unusable_reason(scope, description.default_configuration); !why.empty()) {
     selection.rung = Rung::none;
     selection.reason = fmt::format("no usable configuration for {} ({}) at {}: the default configuration ({}): {}{}",
                                    device.name, arch, wanted, origin, why, passed_over);

@@ -10,29 +10,24 @@
 #include "tuner/common/hash.h"
 #include "tuner/driver/tensor_map_strides.h"
 #include "tuner/expr/expression.h"
+#include "tuner/runtime/description_scope.h"
 
 namespace kernlathe {
 
 namespace {
 
-// Names bound in the order every expression of a kernel may read them: device properties, problem symbols,
-// parameters, derived values (each derived value may read the ones before it).
+// Expressions of the plan evaluated on the scope select() checked the candidates with: an error names the kernel, the
+// value being planned and the expression.
 class PlanScope {
  public:
-  void add(const std::string& name, const Value& value) {
-    int slot = scope_.add(name);
-    if (static_cast<std::size_t>(slot) >= slots_.size()) slots_.resize(static_cast<std::size_t>(slot) + 1);
-    slots_[static_cast<std::size_t>(slot)] = value;
-  }
+  explicit PlanScope(DescriptionScope& scope) : scope_(scope) {}
 
   Value evaluate(const std::string& text, const std::string& what) const {
-    try {
-      expr::Expression expression = expr::Expression::parse(text);
-      expression.bind(scope_);
-      return expression.evaluate(slots_);
-    } catch (const std::exception& error) {
-      throw RuntimeError(fmt::format("{}: '{}' cannot be evaluated: {}", what, text, error.what()));
-    }
+    return guarded(text, what, [&] { return scope_.evaluate(text); });
+  }
+
+  Value derived(std::size_t index, const std::string& what) const {
+    return guarded(scope_.description().derived[index].expression, what, [&] { return scope_.evaluate_derived(index); });
   }
 
   std::int64_t integer(const std::string& text, const std::string& what) const {
@@ -45,9 +40,22 @@ class PlanScope {
   }
 
  private:
-  expr::Scope scope_;
-  std::vector<Value> slots_;
+  template <typename Evaluation>
+  static Value guarded(const std::string& text, const std::string& what, Evaluation evaluation) {
+    try {
+      return evaluation();
+    } catch (const std::exception& error) {
+      throw RuntimeError(fmt::format("{}: '{}' cannot be evaluated: {}", what, text, error.what()));
+    }
+  }
+
+  DescriptionScope& scope_;
 };
+
+Selection usable_or_error(const KernelDatabase& database, Selection selection) {
+  if (!selection.usable()) throw RuntimeError(fmt::format("{}: {}", database.kernel, selection.reason));
+  return selection;
+}
 
 int enumeration_index(const ParameterDescription& parameter, const Value& value) {
   if (parameter.type != "enumeration") return -1;
@@ -115,13 +123,59 @@ StreamPlan plan_stream(const KernelDatabase& database, const KernelPlan& plan, c
   return planned;
 }
 
+// The derived values that read a device property other than the arch, directly or through an earlier derived value;
+// reads(index) gives the names derived value `index` reads and throws where it cannot be parsed.
+template <typename Reads>
+std::vector<std::string> dependent_values(const KernelDescription& description,
+                                          const std::vector<std::string>& device_properties, Reads reads) {
+  // The arch is part of every key already, so values that read only the arch do not vary within one.
+  std::set<std::string> dependent;
+  for (const std::string& property : device_properties)
+    if (property != "arch" && property != "arch_major" && property != "arch_minor") dependent.insert(property);
+  std::vector<std::string> values;
+  for (std::size_t index = 0; index < description.derived.size(); ++index) {
+    std::vector<std::string> names;
+    try {
+      names = reads(index);
+    } catch (const std::exception&) {
+      continue;  // plan_kernel reports it when it evaluates the value
+    }
+    for (const std::string& name : names) {
+      if (!dependent.contains(name)) continue;
+      values.push_back(description.derived[index].name);
+      dependent.insert(description.derived[index].name);
+      break;
+    }
+  }
+  return values;
+}
+
+// embedded_key of a request whose headers are given apart. Each part is hashed as "<size>:<bytes>" in place rather
+// than joined into one string first (gemm_bf16's headers are 100 KiB).
+std::string request_key(const CompileRequest& request, const HeaderFiles& headers) {
+  std::uint64_t state = fnv1a_64(request.source);
+  for (const auto& [name, contents] : headers) {
+    state = fnv1a_64_sized(name, state);
+    state = fnv1a_64_sized(contents, state);
+  }
+  state = fnv1a_64_sized(request.name_expression, state);
+  state = fnv1a_64_sized(request.arch, state);
+  for (const std::string& option : request.options) {
+    if (option.rfind("-I", 0) == 0) continue;
+    state = fnv1a_64_sized(option, state);
+  }
+  return fmt::format("{:016x}", state);
+}
+
 // Names the plan's cubin (KernelPlan::embedded_key) by the request without the device-dependent values that no
 // source file names: they are bound at launch, so every board of the arch finds the same cubin.
-void key_plan(KernelPlan& plan, const KernelDescription& description, const TemplateSource& source,
+void key_plan(KernelPlan& plan, const DescriptionScope& scope, const TemplateSource& source,
               const DeviceIdentity& device, const std::vector<CompileTimeValue>& values) {
+  const KernelDescription& description = scope.description();
   std::vector<std::string> property_names;
   for (const auto& [name, value] : device.properties) property_names.push_back(name);
-  for (const std::string& name : device_dependent_values(description, property_names))
+  auto reads = [&](std::size_t index) { return scope.derived_reads(index); };
+  for (const std::string& name : dependent_values(description, property_names, reads))
     if (!sources_name(source, name)) plan.unkeyed_values.push_back(name);
   if (plan.unkeyed_values.empty()) {
     plan.embedded_key = embedded_key(plan.request);
@@ -131,9 +185,13 @@ void key_plan(KernelPlan& plan, const KernelDescription& description, const Temp
   for (const CompileTimeValue& value : values)
     if (std::find(plan.unkeyed_values.begin(), plan.unkeyed_values.end(), value.name) == plan.unkeyed_values.end())
       keyed.push_back(value);
-  plan.embedded_key = embedded_key(make_compile_request(source, keyed, plan.request.name_expression,
-                                                        description.compile_options, device.arch(),
-                                                        description.arch_specific));
+  // The keyed request differs from plan.request in its prelude alone: the headers are hashed from the plan's request
+  // rather than copied into a second one.
+  const TemplateSource template_alone{source.source_name, source.text, {}};
+  plan.embedded_key = request_key(make_compile_request(template_alone, keyed, plan.request.name_expression,
+                                                       description.compile_options, device.arch(),
+                                                       description.arch_specific),
+                                  plan.request.headers);
 }
 
 }  // namespace
@@ -146,43 +204,13 @@ std::size_t dtype_bytes(const std::string& dtype) {
   return 0;
 }
 
-std::string embedded_key(const CompileRequest& request) {
-  std::uint64_t state = fnv1a_64(request.source);
-  for (const auto& [name, contents] : request.headers) {
-    state = fnv1a_64(std::to_string(name.size()) + ":" + name, state);
-    state = fnv1a_64(std::to_string(contents.size()) + ":" + contents, state);
-  }
-  state = fnv1a_64(std::to_string(request.name_expression.size()) + ":" + request.name_expression, state);
-  state = fnv1a_64(std::to_string(request.arch.size()) + ":" + request.arch, state);
-  for (const std::string& option : request.options) {
-    if (option.rfind("-I", 0) == 0) continue;
-    state = fnv1a_64(std::to_string(option.size()) + ":" + option, state);
-  }
-  return fmt::format("{:016x}", state);
-}
+std::string embedded_key(const CompileRequest& request) { return request_key(request, request.headers); }
 
 std::vector<std::string> device_dependent_values(const KernelDescription& description,
                                                  const std::vector<std::string>& device_properties) {
-  // The arch is part of every key already, so values that read only the arch do not vary within one.
-  std::set<std::string> dependent;
-  for (const std::string& property : device_properties)
-    if (property != "arch" && property != "arch_major" && property != "arch_minor") dependent.insert(property);
-  std::vector<std::string> values;
-  for (const NamedExpression& derived : description.derived) {
-    std::vector<std::string> names;
-    try {
-      names = expr::Expression::parse(derived.expression).names();
-    } catch (const std::exception&) {
-      continue;  // plan_kernel reports it when it evaluates the value
-    }
-    for (const std::string& name : names) {
-      if (!dependent.contains(name)) continue;
-      values.push_back(derived.name);
-      dependent.insert(derived.name);
-      break;
-    }
-  }
-  return values;
+  return dependent_values(description, device_properties, [&](std::size_t index) {
+    return expr::Expression::parse(description.derived[index].expression).names();
+  });
 }
 
 bool sources_name(const TemplateSource& source, const std::string& name) {
@@ -206,33 +234,35 @@ bool sources_name(const TemplateSource& source, const std::string& name) {
 
 Selection select_usable(const KernelDatabase& database, const DeviceIdentity& device, const Problem& requested,
                         const SelectOptions& options) {
-  Selection selection = select(database, device, requested, options);
-  if (!selection.usable()) throw RuntimeError(fmt::format("{}: {}", database.kernel, selection.reason));
-  return selection;
+  return usable_or_error(database, select(database, device, requested, options));
 }
 
-KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& source, const DeviceIdentity& device,
-                       const Problem& requested, const SelectOptions& options) {
+namespace {
+
+// plan_kernel; known_hash: template_hash(source), when the caller has it.
+KernelPlan plan_sources(const KernelDatabase& database, const TemplateSource& source, const std::string* known_hash,
+                        const DeviceIdentity& device, const Problem& requested, const SelectOptions& options) {
   const KernelDescription& description = database.description;
   const std::string& kernel = database.kernel;
   if (description.entry_point.empty()) {
     throw RuntimeError(fmt::format("{}: the database has no kernel description (written by an older tune); tune the "
                                    "kernel again or export it with `tune export`", kernel));
   }
-  if (std::string hash = template_hash(source); hash != description.template_hash) {
+  const std::string hash = known_hash != nullptr ? *known_hash : template_hash(source);
+  if (hash != description.template_hash) {
     throw RuntimeError(fmt::format("{}: the template sources (hash {}) are not the ones the database was written for "
                                    "({}); export the database and the sources together",
                                    kernel, hash, description.template_hash));
   }
 
   KernelPlan plan;
+  // One scope for the ladder and the launch: every expression is parsed and bound once per plan.
+  DescriptionScope description_scope(description, device, requested);
   // Checked before anything is compiled or launched: a configuration that breaks a constraint here is never run.
-  plan.selection = select_usable(database, device, requested, options);
-  plan.problem = complete_problem(description, requested);
+  plan.selection = usable_or_error(database, select(database, device, description_scope, options));
+  plan.problem = description_scope.problem();
 
-  PlanScope scope;
-  for (const auto& [name, value] : device.properties) scope.add(name, value);
-  for (const auto& [name, value] : plan.problem) scope.add(name, value);
+  PlanScope scope(description_scope);
   std::vector<CompileTimeValue> values;
   for (const ParameterDescription& parameter : description.parameters) {
     auto found = plan.selection.configuration.find(parameter.name);
@@ -240,13 +270,12 @@ KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& sou
       throw RuntimeError(fmt::format("{}: the selected configuration ({}) has no value for parameter {}", kernel,
                                      rung_name(plan.selection.rung), parameter.name));
     }
-    scope.add(parameter.name, found->second);
     values.push_back({parameter.name, found->second, enumeration_index(parameter, found->second)});
   }
-  for (const NamedExpression& derived : description.derived) {
-    Value value = scope.evaluate(derived.expression, fmt::format("{}: derived value {}", kernel, derived.name));
-    scope.add(derived.name, value);
-    values.push_back({derived.name, value, -1});
+  description_scope.set_parameters(plan.selection.configuration);
+  for (std::size_t index = 0; index < description.derived.size(); ++index) {
+    const NamedExpression& derived = description.derived[index];
+    values.push_back({derived.name, scope.derived(index, fmt::format("{}: derived value {}", kernel, derived.name)), -1});
   }
 
   std::string name_expression = description.entry_point;
@@ -258,7 +287,7 @@ KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& sou
   }
   plan.request = make_compile_request(source, values, name_expression, description.compile_options, device.arch(),
                                       description.arch_specific);
-  key_plan(plan, description, source, device, values);
+  key_plan(plan, description_scope, source, device, values);
 
   for (int axis = 0; axis < 3; ++axis) {
     plan.grid[axis] = scope.integer(description.grid[axis], fmt::format("{}: grid dimension {}", kernel, axis));
@@ -311,6 +340,18 @@ KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& sou
   }
   if (description.stream) plan.stream = plan_stream(database, plan, scope);
   return plan;
+}
+
+}  // namespace
+
+KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& source, const DeviceIdentity& device,
+                       const Problem& requested, const SelectOptions& options) {
+  return plan_sources(database, source, nullptr, device, requested, options);
+}
+
+KernelPlan plan_kernel(const KernelDatabase& database, const KernelSources& sources, const DeviceIdentity& device,
+                       const Problem& requested, const SelectOptions& options) {
+  return plan_sources(database, sources.source, &sources.template_hash, device, requested, options);
 }
 
 }  // namespace kernlathe

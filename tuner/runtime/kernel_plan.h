@@ -13,6 +13,7 @@
 #include "kernlathe/database.h"
 #include "kernlathe/stream.h"
 #include "tuner/nvrtc/compile_request.h"
+#include "tuner/runtime/source_bundle.h"
 
 namespace kernlathe {
 
@@ -69,6 +70,10 @@ Selection select_usable(const KernelDatabase& database, const DeviceIdentity& de
 // launch geometry is out of range, an argument is malformed, or the sources do not match the database (template
 // hash).
 KernelPlan plan_kernel(const KernelDatabase& database, const TemplateSource& source, const DeviceIdentity& device,
+                       const Problem& requested, const SelectOptions& options = {});
+// The same with sources whose template hash was computed when they were read (the runtime's way): 100 KiB of
+// sources are not hashed again to be checked.
+KernelPlan plan_kernel(const KernelDatabase& database, const KernelSources& sources, const DeviceIdentity& device,
                        const Problem& requested, const SelectOptions& options = {});
 
 // A key for embedded cubins that needs no NVRTC: a hash of the source, the headers, the entry point, the arch and
