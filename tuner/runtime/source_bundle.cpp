@@ -27,10 +27,12 @@ KernelSources parse_source_bundle(const std::string& json_text, const std::strin
   try {
     json document = json::parse(json_text);
     if (document.value("format", 0) != 1) throw RuntimeError(fmt::format("{}: not a source bundle of format 1", origin));
+    // The texts are moved out of the parsed document rather than copied (gemm_bf16's are 100 KiB).
     source.source_name = document.at("template").get<std::string>();
-    source.text = document.at("text").get<std::string>();
-    for (const auto& header : document.at("headers"))
-      source.headers.emplace_back(header.at("name").get<std::string>(), header.at("text").get<std::string>());
+    source.text = std::move(document.at("text").get_ref<std::string&>());
+    for (auto& header : document.at("headers"))
+      source.headers.emplace_back(header.at("name").get<std::string>(),
+                                  std::move(header.at("text").get_ref<std::string&>()));
     recorded_hash = document.at("template_hash").get<std::string>();
   } catch (const json::exception& error) {
     throw RuntimeError(fmt::format("{}: not a readable source bundle: {}", origin, error.what()));
@@ -47,11 +49,12 @@ KernelSources read_kernel_sources(const std::filesystem::path& directory, const 
   std::error_code error;
   std::filesystem::path bundle = directory / (kernel + ".source.json");
   if (std::filesystem::is_regular_file(bundle, error)) {
+    // Straight into a string of the file's size: a stringstream copied the 107 KB of gemm_bf16's bundle twice more.
     std::ifstream input(bundle, std::ios::binary);
-    std::stringstream contents;
-    contents << input.rdbuf();
-    if (!input) throw RuntimeError(fmt::format("{}: cannot be read", bundle.string()));
-    return parse_source_bundle(contents.str(), bundle.string());
+    std::string contents(std::filesystem::file_size(bundle, error), '\0');
+    if (error || !input.read(contents.data(), static_cast<std::streamsize>(contents.size())))
+      throw RuntimeError(fmt::format("{}: cannot be read", bundle.string()));
+    return parse_source_bundle(contents, bundle.string());
   }
   std::filesystem::path file = directory / template_name;
   if (std::filesystem::is_regular_file(file, error)) {
