@@ -310,7 +310,7 @@ struct Runtime::State {
   std::map<std::string, KernelDatabase> databases;
   std::map<std::string, KernelSources> embedded_sources;
   // Sources read from RuntimeOptions::sources, once per kernel: a kernel asked for at another problem reads, parses
-  // and hashes nothing again (gemm_bf16 from an export: 0.2 ms, a third of its first plan, on a 2-core x86 CPU;
+  // and hashes nothing again (gemm_bf16 from an export: about 0.6 ms, half of its first plan, on a 2-core x86 CPU;
   // benchmarks/bench_runtime_plan.cpp). Entries are never replaced, so references to them stay valid.
   std::map<std::string, KernelSources> file_sources;
   // Embedded kernels are parsed on first use, so a Runtime in an application that embeds many kernels starts in
