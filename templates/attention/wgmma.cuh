@@ -101,6 +101,7 @@ constexpr int kv_tile_bytes = chunks * kv_box_bytes;     // K or V of one stage
 constexpr int stage_bytes = 2 * kv_tile_bytes;
 constexpr int score_count = block_n / 2;                 // S accumulators per thread
 constexpr int output_count = compute_dim / 2;            // O accumulators per thread
+constexpr int stored_chunks = head_dim / 8;              // 8-column chunks of O stored (not 96's padding)
 constexpr int p_steps = block_n / instruction_k;         // k steps of O += P V
 constexpr int qk_steps = compute_dim / instruction_k;    // k steps of S = Q K^T
 constexpr int producer_registers = 24;
@@ -514,8 +515,7 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
       if (row >= sequence) continue;
       Element* const out_row = o + row_offset(work.batch, work.head, row, heads, sequence, o_row_stride) + lane % 4 * 2;
 #pragma unroll
-      for (int chunk = 0; chunk < output_count / 4; ++chunk) {
-        if (chunk * 8 >= head_dim) break;  // the padding columns of head dimension 96
+      for (int chunk = 0; chunk < stored_chunks; ++chunk) {
         *reinterpret_cast<unsigned*>(out_row + chunk * 8) =
             pack_two(output[chunk * 4 + half * 2] * total[half], output[chunk * 4 + half * 2 + 1] * total[half]);
       }
