@@ -254,6 +254,7 @@ fs::path spec_with_the_fastest_stored(const fs::path& dir) {
   });
   const TuneReport first = run_on_planted_gpu(spec, dir, "first", planting);
   EXPECT_TRUE(first.best_cache_updated);
+  EXPECT_EQ(first.best_cache_dir, dir / "best");  // where it was stored, as the report prints it
   EXPECT_EQ(the_stored_entry(dir).configuration, values_of(spec, fastest));
   return spec;
 }

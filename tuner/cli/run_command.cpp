@@ -257,7 +257,8 @@ void print_table(std::FILE* out, const TuneReport& report) {
                "(clock_flag in the record)\n", flagged);
   if (report.streamed) print_stream_breakdown(out, report);
   if (!report.records.empty()) fmt::print(out, "records: {}\n", report.records.string());
-  if (report.best_cache_updated) fmt::print(out, "best configuration stored in the cache under results/best\n");
+  if (report.best_cache_updated)
+    fmt::print(out, "best configuration stored in the cache under {}\n", report.best_cache_dir.string());
   if (!report.best_cache_decision.empty()) fmt::print(out, "best cache: {}\n", report.best_cache_decision);
 }
 

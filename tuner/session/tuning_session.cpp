@@ -1092,6 +1092,7 @@ class TuningRun {
                                                 winner.final_round ? &*winner.final_round : nullptr, &winner);
     report_.best_cache_updated =
         BestCache(options_.best_cache_dir).update(describe_kernel(spec_, space_), entry, decision.replace);
+    report_.best_cache_dir = options_.best_cache_dir;
   }
 
   // After a final round the time is the mean of its rounds; spread: the width of its 95% interval relative to it;

@@ -162,6 +162,7 @@ struct TuneReport {
   std::filesystem::path records;
   std::string stop_reason;
   bool best_cache_updated = false;
+  std::filesystem::path best_cache_dir;    // where the best cache is (--best-dir; results/best by default)
   int final_rounds = 0;                    // rounds of the final round that ran (0: none)
   // Why the final round stopped (final_round.h: "separated", "within tolerance", "cap", "single contender"), how
   // sure its selection is (the probability that the winner is faster than the runner-up) and the most the winner
