@@ -2,7 +2,7 @@
 """A Llama-3-8B decoder layer (workloads/llama3-8b.yaml: hidden 4096, 32 query and 8 key/value heads of 128, MLP
 14336, RMSNorm eps 1e-5; bf16) written once with PyTorch ops and once with kernlathe.torch ops, timed in one process
 at each token count (issue 34). Prints, per token count: forward time of PyTorch eager, torch.compile (default mode)
-and kernlathe, the ratios, each layer's error against the fp32 PyTorch layer, and each step of the layer timed alone
+and kernlathe (the three taking turns call by call, so each runs on the same clocks), the ratios, each layer's error against the fp32 PyTorch layer, and each step of the layer timed alone
 in both (where the time goes); then the per-call overhead of a kernlathe.torch op over the same kernel launched from
 C++ (a tiny problem, many calls) and the first call of a kernel from a fresh Runtime. Exits 1 when a floor is
 missed, 3 without a GPU.
@@ -112,19 +112,25 @@ def kernlathe_layer(x, w, sequence, gate_up):
     return kt.linear(gated, w["down"], None, x)                                # down projection + residual, fused
 
 
-def time_ms(function, repeats, warmup=3):
-    for _ in range(warmup):
-        function()
+def time_interleaved_ms(functions, repeats, warmup=3):
+    """Each function's median time and spread ((max - min) / median) over `repeats` calls, the functions taking turns
+    call by call (CUDA events around one call, after a sync), so that each sees the same clocks and power state: timed
+    one after the other, the last of them ran on a GPU the others had heated (at 16384 tokens at 505f879 kernlathe's
+    layer, timed last, measured 2 ms above the sum of its steps)."""
+    for function in functions:
+        for _ in range(warmup):
+            function()
     torch.cuda.synchronize()
-    times = []
+    times = [[] for _ in functions]
     for _ in range(repeats):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        function()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times), (max(times) - min(times)) / statistics.median(times)
+        for index, function in enumerate(functions):
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            function()
+            stop.record()
+            stop.synchronize()
+            times[index].append(start.elapsed_time(stop))
+    return [(statistics.median(each), (max(each) - min(each)) / statistics.median(each)) for each in times]
 
 
 def time_back_to_back_ms(function, calls, warmup=3):
@@ -161,9 +167,9 @@ def layer_section(tokens, sequence, repeats, results):
         kernlathe_out = kernlathe_layer(x16, weights, sequence, gate_up)
         compiled = torch.compile(torch_layer)
         compiled_out = compiled(x16, weights, sequence)
-        eager_ms, eager_spread = time_ms(lambda: torch_layer(x16, weights, sequence), repeats)
-        compile_ms, compile_spread = time_ms(lambda: compiled(x16, weights, sequence), repeats)
-        kernlathe_ms, kernlathe_spread = time_ms(lambda: kernlathe_layer(x16, weights, sequence, gate_up), repeats)
+        (eager_ms, eager_spread), (compile_ms, compile_spread), (kernlathe_ms, kernlathe_spread) = time_interleaved_ms(
+            [lambda: torch_layer(x16, weights, sequence), lambda: compiled(x16, weights, sequence),
+             lambda: kernlathe_layer(x16, weights, sequence, gate_up)], repeats)
     row = {"tokens": tokens, "sequence": sequence, "batch": tokens // sequence,
            "eager_ms": eager_ms, "compile_ms": compile_ms, "kernlathe_ms": kernlathe_ms,
            "spreads": {"eager": eager_spread, "compile": compile_spread, "kernlathe": kernlathe_spread},
