@@ -114,9 +114,9 @@ def kernlathe_layer(x, w, sequence, gate_up):
 
 def time_interleaved_ms(functions, repeats, warmup=3):
     """Each function's median time and spread ((max - min) / median) over `repeats` calls, the functions taking turns
-    call by call (CUDA events around one call, after a sync), so that each sees the same clocks and power state: timed
-    one after the other, the last of them ran on a GPU the others had heated (at 16384 tokens at 505f879 kernlathe's
-    layer, timed last, measured 2 ms above the sum of its steps)."""
+    call by call (CUDA events around one call, after a sync), so that each sees the same clocks and power state. Timed
+    one after the other (505f879), kernlathe's layer, timed last, measured 14.061 ms at 16384 tokens, 2 ms above the
+    sum of its steps; taking turns (81c2838), 11.812 and 11.747 ms in two runs (results/python/README.md)."""
     for function in functions:
         for _ in range(warmup):
             function()
