@@ -52,9 +52,10 @@ struct PriorSettings {
   // 8 and 10, the T4 landscapes reached 1.034, 1.034, 1.041 and 1.035 of the optimum at 20 evaluations and the
   // project's records 1.005, 1.004, 1.008 and 1.007; more transfers cost the searches whose prior is a little off
   // (softmax on the H100 from the H200's record: 1.031 at 20 with 8, 1.005 with 6, 1.003 without a prior). Checked
-  // again with the model share below (benchmarks/transfer_settings.py, 3 x 50 seeds): 4 did better on the T4 files
-  // with two GPUs as prior (1.023 against 1.026 at 20) and worse with one (1.044 against 1.029: the MI250X's
-  // recording alone needs its fifth and sixth transfers for the convolution on the A4000 and the A6000), so 6 stays.
+  // again with the model share below (benchmarks/transfer_settings.py, 3 x 50 seeds, at 20 evaluations): 4 did
+  // better on the T4 files with two GPUs as prior (1.0231 against 1.0263) and worse with one (1.0444 against 1.0292:
+  // with the MI250X's recording alone, the convolution on the A4000 and the A6000 gets its better transfers only
+  // from the fifth on), 8 worse with both (1.0337, 1.0345), so 6 stays.
   std::size_t transfers = 6;
   // Transfers before the alternation with the inner strategy begins, which itself opens with a transfer: 1 puts
   // the two best transfers first. On the T4 landscapes (bench_search_transfer, 10 seeds), a lead of two (three
@@ -64,12 +65,13 @@ struct PriorSettings {
   std::size_t judge_after = 3;
   // Share of the default strategy's own proposals (the portfolio named without settings, portfolio.h) that its model
   // makes while a prior is in play; without a prior the portfolio keeps its own, 0.25, which cross-validation chose
-  // for 50 to 200 evaluations without one. Compared with benchmarks/transfer_settings.py (results/transfer, 3 x 50
-  // seeds, geometric mean at 20 evaluations): 0.5 against 0.25 took the T4 files from 1.035 to 1.026 (dedispersion
-  // MI250X from 1.21 to 1.14), the T4 files with one other GPU as prior from 1.042 to 1.029 (at 50: 1.015 to 1.007,
-  // and no target worse with the prior than without beyond the noise, where 0.25 had such targets), and it was lower
-  // on the T4 files at every transfer count tried (4, 6, 8); it costs the project's records 1.0052 to 1.0059, whose
-  // searches refine a good transfer (conv3x3 on the H200 from the H100's record). 0.375 and 0.75 did no better.
+  // for 50 to 200 evaluations without one. From benchmarks/transfer_settings.py (results/transfer, 3 x 50 seeds,
+  // geometric mean at 20 / 50 evaluations), 0.5 against 0.25 with 6 transfers: the T4 files 1.0351 / 1.0041 to
+  // 1.0263 / 1.0013; the T4 files with one other GPU as prior 1.0419 / 1.0152 to 1.0292 / 1.0067, and no target
+  // worse with the prior than without beyond the noise (2 with 0.25); with 4 transfers too (1.0264 to 1.0231). It
+  // costs the project's records 1.0052 / 1.0007 to 1.0059 / 1.0011: their priors are right and their searches
+  // refine a good transfer, which local moves do faster. 0.375 gained less (one GPU as prior: 1.0365 / 1.0104),
+  // 0.75 a little more on the T4 files (1.0249 / 1.0010) for more on the records (1.0069 / 1.0013).
   double model_share = 0.5;
 };
 
