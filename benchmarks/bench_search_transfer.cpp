@@ -9,18 +9,26 @@
 // target and the others the prior; the space is the kernel spec's under kernels/ at that problem (sm_90 profile).
 // A record whose columns are not the spec's current ones is left out with a note.
 //
-// Floors (issue 32): with the prior, <= 1.03 at 20 evaluations and <= 1.01 at 50 over every target and seed, and no
-// target worse with the prior than without beyond the noise (transfer_benchmark.h worse_beyond_noise). Exit 1 when a
-// floor is missed, 2 on bad usage.
+// With --single-sources, a third section: for each kernel of the T4 folder, every GPU as the target with each other
+// GPU alone as the prior (one source, as the project's records have; another vendor's GPU alone among them). It
+// checks the prior's handling on more pairings than leave-one-out gives; its floors are judged like the others'.
 //
-// Usage: bench_search_transfer [--t4-dir DIR] [--runs DIR] [--no-records] [--seeds N] [--strategy S]
-//                              [--transfers N] [--lead N] [--judge-after N] [--json]
-// (--transfers, --lead and --judge-after replace the PriorSettings defaults, to compare settings.)
+// Floors (issue 32): with the prior, <= 1.03 at 20 evaluations and <= 1.01 at 50 over every target and seed of each
+// section, and no target worse with the prior than without beyond the noise (transfer_benchmark.h
+// worse_beyond_noise). Exit 1 when a floor is missed, 2 on bad usage.
+//
+// Usage: bench_search_transfer [--t4-dir DIR] [--runs DIR] [--no-records] [--single-sources] [--seeds N]
+//                              [--first-seed N] [--strategy S] [--transfers N] [--lead N] [--judge-after N]
+//                              [--model-share X] [--json]
+// (--transfers, --lead, --judge-after and --model-share replace the PriorSettings defaults, to compare settings;
+// --first-seed N runs seeds N..N+seeds-1, default 1, to check a comparison on other seeds.)
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,45 +87,66 @@ std::vector<RecordGroup> record_groups(const fs::path& runs) {
   return several;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   fs::path t4_dir = fs::path(KERNLATHE_SOURCE_DIR) / ".." / "shared" / "datasets" / "t4";
+  fs::path runs = fs::path(KERNLATHE_SOURCE_DIR) / "results" / "runs";
   int seeds = 10;
+  int first_seed = 1;
   std::string strategy = kernlathe::default_strategy_name();
   bool json = false;
-  fs::path runs = fs::path(KERNLATHE_SOURCE_DIR) / "results" / "runs";
   bool records = true;
+  bool single_sources = false;
   kernlathe::PriorSettings settings;
-  const std::vector<std::uint64_t> budgets = {20, 50};
-  const std::vector<double> floors = {1.03, 1.01};
+};
+
+// Nothing on bad usage (the usage line is printed).
+std::optional<Options> parse_options(int argc, char** argv) {
+  Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
     const bool has_value = i + 1 < argc;
     if (argument == "--t4-dir" && has_value) {
-      t4_dir = argv[++i];
+      options.t4_dir = argv[++i];
     } else if (argument == "--runs" && has_value) {
-      runs = argv[++i];
+      options.runs = argv[++i];
     } else if (argument == "--no-records") {
-      records = false;
+      options.records = false;
+    } else if (argument == "--single-sources") {
+      options.single_sources = true;
     } else if (argument == "--seeds" && has_value) {
-      seeds = std::max(1, std::stoi(argv[++i]));
+      options.seeds = std::max(1, std::stoi(argv[++i]));
+    } else if (argument == "--first-seed" && has_value) {
+      options.first_seed = std::max(1, std::stoi(argv[++i]));
     } else if (argument == "--strategy" && has_value) {
-      strategy = argv[++i];
+      options.strategy = argv[++i];
     } else if (argument == "--transfers" && has_value) {
-      settings.transfers = std::stoul(argv[++i]);
+      options.settings.transfers = std::stoul(argv[++i]);
     } else if (argument == "--lead" && has_value) {
-      settings.lead = std::stoul(argv[++i]);
+      options.settings.lead = std::stoul(argv[++i]);
     } else if (argument == "--judge-after" && has_value) {
-      settings.judge_after = std::max<std::size_t>(1, std::stoul(argv[++i]));
+      options.settings.judge_after = std::max<std::size_t>(1, std::stoul(argv[++i]));
+    } else if (argument == "--model-share" && has_value) {
+      options.settings.model_share = std::clamp(std::stod(argv[++i]), 0.0, 1.0);
     } else if (argument == "--json") {
-      json = true;
+      options.json = true;
     } else {
-      std::cerr << "usage: bench_search_transfer [--t4-dir DIR] [--runs DIR] [--no-records] [--seeds N] [--strategy S] "
-                   "[--transfers N] [--lead N] [--judge-after N] [--json]\n";
-      return 2;
+      std::cerr << "usage: bench_search_transfer [--t4-dir DIR] [--runs DIR] [--no-records] [--single-sources] "
+                   "[--seeds N] [--first-seed N] [--strategy S] [--transfers N] [--lead N] [--judge-after N] "
+                   "[--model-share X] [--json]\n";
+      return std::nullopt;
     }
   }
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::optional<Options> options = parse_options(argc, argv);
+  if (!options) return 2;
+  const auto& [t4_dir, runs, seeds, first_seed, strategy, json, records, single_sources, settings] = *options;
+  const std::vector<std::uint64_t> budgets = {20, 50};
+  const std::vector<double> floors = {1.03, 1.01};
   try {
     nlohmann::ordered_json output = nlohmann::ordered_json::array();
     // By section (community T4 files, the project's records): [budget index] -> every target's seeds.
@@ -177,8 +206,18 @@ int main(int argc, char** argv) {
       std::vector<kernlathe::TransferLandscape> landscapes;
       for (const fs::path& file : t4_files)
         landscapes.push_back({device_of(file), kernlathe::read_t4_results(file, space)});
-      report("community T4 files", t1_file.stem().stem().string(), "T4, leave one GPU out",
-             kernlathe::run_transfer_benchmark(enumerator, landscapes, strategy, seeds, budgets, settings));
+      const std::string kernel = t1_file.stem().stem().string();
+      report("community T4 files", kernel, "T4, leave one GPU out",
+             kernlathe::run_transfer_benchmark(enumerator, landscapes, strategy, seeds, budgets, settings, first_seed));
+      // Each GPU as the only prior of each other: one source, as the project's records and a user with one other
+      // GPU's record have, and the prior of another vendor alone (the MI250X's for an NVIDIA GPU and back).
+      for (std::size_t first = 0; single_sources && first < landscapes.size(); ++first)
+        for (std::size_t second = first + 1; second < landscapes.size(); ++second) {
+          const std::vector<kernlathe::TransferCase> both = kernlathe::run_transfer_benchmark(
+              enumerator, {landscapes[first], landscapes[second]}, strategy, seeds, budgets, settings, first_seed);
+          report("community T4 files, one GPU as prior", kernel, "T4, prior " + landscapes[second].device, {both[0]});
+          report("community T4 files, one GPU as prior", kernel, "T4, prior " + landscapes[first].device, {both[1]});
+        }
     }
 
     for (const RecordGroup& group : records ? record_groups(runs) : std::vector<RecordGroup>{}) {
@@ -201,7 +240,8 @@ int main(int argc, char** argv) {
         }
       }
       if (landscapes.size() < 2) continue;
-      report("project records", group.kernel, group.problem, kernlathe::run_transfer_benchmark(enumerator, landscapes, strategy, seeds, budgets, settings));
+      report("project records", group.kernel, group.problem,
+             kernlathe::run_transfer_benchmark(enumerator, landscapes, strategy, seeds, budgets, settings, first_seed));
     }
     if (all_with.empty()) {
       std::cerr << "bench_search_transfer: no kernel in " << t4_dir.string() << " or " << runs.string()
@@ -210,9 +250,11 @@ int main(int argc, char** argv) {
     }
     nlohmann::ordered_json summary{{"strategy", strategy},
                                    {"seeds", seeds},
+                                   {"first_seed", first_seed},
                                    {"transfers", settings.transfers},
                                    {"lead", settings.lead},
-                                   {"judge_after", settings.judge_after}};
+                                   {"judge_after", settings.judge_after},
+                                   {"model_share", settings.model_share}};
     std::string summary_text;
     for (const auto& [section, with_by_budget] : all_with) {
       summary_text += fmt::format("{} ({} runs per budget):\n", section, with_by_budget.front().size());
@@ -232,7 +274,10 @@ int main(int argc, char** argv) {
     if (json) {
       std::cout << nlohmann::ordered_json{{"cases", output}, {"summary", summary}}.dump(2) << "\n";
     } else {
-      fmt::print("\ngeometric mean of best/optimum over every target and {} seeds ({}):\n{}", seeds, strategy, summary_text);
+      fmt::print("\ngeometric mean of best/optimum over every target and {} seeds from seed {} ({}; prior: at most {} "
+                 "transfers, lead {}, judged after {}, model share {}):\n{}",
+                 seeds, first_seed, strategy, settings.transfers, settings.lead, settings.judge_after,
+                 settings.model_share, summary_text);
       fmt::print("floors {}\n", missed ? "MISSED" : "met");
     }
     return missed ? 1 : 0;

@@ -79,5 +79,27 @@ TEST(TransferBenchmark, EachLandscapeIsTheTargetOnceWithTheOthersAsPrior) {
   }
 }
 
+TEST(TransferBenchmark, FirstSeedStartsTheSeedsElsewhere) {
+  const Space space = line_space(40);
+  const SpaceEnumerator enumerator(space, Constants{});
+  // A prior whose optimum is elsewhere (X = 5 against 31), so the runs depend on the seed with the prior too.
+  const std::vector<TransferLandscape> landscapes = {{"one", line_recording(40, 31, 1.0)},
+                                                     {"two", line_recording(40, 5, 1.0)}};
+  const std::vector<TransferCase> from_one = run_transfer_benchmark(enumerator, landscapes, "random", 4, {3, 10});
+  const std::vector<TransferCase> from_three =
+      run_transfer_benchmark(enumerator, landscapes, "random", 2, {3, 10}, PriorSettings{}, 3);
+  ASSERT_EQ(from_three.size(), 2u);
+  for (std::size_t target = 0; target < 2; ++target)
+    for (std::size_t budget = 0; budget < 2; ++budget) {
+      // Seeds 3 and 4 of the first run are the second run's two.
+      ASSERT_EQ(from_three[target].with_prior[budget].size(), 2u);
+      for (std::size_t seed = 0; seed < 2; ++seed) {
+        EXPECT_EQ(from_three[target].with_prior[budget][seed], from_one[target].with_prior[budget][seed + 2]);
+        EXPECT_EQ(from_three[target].without_prior[budget][seed], from_one[target].without_prior[budget][seed + 2]);
+      }
+    }
+  EXPECT_NE(from_one[0].without_prior[0][0], from_one[0].without_prior[0][2]);  // the seeds do differ
+}
+
 }  // namespace
 }  // namespace kernlathe

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "tuner/record/csv_record.h"
+#include "tuner/search/portfolio.h"
 
 namespace kernlathe {
 
@@ -126,8 +127,15 @@ void PriorStrategy::judge() {
 std::unique_ptr<Strategy> make_strategy_with_prior(std::string_view name, const SpaceEnumerator& space,
                                                    std::uint64_t seed, std::vector<Configuration> transfers,
                                                    PriorSettings settings) {
-  std::unique_ptr<Strategy> inner = make_strategy(name, space, seed);
-  if (transfers.empty()) return inner;
+  if (transfers.empty()) return make_strategy(name, space, seed);
+  std::unique_ptr<Strategy> inner;
+  if (name == "portfolio") {
+    PortfolioSettings portfolio;
+    portfolio.model_share = settings.model_share;
+    inner = std::make_unique<PortfolioStrategy>(space, seed, portfolio);
+  } else {
+    inner = make_strategy(name, space, seed);
+  }
   return std::make_unique<PriorStrategy>(space, std::move(transfers), std::move(inner), settings);
 }
 

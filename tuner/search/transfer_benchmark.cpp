@@ -65,7 +65,7 @@ std::vector<TransferCase> run_transfer_benchmark(const SpaceEnumerator& space,
                                                  const std::vector<TransferLandscape>& landscapes,
                                                  const std::string& strategy, int seeds,
                                                  const std::vector<std::uint64_t>& budgets,
-                                                 const PriorSettings& settings) {
+                                                 const PriorSettings& settings, int first_seed) {
   const std::uint64_t largest = budgets.empty() ? 0 : *std::max_element(budgets.begin(), budgets.end());
   std::vector<TransferCase> cases;
   for (std::size_t target = 0; target < landscapes.size(); ++target) {
@@ -86,7 +86,7 @@ std::vector<TransferCase> run_transfer_benchmark(const SpaceEnumerator& space,
       const Evaluation top = source.evaluate(transfers.front());
       if (top.ok() && search_value(top) > 0) result.top_transfer_over_optimum = search_value(top) / source.optimum_ms();
     }
-    for (int seed = 1; seed <= seeds; ++seed) {
+    for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
       std::unique_ptr<Strategy> plain = make_strategy(strategy, space, static_cast<std::uint64_t>(seed));
       std::unique_ptr<Strategy> guided =
           make_strategy_with_prior(strategy, space, static_cast<std::uint64_t>(seed), transfers, settings);

@@ -43,11 +43,11 @@ double geometric_mean(const std::vector<double>& values);
 bool worse_beyond_noise(const std::vector<double>& with_prior, const std::vector<double>& without_prior);
 
 // Leave one out over landscapes (recordings of one kernel in space): each is the target once, the others its prior.
-// Seeds 1..seeds; budgets positive.
+// Seeds first_seed..first_seed + seeds - 1; budgets positive.
 std::vector<TransferCase> run_transfer_benchmark(const SpaceEnumerator& space,
                                                  const std::vector<TransferLandscape>& landscapes,
                                                  const std::string& strategy, int seeds,
                                                  const std::vector<std::uint64_t>& budgets,
-                                                 const PriorSettings& settings = {});
+                                                 const PriorSettings& settings = {}, int first_seed = 1);
 
 }  // namespace kernlathe
