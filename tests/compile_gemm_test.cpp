@@ -45,6 +45,21 @@ std::map<std::string, std::vector<Configuration>> sample_by_path(const SpaceEnum
   return by_path;
 }
 
+// Compiles the first sampled configuration of `path` (asserting the sample has one and NVRTC accepts it) into
+// `result`, checking the arch instantiate asks for.
+void compile_first_of_path(const KernelSpec& spec, const SpaceEnumerator& space,
+                           std::map<std::string, std::vector<Configuration>>& by_path, const std::string& path,
+                           const std::string& arch, const std::string& compiled_arch, const TemporaryDirectory& cache,
+                           CompileResult& result) {
+  ASSERT_FALSE(by_path[path].empty()) << "the sample has no " << path << " configuration";
+  const Configuration& configuration = by_path[path].front();
+  SCOPED_TRACE(to_string(spec.space, configuration));
+  CompileRequest request = instantiate(spec, space, configuration, arch);
+  EXPECT_EQ(request.arch, compiled_arch);
+  result = compile_cubin(request, cache.path(), /*use_cache=*/false);
+  ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+}
+
 struct GemmCase {
   std::string spec;
   std::string arch;
@@ -89,13 +104,10 @@ TEST_P(GemmSpec, SampledConfigurationOfEveryPathCompiles) {
   std::vector<std::string> paths = test_case.paths;
   if (by_path.count("wgmma")) paths.push_back("wgmma");
   for (const std::string& path : paths) {
-    ASSERT_FALSE(by_path[path].empty()) << "the sample has no " << path << " configuration";
-    const Configuration& configuration = by_path[path].front();
-    SCOPED_TRACE(to_string(spec.space, configuration));
-    CompileRequest request = instantiate(spec, space, configuration, test_case.arch);
-    EXPECT_EQ(request.arch, test_case.compiled_arch);
-    CompileResult result = compile_cubin(request, cache.path(), /*use_cache=*/false);
-    ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+    SCOPED_TRACE(path);
+    CompileResult result;
+    compile_first_of_path(spec, space, by_path, path, test_case.arch, test_case.compiled_arch, cache, result);
+    if (HasFatalFailure()) return;
     const std::string cubin = read_file(result.cubin_path);
     ASSERT_GT(cubin.size(), 4u);
     EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF"));
@@ -146,13 +158,10 @@ TEST_P(GemmSiluGated, EveryPathThatTakesTheProblemCompiles) {
   EXPECT_EQ(offered, test_case.paths);
   TemporaryDirectory cache;
   for (const std::string& path : test_case.paths) {
-    ASSERT_FALSE(by_path[path].empty()) << "the sample has no " << path << " configuration";
-    const Configuration& configuration = by_path[path].front();
-    SCOPED_TRACE(to_string(spec.space, configuration));
-    CompileRequest request = instantiate(spec, space, configuration, test_case.arch);
-    EXPECT_EQ(request.arch, test_case.compiled_arch);
-    CompileResult result = compile_cubin(request, cache.path(), /*use_cache=*/false);
-    ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+    SCOPED_TRACE(path);
+    CompileResult result;
+    compile_first_of_path(spec, space, by_path, path, test_case.arch, test_case.compiled_arch, cache, result);
+    if (HasFatalFailure()) return;
   }
 }
 
