@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "tuner/cache/best_cache.h"
+#include "tuner/session/compile_queue.h"
 #include "tuner/session/final_round.h"
 #include "tuner/cache/kernel_description.h"
 #include "tuner/compile/compile_pool.h"
@@ -86,11 +87,6 @@ class ProgressLine {
 std::string configuration_key(const Space& space, const Configuration& configuration) {
   return to_string(space, configuration);
 }
-
-struct PendingEvaluation {
-  Configuration configuration;
-  std::optional<std::future<CompileResult>> compiled;
-};
 
 }  // namespace
 
@@ -609,9 +605,9 @@ class TuningRun {
   void enqueue(const Configuration& configuration) {
     if (!seen_.insert(configuration_key(spec_.space, configuration)).second) return;
     if (resume_ && resume_->contains(configuration)) return;  // a strategy that ignores results may propose it
-    PendingEvaluation item{configuration, std::nullopt};
+    QueuedConfiguration item{configuration, std::nullopt};
     if (pool_) item.compiled = pool_->submit(instantiate(spec_, space_, configuration, device_arch()));
-    pending_.push_back(std::move(item));
+    pending_.push(std::move(item));
   }
 
   // Asks for what the queue lacks of the lookahead, counting what was asked and not yet answered. Inline, the
@@ -635,20 +631,23 @@ class TuningRun {
     return pending_.empty() && again_.empty() && lanes_->idle() > 0 && within_budget() && runner_->outstanding() > 0;
   }
 
-  // The next queued configuration as a lane's job, or nullopt when it failed to compile (its row is ready at once).
+  // The next compiled configuration as a lane's job, or nullopt when it failed to compile (its row is ready at once).
   std::optional<LaneJob> next_job() {
-    PendingEvaluation item = std::move(pending_.front());
-    pending_.pop_front();
+    lap_.lap();
+    std::optional<QueuedConfiguration> ready = pending_.take_ready();
+    if (!ready) {
+      lanes_->set_activity(LoopActivity::compilation);
+      ready = pending_.take_next();
+      lanes_->set_activity(LoopActivity::loop);
+    }
+    QueuedConfiguration item = std::move(*ready);
     LaneJob job;
     job.id = next_job_id_++;
     job.configuration = std::move(item.configuration);
     job.measure_energy = energy_in_search_;
-    if (!item.compiled) return job;
-    lap_.lap();
-    if (item.compiled->wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-      lanes_->set_activity(LoopActivity::compilation);
-      item.compiled->wait();
-      lanes_->set_activity(LoopActivity::loop);
+    if (!item.compiled) {
+      lap_.lap();
+      return job;
     }
     job.compiled = item.compiled->get();
     profile_.compile_wait_seconds += lap_.lap();
@@ -1163,7 +1162,7 @@ class TuningRun {
   std::optional<RecordWriter> writer_;
 
   // Queue and lanes.
-  std::deque<PendingEvaluation> pending_;
+  CompileQueue pending_;  // proposed, compiling or compiled, not yet measured
   std::unordered_set<std::string> seen_;
   bool strategy_exhausted_ = false;
   RunDefault run_default_;             // the space's default for this problem, the declared one, or the first valid one
