@@ -199,3 +199,67 @@ def test_few_rows_take_the_decode_gemm_and_others_the_tiled_one(prepared):
     assert prepared[-1].plan.kernel == "gemm_bf16"
     ops._linear_cuda(rows(4, 64), weight, None, rows(4, 32), "none")
     assert prepared[-1].plan.kernel == "gemm_bf16_bias_residual"
+
+
+# ---------------------------------------------------------------- out=: the caller's output tensor
+
+
+def test_out_is_the_buffer_every_op_hands_its_launch(prepared):
+    x, gamma, beta = rows(4, 64), rows(64), rows(64)
+    a, weight, bias, residual = rows(40, 64), rows(32, 64), rows(32), rows(40, 32)
+    outs = {name: torch.empty(shape, dtype=torch.bfloat16)
+            for name, shape in (("rms", (4, 64)), ("layer", (4, 64)), ("soft", (4, 64)), ("silu", (4, 32)),
+                                ("linear", (40, 32)), ("fused", (40, 32)), ("gated", (40, 16)))}
+    assert ops._rms_norm_cuda(x, gamma, 1e-5, outs["rms"]) is outs["rms"]
+    assert ops._layer_norm_cuda(x, gamma, beta, 1e-5, outs["layer"]) is outs["layer"]
+    assert ops._softmax_cuda(x, outs["soft"]) is outs["soft"]
+    assert ops._silu_mul_cuda(x, outs["silu"]) is outs["silu"]
+    assert ops._linear_cuda(a, weight, None, None, "none", outs["linear"]) is outs["linear"]
+    assert ops._linear_cuda(a, weight, bias, residual, "none", outs["fused"]) is outs["fused"]
+    assert gated_ops._silu_gated_linear_cuda(a, weight, outs["gated"]) is outs["gated"]
+    by_kernel = {launch.plan.kernel: launch for launch in prepared}
+    written = {"rmsnorm_bf16": (2, "rms"), "layernorm_bf16": (3, "layer"), "softmax_bf16": (1, "soft"),
+               "silu_mul_bf16": (1, "silu"), "gemm_bf16": (2, "linear"), "gemm_bf16_bias_residual": (2, "fused"),
+               "gemm_bf16_silu_gated": (2, "gated")}
+    for kernel, (position, name) in written.items():
+        ((_stream, values),) = by_kernel[kernel].calls
+        assert values[position] == outs[name].data_ptr(), kernel
+
+
+def test_an_out_of_another_shape_dtype_or_layout_is_refused(prepared):
+    x, gamma = rows(4, 64), rows(64)
+    for out, what in ((rows(4, 32), r"shape \(4, 64\) on cpu; got torch.bfloat16, shape \(4, 32\)"),
+                      (rows(4, 64, dtype=torch.float32), r"got torch.float32"),
+                      (rows(64, 4).t(), r"shape \(4, 64\) on cpu, not contiguous")):
+        with pytest.raises(RuntimeError, match=r"rms_norm: out must be a contiguous torch.bfloat16 tensor .*" + what):
+            ops._rms_norm_cuda(x, gamma, 1e-5, out)
+    assert all(not launch.calls for launch in prepared), "a refused out= launched nothing"
+
+
+def test_an_out_overlapping_an_input_is_refused(prepared):
+    x, gamma = rows(4, 64), rows(64)
+    with pytest.raises(RuntimeError, match="rms_norm: out overlaps an input"):
+        ops._rms_norm_cuda(x, gamma, 1e-5, x)  # in place: the kernel would read rows it already wrote
+    storage = rows(5, 64)
+    with pytest.raises(RuntimeError, match="softmax: out overlaps an input"):
+        ops._softmax_cuda(storage[:4], storage[1:])  # shifted by one row
+    gate_up = rows(4, 128)
+    with pytest.raises(RuntimeError, match="silu_mul: out overlaps an input"):
+        ops._silu_mul_cuda(gate_up, gate_up.view(-1)[:256].view(4, 64))
+    assert all(not launch.calls for launch in prepared)
+    # Neighbours in one storage that do not overlap are fine.
+    ops._softmax_cuda(storage[:2], storage[2:4])
+
+
+def test_through_the_dispatcher_out_receives_a_copy_of_the_result():
+    # CPU tensors take the op through torch.ops.kernlathe (the reference): out= is filled and returned.
+    x, gamma = rows(4, 64), rows(64)
+    out = torch.empty(4, 64, dtype=torch.bfloat16)
+    assert kt.rms_norm(x, gamma, 1e-5, out=out) is out
+    torch.testing.assert_close(out, kt.reference.rms_norm(x, gamma, 1e-5))
+    logits = torch.randn(3, 10)
+    into = torch.empty(3, 10)
+    assert kt.softmax(logits, out=into) is into
+    torch.testing.assert_close(into, torch.softmax(logits, dim=-1))
+    with pytest.raises(RuntimeError, match=r"linear: out must be a contiguous torch.float32 tensor of shape \(2, 3\)"):
+        kt.linear(torch.randn(2, 5), torch.randn(3, 5), out=torch.empty(3, 2))

@@ -203,6 +203,33 @@ def test_eager_fast_path_and_dispatched_op_agree():
     torch.testing.assert_close(fast, dispatched, rtol=0, atol=0)
 
 
+def test_out_receives_what_the_allocating_call_returns():
+    # The eager fast path writes straight into out= (filled with NaN first); the same calls allocating agree (within
+    # bf16 tolerance: a GEMM split over K may sum in another order).
+    x, gamma, beta = make(77, 4096, seed=1), make(4096, seed=2), make(4096, seed=3)
+    weight, bias = make(1024, 4096, scale=4096 ** -0.5, seed=4), make(1024, seed=5)
+    q, k, v = make(2, 300, 32, 128, seed=6), make(2, 300, 8, 128, seed=7), make(2, 300, 8, 128, seed=8)
+    calls = [
+        (kt.rms_norm, (x, gamma, 1e-5)),
+        (kt.layer_norm, (x, gamma, beta, 1e-5)),
+        (kt.softmax, (x,)),
+        (kt.silu_mul, (x,)),
+        (kt.linear, (x, weight)),
+        (kt.linear, (x, weight, bias, None, "gelu")),
+        (kt.linear, (make(5, 4096, seed=9), weight)),  # the decode GEMM
+        (kt.attention, (q, k, v, True, None, "bshd")),
+        (kt.attention, (q.transpose(1, 2).contiguous(), k.transpose(1, 2).contiguous(),
+                        v.transpose(1, 2).contiguous(), False, None, "bhsd")),
+    ]
+    for op, arguments in calls:
+        expected = op(*arguments)
+        out = torch.full_like(expected, float("nan"))
+        assert op(*arguments, out=out) is out
+        torch.testing.assert_close(out, expected, **TOLERANCE[torch.bfloat16], msg=lambda m: f"{op.__name__}: {m}")
+    with pytest.raises(RuntimeError, match="rms_norm: out overlaps an input"):
+        kt.rms_norm(x, gamma, 1e-5, out=x)
+
+
 @pytest.mark.parametrize("case", range(9))
 def test_opcheck_on_cuda(case):
     from test_torch_ops import op_cases

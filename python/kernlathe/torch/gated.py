@@ -14,6 +14,8 @@ from kernlathe.torch.ops import (
     _Eager,
     _EagerPlans,
     _eager_fast_path,
+    _into,
+    _kernel_out,
     _prepared_for,
     _record_planned,
     _require,
@@ -71,13 +73,13 @@ def _build(x, weight):
 _SILU_GATED_LINEAR = _EagerPlans(_build)
 
 
-def _silu_gated_linear_cuda(x, weight):
+def _silu_gated_linear_cuda(x, weight, out=None):
     entry = _SILU_GATED_LINEAR.get((x.shape, x.dtype, x.get_device(), weight.shape, weight.dtype, weight.get_device()),
                                    x, weight)
-    out = x.new_empty(entry.shape)
+    # The contiguous copies stay referenced until the launch is queued (see ops._linear_cuda).
+    a, b = x.contiguous(), weight.contiguous()
+    out = _kernel_out("silu_gated_linear", out, entry.shape, x, a, b)
     if entry.launch is not None:
-        # The contiguous copies stay referenced until the launch is queued (see ops._linear_cuda).
-        a, b = x.contiguous(), weight.contiguous()
         entry.launch(ops._current_stream(entry.device_index), a.data_ptr(), b.data_ptr(), out.data_ptr())
     elif entry.in_torch:
         out.copy_(reference.silu_gated_linear(x, weight))
@@ -89,12 +91,12 @@ def silu_gated_linear_op(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return _silu_gated_linear_cuda(x, weight)
 
 
-def silu_gated_linear(x, weight):
+def silu_gated_linear(x, weight, *, out=None):
     """silu(x W_gate^T) * (x W_up^T), weight = interleave_gate_up(W_gate, W_up): the output has weight.shape[0] / 2
-    features."""
-    if _eager_fast_path(x, weight):
-        return _silu_gated_linear_cuda(x, weight)
-    return silu_gated_linear_op(x, weight)
+    features (written into out, a contiguous tensor of that shape not overlapping x or weight, where given)."""
+    if _eager_fast_path(x, weight, out):
+        return _silu_gated_linear_cuda(x, weight, out)
+    return _into("silu_gated_linear", out, silu_gated_linear_op(x, weight))
 
 
 @silu_gated_linear_op.register_fake

@@ -426,6 +426,55 @@ def _tensor_key(tensor):
     return None if tensor is None else (tensor.shape, tensor.dtype, tensor.get_device())
 
 
+# ---------------------------------------------------------------- out=: the caller's output tensor
+
+
+def _check_out(op, out, shape, like):
+    """out= must be what the op would allocate: its shape, the inputs' dtype and device, contiguous."""
+    if tuple(out.shape) != tuple(shape) or out.dtype != like.dtype or out.device != like.device or \
+            not out.is_contiguous():
+        raise RuntimeError(f"{op}: out must be a contiguous {like.dtype} tensor of shape {tuple(shape)} on "
+                           f"{like.device}; got {out.dtype}, shape {tuple(out.shape)} on {out.device}"
+                           f"{'' if out.is_contiguous() else ', not contiguous'}")
+
+
+def _extent(tensor):
+    """The bytes a tensor's elements span, [start, end), a strided view's gaps included."""
+    start = tensor.data_ptr()
+    if tensor.is_contiguous():
+        return start, start + tensor.numel() * tensor.element_size()
+    last = sum((size - 1) * abs(stride) for size, stride in zip(tensor.shape, tensor.stride()))
+    return start, start + (last + 1) * tensor.element_size()
+
+
+def _kernel_out(op, out, shape, like, *inputs):
+    """The buffer a kernel writes: a new tensor, or out= once checked (_check_out) and found not to overlap what the
+    kernel reads (inputs: the contiguous tensors whose addresses the launch takes). A kernel that reads a row after
+    writing part of it would compute from its own output: such a call is an error, not a wrong answer."""
+    if out is None:
+        return like.new_empty(shape)
+    if out.shape != shape or out.dtype != like.dtype or out.get_device() != like.get_device() or \
+            not out.is_contiguous():
+        _check_out(op, out, shape, like)
+    if out.numel():
+        start, end = _extent(out)
+        for tensor in inputs:
+            if tensor is not None and tensor.numel():
+                other_start, other_end = _extent(tensor)
+                if start < other_end and other_start < end:
+                    raise RuntimeError(f"{op}: out overlaps an input the kernel reads; pass a separate tensor")
+    return out
+
+
+def _into(op, out, result):
+    """out= of a call that went through the dispatcher (torch.compile, modes, autograd): the result copied in."""
+    if out is None:
+        return result
+    _check_out(op, out, result.shape, result)
+    out.copy_(result)
+    return out
+
+
 # ---------------------------------------------------------------- linear
 
 
@@ -472,18 +521,23 @@ def _build_linear(x, weight, bias, residual, activation):
 _LINEAR = _EagerPlans(_build_linear)
 
 
-def _linear_cuda(x, weight, bias=None, residual=None, activation="none"):
+def _linear_cuda(x, weight, bias=None, residual=None, activation="none", out=None):
     entry = _LINEAR.get((x.shape, x.dtype, x.get_device(), weight.shape, weight.dtype, weight.get_device(),
                          _tensor_key(bias), _tensor_key(residual), activation), x, weight, bias, residual, activation)
-    out = x.new_empty(entry.shape)  # cheaper than torch.empty(shape, dtype=, device=): 1.05 against 1.55 us (CPU)
     launch = entry.launch
     if launch is None:
+        # new_empty: cheaper than torch.empty(shape, dtype=, device=), 1.05 against 1.55 us (CPU)
+        out = x.new_empty(entry.shape) if out is None else _kernel_out("linear", out, entry.shape, x)
         if entry.in_torch:
             out.copy_(reference.linear(x, weight, bias, residual, activation))
         return out
     # The contiguous copies stay referenced until the launch is queued: freed before, their memory could be handed
     # to another tensor while the kernel has yet to read it.
     a, b = x.contiguous(), weight.contiguous()
+    if out is None:
+        out = x.new_empty(entry.shape)
+    else:
+        out = _kernel_out("linear", out, entry.shape, x, a, b, bias, residual)
     epilogue, zeros = entry.detail
     stream = _current_stream(entry.device_index)
     if epilogue == _PLAIN:
@@ -508,11 +562,12 @@ def linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor
     return _linear_cuda(x, weight, bias, residual, activation)
 
 
-def linear(x, weight, bias=None, residual=None, activation="none"):
-    """y = activation(x W^T + bias) + residual, W stored N x K as nn.Linear keeps it."""
-    if _eager_fast_path(x, weight, bias, residual):
-        return _linear_cuda(x, weight, bias, residual, activation)
-    return linear_op(x, weight, bias, residual, activation)
+def linear(x, weight, bias=None, residual=None, activation="none", *, out=None):
+    """y = activation(x W^T + bias) + residual, W stored N x K as nn.Linear keeps it. out: a contiguous tensor of
+    the output's shape and dtype to write y into (no allocation), not overlapping an input."""
+    if _eager_fast_path(x, weight, bias, residual, out):
+        return _linear_cuda(x, weight, bias, residual, activation, out)
+    return _into("linear", out, linear_op(x, weight, bias, residual, activation))
 
 
 @linear_op.register_fake
@@ -574,7 +629,7 @@ def _build_attention(q, k, v, causal, scale, layout):
 _ATTENTION = _EagerPlans(_build_attention)
 
 
-def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd"):
+def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd", out=None):
     # Strides and 16-byte alignment are in the key: they decide whether a BSHD view is read in place (plan_attention).
     entry = _ATTENTION.get((q.shape, q.dtype, q.get_device(), k.shape, k.dtype, k.get_device(), v.shape, v.dtype,
                             v.get_device(), bool(causal), scale is None, layout, q.stride(), k.stride(), v.stride(),
@@ -583,8 +638,8 @@ def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd"):
     if launch is None:
         if entry.in_torch:
             # contiguous like the kernel's output and the fake's: PyTorch's result of a "bshd" call is a transposed view
-            return reference.attention(q, k, v, causal, scale, layout).contiguous()
-        return torch.empty_like(q)
+            return _into("attention", out, reference.attention(q, k, v, causal, scale, layout).contiguous())
+        return _into("attention", out, torch.empty_like(q, memory_format=torch.contiguous_format))
     transposed, head_axis, group, in_place = entry.detail
     inputs = [q, k, v]
     if transposed:
@@ -594,13 +649,16 @@ def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd"):
         inputs[2] = inputs[2].repeat_interleave(group, dim=head_axis)
     # A view whose row stride the plan passes is read in place; anything else is made packed (a no-op where it is).
     q_in, k_in, v_in = [tensor if keep else tensor.contiguous() for tensor, keep in zip(inputs, in_place)]
-    out = torch.empty_like(q_in, memory_format=torch.contiguous_format)
+    if out is None or transposed:  # transposed: the kernel writes BHSD, transposed back after and copied to out=
+        written = torch.empty_like(q_in, memory_format=torch.contiguous_format)
+    else:
+        written = _kernel_out("attention", out, q_in.shape, q_in, q_in, k_in, v_in)
     stream = _current_stream(entry.device_index)
     if scale is None:
-        launch(stream, q_in.data_ptr(), k_in.data_ptr(), v_in.data_ptr(), out.data_ptr())
+        launch(stream, q_in.data_ptr(), k_in.data_ptr(), v_in.data_ptr(), written.data_ptr())
     else:
-        launch(stream, q_in.data_ptr(), k_in.data_ptr(), v_in.data_ptr(), out.data_ptr(), float(scale))
-    return out.transpose(1, 2).contiguous() if transposed else out
+        launch(stream, q_in.data_ptr(), k_in.data_ptr(), v_in.data_ptr(), written.data_ptr(), float(scale))
+    return _into("attention", out, written.transpose(1, 2).contiguous()) if transposed else written
 
 
 @torch.library.custom_op("kernlathe::attention", mutates_args=(), device_types="cuda")
@@ -609,12 +667,13 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
     return _attention_cuda(q, k, v, causal, scale, layout)
 
 
-def attention(q, k, v, causal=False, scale=None, layout="bhsd"):
+def attention(q, k, v, causal=False, scale=None, layout="bhsd", *, out=None):
     """softmax(q k^T * scale) v per head, causal optionally; k and v may have fewer heads (GQA). layout "bhsd":
-    (batch, heads, sequence, head_dim); "bshd": (batch, sequence, heads, head_dim). The output has q's shape."""
-    if _eager_fast_path(q, k, v):
-        return _attention_cuda(q, k, v, causal, scale, layout)
-    return attention_op(q, k, v, causal, scale, layout)
+    (batch, heads, sequence, head_dim); "bshd": (batch, sequence, heads, head_dim). The output has q's shape (out:
+    a contiguous tensor of that shape and q's dtype to write it into, not overlapping q, k or v)."""
+    if _eager_fast_path(q, k, v, out):
+        return _attention_cuda(q, k, v, causal, scale, layout, out)
+    return _into("attention", out, attention_op(q, k, v, causal, scale, layout))
 
 
 @attention_op.register_fake
@@ -667,12 +726,12 @@ def _build_rms_norm(x, weight):
 _RMS_NORM = _EagerPlans(_build_rms_norm)
 
 
-def _rms_norm_cuda(x, weight, eps=1e-5):
+def _rms_norm_cuda(x, weight, eps=1e-5, out=None):
     entry = _RMS_NORM.get((x.shape, x.dtype, x.get_device(), weight.shape, weight.dtype, weight.get_device()), x, weight)
     source = x.contiguous()
-    out = torch.empty_like(source)
+    gamma = weight.contiguous()
+    out = torch.empty_like(source) if out is None else _kernel_out("rms_norm", out, source.shape, source, source, gamma)
     if entry.launch is not None:
-        gamma = weight.contiguous()
         entry.launch(_current_stream(entry.device_index), source.data_ptr(), gamma.data_ptr(), out.data_ptr(), eps)
     elif entry.in_torch:
         out.copy_(reference.rms_norm(x, weight, eps))
@@ -684,11 +743,12 @@ def rms_norm_op(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-5) -> tor
     return _rms_norm_cuda(x, weight, eps)
 
 
-def rms_norm(x, weight, eps=1e-5):
-    """x / sqrt(mean(x^2) + eps) * weight over the last dimension."""
-    if _eager_fast_path(x, weight):
-        return _rms_norm_cuda(x, weight, eps)
-    return rms_norm_op(x, weight, eps)
+def rms_norm(x, weight, eps=1e-5, *, out=None):
+    """x / sqrt(mean(x^2) + eps) * weight over the last dimension (into out, a contiguous tensor of x's shape and
+    dtype not overlapping x or weight, where given)."""
+    if _eager_fast_path(x, weight, out):
+        return _rms_norm_cuda(x, weight, eps, out)
+    return _into("rms_norm", out, rms_norm_op(x, weight, eps))
 
 
 @rms_norm_op.register_fake
@@ -718,14 +778,15 @@ def _build_layer_norm(x, weight, bias):
 _LAYER_NORM = _EagerPlans(_build_layer_norm)
 
 
-def _layer_norm_cuda(x, weight, bias=None, eps=1e-5):
+def _layer_norm_cuda(x, weight, bias=None, eps=1e-5, out=None):
     entry = _LAYER_NORM.get((x.shape, x.dtype, x.get_device(), weight.shape, weight.dtype, weight.get_device(),
                              _tensor_key(bias)), x, weight, bias)
     source = x.contiguous()
-    out = torch.empty_like(source)
+    gamma = weight.contiguous()
+    shift = bias.contiguous() if bias is not None else entry.detail
+    out = torch.empty_like(source) if out is None else \
+        _kernel_out("layer_norm", out, source.shape, source, source, gamma, shift)
     if entry.launch is not None:
-        gamma = weight.contiguous()
-        shift = bias.contiguous() if bias is not None else entry.detail
         entry.launch(_current_stream(entry.device_index), source.data_ptr(), gamma.data_ptr(), shift.data_ptr(),
                      out.data_ptr(), eps)
     elif entry.in_torch:
@@ -739,11 +800,12 @@ def layer_norm_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Te
     return _layer_norm_cuda(x, weight, bias, eps)
 
 
-def layer_norm(x, weight, bias=None, eps=1e-5):
-    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension."""
-    if _eager_fast_path(x, weight, bias):
-        return _layer_norm_cuda(x, weight, bias, eps)
-    return layer_norm_op(x, weight, bias, eps)
+def layer_norm(x, weight, bias=None, eps=1e-5, *, out=None):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dimension (into out, a contiguous tensor of x's
+    shape and dtype not overlapping an input, where given)."""
+    if _eager_fast_path(x, weight, bias, out):
+        return _layer_norm_cuda(x, weight, bias, eps, out)
+    return _into("layer_norm", out, layer_norm_op(x, weight, bias, eps))
 
 
 @layer_norm_op.register_fake
@@ -769,10 +831,10 @@ def _build_softmax(x):
 _SOFTMAX = _EagerPlans(_build_softmax)
 
 
-def _softmax_cuda(x):
+def _softmax_cuda(x, out=None):
     entry = _SOFTMAX.get((x.shape, x.dtype, x.get_device()), x)
     source = x.contiguous()
-    out = torch.empty_like(source)
+    out = torch.empty_like(source) if out is None else _kernel_out("softmax", out, source.shape, source, source)
     if entry.launch is not None:
         entry.launch(_current_stream(entry.device_index), source.data_ptr(), out.data_ptr())
     elif entry.in_torch:
@@ -785,11 +847,12 @@ def softmax_op(x: torch.Tensor) -> torch.Tensor:
     return _softmax_cuda(x)
 
 
-def softmax(x):
-    """softmax over the last dimension."""
-    if _eager_fast_path(x):
-        return _softmax_cuda(x)
-    return softmax_op(x)
+def softmax(x, *, out=None):
+    """softmax over the last dimension (into out, a contiguous tensor of x's shape and dtype not overlapping x, where
+    given)."""
+    if _eager_fast_path(x, out):
+        return _softmax_cuda(x, out)
+    return _into("softmax", out, softmax_op(x))
 
 
 @softmax_op.register_fake
@@ -828,10 +891,10 @@ def _build_silu_mul(gate_up):
 _SILU_MUL = _EagerPlans(_build_silu_mul)
 
 
-def _silu_mul_cuda(gate_up):
+def _silu_mul_cuda(gate_up, out=None):
     entry = _SILU_MUL.get((gate_up.shape, gate_up.dtype, gate_up.get_device()), gate_up)
     source = gate_up.contiguous()
-    out = source.new_empty(entry.shape)
+    out = _kernel_out("silu_mul", out, entry.shape, source, source)
     if entry.launch is not None:
         entry.launch(_current_stream(entry.device_index), source.data_ptr(), out.data_ptr())
     elif entry.in_torch:
@@ -844,12 +907,12 @@ def silu_mul_op(gate_up: torch.Tensor) -> torch.Tensor:
     return _silu_mul_cuda(gate_up)
 
 
-def silu_mul(gate_up):
+def silu_mul(gate_up, *, out=None):
     """silu(gate) * up, where gate and up are the two halves of gate_up's last dimension (a fused gate/up
-    projection's output, gate first)."""
-    if _eager_fast_path(gate_up):
-        return _silu_mul_cuda(gate_up)
-    return silu_mul_op(gate_up)
+    projection's output, gate first); into out (contiguous, not overlapping gate_up) where given."""
+    if _eager_fast_path(gate_up, out):
+        return _silu_mul_cuda(gate_up, out)
+    return _into("silu_mul", out, silu_mul_op(gate_up))
 
 
 @silu_mul_op.register_fake
