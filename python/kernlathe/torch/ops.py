@@ -442,27 +442,35 @@ def _extent(tensor):
     """The bytes a tensor's elements span, [start, end), a strided view's gaps included."""
     start = tensor.data_ptr()
     if tensor.is_contiguous():
-        return start, start + tensor.numel() * tensor.element_size()
+        return start, start + tensor.nbytes
     last = sum((size - 1) * abs(stride) for size, stride in zip(tensor.shape, tensor.stride()))
     return start, start + (last + 1) * tensor.element_size()
 
 
-def _kernel_out(op, out, shape, like, *inputs):
+def _kernel_out(op, out, shape, like, *inputs, strided=False):
     """The buffer a kernel writes: a new tensor, or out= once checked (_check_out) and found not to overlap what the
-    kernel reads (inputs: the contiguous tensors whose addresses the launch takes). A kernel that reads a row after
-    writing part of it would compute from its own output: such a call is an error, not a wrong answer."""
+    kernel reads (inputs: the tensors whose addresses the launch takes, contiguous unless strided). A kernel that
+    reads a row after writing part of it would compute from its own output: such a call is an error, not a wrong
+    answer. Written for the eager fast path: a handful of attribute reads per tensor."""
     if out is None:
         return like.new_empty(shape)
     if out.shape != shape or out.dtype != like.dtype or out.get_device() != like.get_device() or \
             not out.is_contiguous():
         _check_out(op, out, shape, like)
-    if out.numel():
-        start, end = _extent(out)
-        for tensor in inputs:
-            if tensor is not None and tensor.numel():
-                other_start, other_end = _extent(tensor)
-                if start < other_end and other_start < end:
-                    raise RuntimeError(f"{op}: out overlaps an input the kernel reads; pass a separate tensor")
+    start = out.data_ptr()
+    end = start + out.nbytes
+    if start == end:  # an empty out overlaps nothing
+        return out
+    for tensor in inputs:
+        if tensor is None:
+            continue
+        if strided:
+            other_start, other_end = _extent(tensor)
+        else:
+            other_start = tensor.data_ptr()
+            other_end = other_start + tensor.nbytes
+        if other_start < end and start < other_end and other_start != other_end:
+            raise RuntimeError(f"{op}: out overlaps an input the kernel reads; pass a separate tensor")
     return out
 
 
@@ -652,7 +660,7 @@ def _attention_cuda(q, k, v, causal=False, scale=None, layout="bhsd", out=None):
     if out is None or transposed:  # transposed: the kernel writes BHSD, transposed back after and copied to out=
         written = torch.empty_like(q_in, memory_format=torch.contiguous_format)
     else:
-        written = _kernel_out("attention", out, q_in.shape, q_in, q_in, k_in, v_in)
+        written = _kernel_out("attention", out, q_in.shape, q_in, q_in, k_in, v_in, strided=True)
     stream = _current_stream(entry.device_index)
     if scale is None:
         launch(stream, q_in.data_ptr(), k_in.data_ptr(), v_in.data_ptr(), written.data_ptr())
