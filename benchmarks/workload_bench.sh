@@ -2,8 +2,9 @@
 # A workload tuned as one (issue 32): the 20 nn.Linear GEMMs of a Llama-3-8B layer (workloads/llama3-8b-gemm.yaml)
 # tuned by `tune sweep`, which hands each problem the records of the problems finished before it as priors, against
 # the same 20 problems each tuned from scratch (`tune run --no-prior`), on one GPU, the same time per problem, no
-# final round. Both run in an empty working folder (no results database: neither side learns from this project's
-# records) with an empty cubin cache each, so both compile everything they measure.
+# final round. Each side runs in an empty working folder of its own (no results database: neither side learns from
+# this project's records) with its own empty best cache and cubin cache, so both compile everything they measure and
+# neither measures first what the other stored. Both start from the space's declared problem defaults.
 #
 # Time to the same quality, per problem: the from-scratch run's best verified median q; each side's time, from its
 # first result, until a row within TOLERANCE of q (default 1%). A problem where the sweep never gets there counts its
@@ -34,15 +35,17 @@ out="$(realpath "$out")"
 export KERNLATHE_SOURCE_DIR="${KERNLATHE_SOURCE_DIR:-$PWD}"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 repository="$PWD"
-rm -rf "$out/sweep" "$out/scratch" "$out/work" "$out/cache-sweep" "$out/cache-scratch" "$out/cover-records"
-mkdir -p "$out/work" "$out/scratch"
+rm -rf "$out/sweep" "$out/scratch" "$out/work-sweep" "$out/work-scratch" "$out/cache-sweep" "$out/cache-scratch" \
+  "$out/cover-records"
+mkdir -p "$out/work-sweep" "$out/work-scratch" "$out/scratch"
 echo "workload: $(basename "$workload"), ${seconds} s per problem, device $device ($("$tune" --version 2>/dev/null)); \
 $(nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,noheader -i "$device" 2>/dev/null)"
 
 # 1. The sweep: each problem's records go under sweep/<label>/, the earlier problems' records its priors.
 start=$SECONDS
-(cd "$out/work" && XDG_CACHE_HOME="$out/cache-sweep" bench_step "tune sweep" \
-  "$tune" sweep "$workload" --device "$device" --time "${seconds}s" --final 0 --out "$out/sweep" --json \
+(cd "$out/work-sweep" && XDG_CACHE_HOME="$out/cache-sweep" bench_step "tune sweep" \
+  "$tune" sweep "$workload" --device "$device" --time "${seconds}s" --final 0 --out "$out/sweep" \
+  --best-dir "$out/work-sweep/best" --json \
   > "$out/sweep.json" 2> "$out/sweep.log")
 echo "sweep: exit $? in $((SECONDS - start)) s (log sweep.log)"
 
@@ -58,9 +61,10 @@ PYTHON
 ((${#problems[@]} > 0)) || bench_failed "the sweep left no problem in its state.json"
 for line in "${problems[@]}"; do
   IFS=$'\t' read -r label spec problem <<<"$line"
-  (cd "$out/work" && XDG_CACHE_HOME="$out/cache-scratch" bench_step "from scratch: $label" \
+  (cd "$out/work-scratch" && XDG_CACHE_HOME="$out/cache-scratch" bench_step "from scratch: $label" \
     "$tune" run "$spec" --problem "$problem" --no-prior --device "$device" --time "${seconds}s" --final 0 \
-    --out "$out/scratch/$label" --json > "$out/scratch/$label.json" 2> "$out/scratch/$label.log")
+    --out "$out/scratch/$label" --best-dir "$out/work-scratch/best" --json > "$out/scratch/$label.json" \
+    2> "$out/scratch/$label.log")
 done
 echo "from scratch: ${#problems[@]} problems in $((SECONDS - start)) s"
 rm -rf "$out/cache-sweep" "$out/cache-scratch"
@@ -79,9 +83,10 @@ for line in "${problems[@]}"; do
   mkdir -p "$out/cover-records/$kernel/$arch"
   cp -r "$out/sweep/$label" "$out/cover-records/$kernel/$arch/$label"  # copies: the iterator follows no links
 done
-(cd "$out/work" && bench_step "tune cover" "$tune" cover "$kernel" --arch "$arch" --records "$out/cover-records" \
+# (from the repository root: `tune cover` finds the spec under kernels/)
+(bench_step "tune cover" "$tune" cover "$kernel" --arch "$arch" --records "$out/cover-records" \
   --max-configs 6 > "$out/cover.txt" 2> "$out/cover.log" && "$tune" cover "$kernel" --arch "$arch" \
-  --records "$out/cover-records" --max-configs 6 --json > "$out/cover.json" 2>> "$out/cover.log")
+  --records "$out/cover-records" --max-configs 6 --json > "$out/cover.json" 2>> "$out/cover.log") || true
 cat "$out/cover.txt"
 bench_step "covering set" python3 - "$out/cover.json" <<'PYTHON'
 import json, sys

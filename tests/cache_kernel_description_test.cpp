@@ -238,7 +238,7 @@ TEST(KernelDescription, ProblemDefaultsAreTheirValuesOverTheSpaceDefaults) {
   const KernelSpec spec = load_kernel_spec(source_directory / "kernels" / "gemm_bf16.yaml");
   SpaceEnumerator space(spec.space, constants_of(spec, device_profile("sm_90")));
   const KernelDescription description = describe_kernel(spec, space);
-  ASSERT_EQ(description.problem_defaults.size(), 1u);
+  ASSERT_EQ(description.problem_defaults.size(), 2u);
   const ProblemDefaultDescription& decode = description.problem_defaults[0];
   EXPECT_EQ(decode.when, "M <= 128 and INPUT_KIND in [2, 3]");
   ASSERT_EQ(decode.configuration.size(), spec.space.parameters.size());
@@ -258,6 +258,18 @@ TEST(KernelDescription, ProblemDefaultsAreTheirValuesOverTheSpaceDefaults) {
   EXPECT_EQ(unusable_reason(description, identity_of(named_device_profile("NVIDIA H200")), decode_problem,
                             decode.configuration),
             "");
+  // Then any other 16-bit problem: the QKV projection's tuned winner, usable at a ragged nn.Linear problem on an H200
+  // where the space's declared defaults (simt) break a constraint, and passed over on sm_80 (no wgmma there).
+  const ProblemDefaultDescription& wide = description.problem_defaults[1];
+  EXPECT_EQ(wide.when, "INPUT_KIND in [2, 3]");
+  EXPECT_EQ(wide.configuration.at("PATH"), Value{std::string("wgmma")});
+  EXPECT_EQ(wide.configuration.at("WG_BM"), Value{std::int64_t{128}});
+  EXPECT_EQ(wide.configuration.at("WG_PINGPONG"), Value{true});
+  EXPECT_EQ(wide.configuration.at("WG_STAGES"), Value{std::int64_t{5}});
+  const Problem ragged{{"M", 1000}, {"N", 4000}, {"K", 4096}, {"B_LAYOUT", 1}};
+  EXPECT_EQ(unusable_reason(description, identity_of(named_device_profile("NVIDIA H200")), ragged, wide.configuration),
+            "");
+  EXPECT_NE(unusable_reason(description, identity_of(device_profile("sm_80")), ragged, wide.configuration), "");
   // gemm_f32 carries it too, and its condition never holds there (INPUT_KIND 0).
   const KernelSpec f32 = load_kernel_spec(source_directory / "kernels" / "gemm_f32.yaml");
   EXPECT_EQ(describe_kernel(f32, SpaceEnumerator(f32.space, constants_of(f32, device_profile("sm_90")))).problem_defaults,
