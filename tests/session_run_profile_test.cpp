@@ -129,6 +129,18 @@ TEST(RunProfile, ProcessStartIsReadFromTheSystem) {
   EXPECT_LT(seconds, 3600.0);
 }
 
+TEST(RunProfile, OnlyTheProcesssFirstRunCountsTheProcesssStart) {
+  // A sweep runs its problems in one process, one after another: the second problem's start-up is not the seconds
+  // the first one ran. Whichever run of this test binary asked first, every later one gets -1.
+  process_start_for_a_run();
+  EXPECT_EQ(process_start_for_a_run(), -1.0);
+  EXPECT_EQ(process_start_for_a_run(), -1.0);
+  RunProfile later;
+  later.process_start_seconds = process_start_for_a_run();
+  later.add_startup("load spec", 0.25);
+  EXPECT_EQ(format_profile(later).find("process start"), std::string::npos) << format_profile(later);
+}
+
 TEST(LapClock, LapsAreNonNegativeAndDoNotOverlap) {
   LapClock clock;
   const double first = clock.lap();

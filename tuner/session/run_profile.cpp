@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <sstream>
 
@@ -146,6 +147,11 @@ nlohmann::json profile_to_json(const RunProfile& profile) {
           {"strategy", strategy_times_to_json(profile.strategy, profile.strategy_in_background)},
           {"final_round_seconds", profile.final_round_seconds},
           {"total_seconds", profile.total_seconds}};
+}
+
+double process_start_for_a_run() {
+  static std::atomic<bool> asked{false};
+  return asked.exchange(true) ? -1 : seconds_since_process_start();
 }
 
 double seconds_since_process_start() {

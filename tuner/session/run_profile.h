@@ -26,7 +26,9 @@ struct ProfilePhase {
 };
 
 struct RunProfile {
-  double process_start_seconds = -1;  // from the process's start to the run's start; -1 when unknown
+  // From the process's start to the run's start; -1 when unknown, or when the run is not the process's first (a
+  // sweep's later problems: the time before them went to other runs, not to this one's start-up).
+  double process_start_seconds = -1;
   std::vector<ProfilePhase> startup;  // in order, from the run's start to the first measurement request
   double first_request_seconds = 0;   // from the run's start until the first configuration went to a GPU
   double first_result_seconds = 0;    // from the run's start until the first evaluation came back
@@ -64,6 +66,8 @@ std::map<std::string, std::string> profile_metadata(const RunProfile& profile);
 // Seconds since this process started (Linux: /proc/self/stat against the boot-time clock, 10 ms resolution);
 // -1 where that cannot be read.
 double seconds_since_process_start();
+// seconds_since_process_start() for the first run of this process to ask, -1 for every later one (thread-safe).
+double process_start_for_a_run();
 
 // Wall time in laps: lap() returns the seconds since construction or the previous lap.
 class LapClock {

@@ -204,7 +204,7 @@ TuneReport run_session(const TuneOptions& options, const KernelSpec& spec, const
 std::vector<TuneReport> tune_each_model(const TuneOptions& options) {
   const auto started = Clock::now();
   RunProfile profile;
-  profile.process_start_seconds = seconds_since_process_start();
+  profile.process_start_seconds = process_start_for_a_run();
   LapClock lap;
   KernelSpec spec = load_kernel_spec(options.spec_file, options.problem);
   const MeasurementSettings measurement = measurement_settings_for(spec, options.measurement);
