@@ -11,9 +11,9 @@ speed; a held-out problem is served only by configurations measured on it).
 
     python3 benchmarks/covering_objectives.py FOLDER [K] [OBJECTIVE...]     (default K 6, objectives geo min pow8)
 """
+import argparse
 import csv
 import math
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -78,12 +78,21 @@ def geometric_mean(values):
 
 
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__)
-        sys.exit(2)
-    times = load(sys.argv[1])
-    limit = int(sys.argv[2]) if len(sys.argv) > 2 else 6
-    objectives = sys.argv[3:] or ["geo", "min", "pow8"]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="a sweep's records: FOLDER/<problem>/evaluations.csv")
+    parser.add_argument("limit", type=int, nargs="?", default=6, help="configurations at most (default 6)")
+    parser.add_argument("objectives", nargs="*", default=["geo", "min", "pow8"], help="geo, min or powQ")
+    arguments = parser.parse_args()  # bad usage: a message and exit 2
+    for objective in arguments.objectives:
+        power = objective.startswith("pow") and objective[3:].replace(".", "", 1).isdigit()
+        if objective not in ("geo", "min") and not power:
+            parser.error(f"objective {objective!r}: geo, min or powQ (Q a number)")
+    if arguments.limit < 1:
+        parser.error("the number of configurations must be at least 1")
+    times = load(arguments.folder)
+    if not times:
+        parser.error(f"no records under {arguments.folder} (FOLDER/<problem>/evaluations.csv)")
+    limit, objectives = arguments.limit, arguments.objectives
     problems = sorted(times)
     measured_on = Counter(c for row in times.values() for c in row)
     bests = {min(row, key=row.get) for row in times.values()}

@@ -10,6 +10,9 @@ torch.compile(fullgraph=True) traces a model that uses them without a graph brea
     kernlathe.torch.silu_gated_linear(x, weight)      # silu(x W_gate^T) * (x W_up^T) in one GEMM, with
     kernlathe.torch.interleave_gate_up(gate, up)      # the weight this builds once (gated.py)
 
+Every one of them also takes out= (keyword): a contiguous tensor of the output's shape, dtype and device to write
+into, not overlapping an input.
+
 The ops are registered as torch.ops.kernlathe.<name>; the functions above call them, except in eager mode on plain
 CUDA tensors, where they run the same implementation without the dispatcher (KERNLATHE_TORCH_EAGER_FAST_PATH=0
 turns that off). On CUDA tensors each op plans a kernel and a problem from the shapes

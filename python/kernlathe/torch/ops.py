@@ -452,7 +452,7 @@ def _kernel_out(op, out, shape, like, *inputs, strided=False):
     kernel reads (inputs: the tensors whose addresses the launch takes, contiguous unless strided). A kernel that
     reads a row after writing part of it would compute from its own output: such a call is an error, not a wrong
     answer. Written for the eager fast path: a handful of attribute reads per tensor."""
-    if out is None:
+    if out is None:  # new_empty: cheaper than torch.empty(shape, dtype=, device=), 1.05 against 1.55 us (CPU)
         return like.new_empty(shape)
     if out.shape != shape or out.dtype != like.dtype or out.get_device() != like.get_device() or \
             not out.is_contiguous():
@@ -534,18 +534,14 @@ def _linear_cuda(x, weight, bias=None, residual=None, activation="none", out=Non
                          _tensor_key(bias), _tensor_key(residual), activation), x, weight, bias, residual, activation)
     launch = entry.launch
     if launch is None:
-        # new_empty: cheaper than torch.empty(shape, dtype=, device=), 1.05 against 1.55 us (CPU)
-        out = x.new_empty(entry.shape) if out is None else _kernel_out("linear", out, entry.shape, x)
+        out = _kernel_out("linear", out, entry.shape, x)
         if entry.in_torch:
             out.copy_(reference.linear(x, weight, bias, residual, activation))
         return out
     # The contiguous copies stay referenced until the launch is queued: freed before, their memory could be handed
     # to another tensor while the kernel has yet to read it.
     a, b = x.contiguous(), weight.contiguous()
-    if out is None:
-        out = x.new_empty(entry.shape)
-    else:
-        out = _kernel_out("linear", out, entry.shape, x, a, b, bias, residual)
+    out = _kernel_out("linear", out, entry.shape, x, a, b, bias, residual)
     epilogue, zeros = entry.detail
     stream = _current_stream(entry.device_index)
     if epilogue == _PLAIN:
