@@ -134,6 +134,24 @@ constexpr int producer_registers = 40;
 
 constexpr int consumer_registers = consumers == 2 ? 232 : 240;
 
+// WG_STORE bulk: a consumer writes its finished tile, the epilogue applied, into a buffer of its own in shared
+// memory and one warp hands each row of it to the TMA unit (cp.async.bulk, shared to global), so the stores to C go
+// out as whole 128-byte lines while the consumer already waits for its next tile. Direct stores write each thread's
+// pairs of C from registers: half of a 32-byte sector per store instruction. H200, nn.Linear layout, 4096 x 6144 x
+// 4096, the example's burst timing (results/linear_workload/2026-11-29-h200-dab0a55-descriptors/): with its direct
+// stores skipped, 128 x 256 cooperative ran at 103.5% of cuBLAS against 91.7% storing, 128 x 128 ping-pong 100.2%
+// against 93.3%. Rows are padded by 16 bytes, so the eight rows one store instruction covers fall in distinct banks.
+// Not with the SiLU-gated epilogue (its C is n / 2 wide), nor with split-K (its last split stores from the fp32
+// workspace), nor tf32 (C is stored transposed): those store directly (the space holds WG_STORE at direct there).
+#if WG_STORE_bulk
+constexpr bool bulk_store = !swapped && !gated_epilogue && split_k == 1;
+#else
+constexpr bool bulk_store = false;
+#endif
+constexpr int staging_pitch = instruction_n * static_cast<int>(sizeof(Output)) + 16;  // bytes per staged row
+constexpr int staging_bytes_per_consumer = bulk_store ? consumer_share * staging_pitch : 0;
+static_assert(staging_pitch % 16 == 0, "bulk copies read shared memory in 16-byte units");
+
 // With the bias + residual epilogue, the producer asks for each tile's residual to be brought into L2 during the last
 // GEMM_RESIDUAL_PREFETCH_BLOCKS K blocks it loads for the tile (a few rows per block, so the prefetches never queue
 // up in front of a stage's copies), and the consumers' epilogue reads find it there instead of waiting on DRAM while
@@ -286,6 +304,59 @@ __device__ __forceinline__ void store_slice_bounded(const float (&accumulators)[
   }
 }
 
+// The 128 threads of consumer warpgroup `consumer` only (named barriers 2 and 3; 0 is __syncthreads).
+__device__ __forceinline__ void consumer_barrier(int consumer) {
+  asm volatile("bar.sync %0, %1;" ::"r"(2 + consumer), "n"(warpgroup_threads) : "memory");
+}
+
+// WG_STORE bulk: this consumer's share of a tile (consumer_share rows from row_base, instruction_n columns from
+// column_base) through its staging buffer into C. The buffer is written only after the copies of the consumer's
+// previous tile have read it; the elements outside C are neither computed nor copied. n % 8 == 0 and C 16-byte
+// aligned (the caller checks): every row's copy starts and ends on 16 bytes.
+__device__ __forceinline__ void store_share_bulk(const float (&accumulators)[consumer_slices][accumulator_count],
+                                                 unsigned char* staging, int consumer, int row_base,
+                                                 int column_base, int m, int n, float alpha, float beta, Output* c,
+                                                 const Epilogue& epilogue) {
+  const int thread = threadIdx.x % warpgroup_threads;
+  const bool issues_copies = thread < 32;  // the consumer's first warp
+  if (issues_copies) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  consumer_barrier(consumer);
+  const int warp_row = thread / 32 * 16 + thread % 32 / 4;
+  const int pair_column = thread % 4 * 2;
+#pragma unroll
+  for (int slice = 0; slice < consumer_slices; ++slice) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int local_row = slice * instruction_m + warp_row + half * 8;
+      const int row = row_base + local_row;
+#pragma unroll
+      for (int chunk = 0; chunk < instruction_n / 8; ++chunk) {
+        const int local_column = chunk * 8 + pair_column;
+        const int column = column_base + local_column;
+        if (row >= m || column >= n) continue;  // n is even: a pair starting inside C is whole
+        const Output* destination = c + static_cast<long long>(row) * n + column;
+        float first = scaled(accumulators[slice][chunk * 4 + half * 2], alpha, beta, destination);
+        float second = scaled(accumulators[slice][chunk * 4 + half * 2 + 1], alpha, beta, destination + 1);
+        apply_epilogue_two(epilogue, first, second, row, column, n);
+        store_two(reinterpret_cast<Output*>(staging + local_row * staging_pitch) + local_column, first, second);
+      }
+    }
+  }
+  // The generic-proxy writes above become visible to the TMA unit's reads (the async proxy).
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  consumer_barrier(consumer);
+  if (issues_copies) {
+    const int row_bytes = min(instruction_n, n - column_base) * static_cast<int>(sizeof(Output));
+    for (int local_row = thread; local_row < consumer_share && row_base + local_row < m; local_row += 32) {
+      Output* destination = c + static_cast<long long>(row_base + local_row) * n + column_base;
+      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(destination),
+                   "r"(shared_address(staging + local_row * staging_pitch)), "r"(row_bytes)
+                   : "memory");
+    }
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  }
+}
+
 // Split-K: the K blocks [first, last) of work item `split` of a tile (empty for the last items when the blocks run
 // out first).
 __device__ __forceinline__ void split_range(int split, int k_blocks, int& first, int& last) {
@@ -354,11 +425,6 @@ __device__ __forceinline__ void finish_split_slice(int row_base, int column_base
       }
     }
   }
-}
-
-// The 128 threads of consumer warpgroup `consumer` only (named barriers 2 and 3; 0 is __syncthreads).
-__device__ __forceinline__ void consumer_barrier(int consumer) {
-  asm volatile("bar.sync %0, %1;" ::"r"(2 + consumer), "n"(warpgroup_threads) : "memory");
 }
 
 // The column of a 64-column slice that fragment row `row` stands for (swapped). In order, the 32 lanes of one
@@ -433,7 +499,9 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
   // The 128-byte swizzle pattern repeats every 1024 bytes of shared address, and wgmma and TMA both derive it from
   // the address bits: every tile must start on a 1024-byte boundary (SHARED_BYTES has 1024 bytes of slack for this).
   const unsigned tiles_base = (shared_address(wgmma_shared) + swizzle_atom_bytes - 1) & ~(swizzle_atom_bytes - 1u);
-  const unsigned barriers_base = tiles_base + stages * stage_bytes;
+  // WG_STORE bulk: each consumer's staging buffer follows the stages (none with direct stores).
+  const unsigned staging_base = tiles_base + stages * stage_bytes;
+  const unsigned barriers_base = staging_base + consumers * staging_bytes_per_consumer;
   const auto full_barrier = [&](int stage) { return barriers_base + 8u * stage; };
   const auto empty_barrier = [&](int stage) { return barriers_base + 8u * (stages + stage); };
   // Ping-pong: completes each time the given consumer has issued the wgmma of one of its tiles.
@@ -722,6 +790,19 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         }
         continue;
       }
+      if constexpr (bulk_store) {
+        if (n % 8 == 0 && reinterpret_cast<unsigned long long>(c) % 16 == 0) {
+          if (tile_row * block_m + consumer_first >= m) continue;  // a cluster's tile wholly below C
+#pragma unroll
+          for (int slice = 0; slice < consumer_slices; ++slice) accumulators_ready(accumulators[slice]);
+          store_share_bulk(accumulators, wgmma_shared + (staging_base - shared_address(wgmma_shared)) +
+                                             consumer * staging_bytes_per_consumer,
+                           consumer,
+                           tile_row * block_m + consumer_first, tile_column * block_n, m, n, alpha, beta, c,
+                           epilogue);
+          continue;
+        }
+      }
 #pragma unroll
       for (int slice = 0; slice < consumer_slices; ++slice) {
         accumulators_ready(accumulators[slice]);
@@ -740,6 +821,8 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
         }
       }
     }
+    // The bulk copies of the last tile read the staging buffer until they are done: it must outlive them.
+    if (bulk_store && threadIdx.x % warpgroup_threads < 32) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
   }
   cluster_sync<cluster>();
 }
