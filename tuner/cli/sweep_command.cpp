@@ -492,7 +492,10 @@ class Sweep {
     }
     if (body.at("no_gpu").get<bool>()) {
       if (!deal_->rank_of(index)) return;  // given back already
-      fmt::print(stderr, "sweep {}: rank {} has no GPU: {} waits for another rank\n", name_, rank, labels_[index]);
+      const std::vector<int> known = deal_->ranks_without_gpu();
+      if (std::find(known.begin(), known.end(), rank) == known.end())
+        fmt::print(stderr, "sweep {}: rank {} has no GPU: it takes no more problems\n", name_, rank);
+      fmt::print(stderr, "sweep {}: {} waits for another rank\n", name_, labels_[index]);
       deal_->no_gpu(index, rank);
       return;
     }
