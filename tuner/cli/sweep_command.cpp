@@ -639,6 +639,13 @@ void SweepCommand::add_to(CLI::App& command) {
   if (CLI::Option* positional = command.get_option_no_throw("spec"))
     positional->description("workload file (tasks of kernel specs and their problems)");
   command.add_flag("--restart", restart, "ignore the state of an earlier sweep and tune every problem again");
+  command.footer(
+      "Under mpirun (mpirun -n R tune sweep WORKLOAD --out SHARED_DIR ...), rank 0 deals the problems to the ranks as "
+      "their GPUs come free, in workload order: each problem is tuned once, by one rank, on that rank's --devices (else "
+      "--device, else the GPU of its local rank); identical problems never run at once. Every rank writes its "
+      "problems' records under --out (a folder the hosts share); rank 0 alone writes state.json and prints the summary "
+      "of every problem; every rank exits with rank 0's code. A rank silent for --rank-timeout seconds is lost: its "
+      "finished problems are kept, its running ones are resumed by the next sweep (docs/workloads.md).");
 }
 
 int SweepCommand::run_sweep(std::FILE* results) const {
