@@ -3,7 +3,9 @@
 // with the state recorded, and problems a state file marks done are skipped. Then whole sweeps in this process
 // over stand-in GPUs of different speeds (RunCommand::open_device): problems tuned at once, one device each, the
 // last one on every free device, each problem once, the state and the summary naming each problem's devices, and
-// the priors of a problem being the problems of its spec finished when it started.
+// the priors of a problem being the problems of its spec finished when it started. Last, sweeps over four ranks as
+// threads of this process (an in-process network in place of MPI): each problem tuned once by one rank, every rank
+// busy at once, one state and one summary from rank 0, one exit code, and a lost rank's finished records kept.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "cli_test_support.h"
+#include "cluster_test_support.h"
 #include "session_test_support.h"
 #include "tuner/cli/sweep_command.h"
 #include "tuner/record/csv_record.h"
@@ -63,15 +66,17 @@ TEST_F(SweepCommand, AProblemTheSpecCannotTakeIsBadInputBeforeAnythingRuns) {
   EXPECT_FALSE(fs::exists(out));
 }
 
-// Under mpirun every rank would run the whole sweep and open MPI once per problem: refused before anything is
-// written (the launcher's variables are what tune reads to know it runs under mpirun).
-TEST_F(SweepCommand, UnderMpirunASweepIsRefusedBeforeAnythingIsWritten) {
-  const fs::path file = write_workload("  - spec: saxpy\n    sweep: {N: [1024, 2048]}\n");
+// Under mpirun every rank reads and checks the same workload before MPI is started: a bad problem is exit 2 on each
+// rank, with nothing written (the launcher's variables are what tune reads to know it runs under mpirun; no MPI
+// is started here, or this would fail to find the launcher).
+TEST_F(SweepCommand, UnderMpirunABadProblemIsBadInputBeforeMpiStartsOrAnythingIsWritten) {
+  const fs::path file = write_workload("  - spec: saxpy\n    sweep: {N: [1024, 2048]}\n  - spec: saxpy\n    problems: [{Q: 3}]\n");
   const fs::path out = directory_ / "out";
-  const auto result = cli_test::run_tune_in_shell("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 ",
+  const auto result = cli_test::run_tune_in_shell("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 ",
                                                   "sweep " + file.string() + " --out " + out.string());
   EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_NE(result.err.find("a sweep does not run under mpirun"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("Q=3"), std::string::npos) << result.err;
+  EXPECT_EQ(result.err.find("MPI"), std::string::npos) << result.err;
   EXPECT_FALSE(fs::exists(out));
 }
 
@@ -364,6 +369,171 @@ TEST_F(SweepAcrossDevices, OneDeviceTunesTheProblemsOneAfterTheOtherWithTheEarli
   }
   EXPECT_NE(prior_of(2).find("01-synthetic"), std::string::npos) << prior_of(2);
   EXPECT_NE(prior_of(3).find("02-synthetic"), std::string::npos) << prior_of(3);
+}
+
+// Four ranks as threads over an in-process network (cluster_test::LocalNetwork, in place of MPI), each with stand-in
+// GPUs of its own: rank 1 has two, the others one; device d of rank r is logged as 10 r + d. The problems are the
+// synthetic spec's N = 1000, 2000, ...; each rank's summary (stdout) and exit code come back.
+class SweepOverRanks : public ::testing::Test {
+ protected:
+  static constexpr int ranks = 4;
+  static constexpr int finished_tag = 43;  // sweep_command.cpp's message of a finished problem, to rank 0
+
+  struct RankOutcome {
+    int exit_code = -1;
+    std::string results;
+    std::string error;
+  };
+
+  void SetUp() override {
+    directory_ = session_test::fresh_directory("cli_sweep_over_ranks");
+    spec_ = session_test::write_spec(directory_, 6, 5, 3);
+    out_ = directory_ / "out";
+  }
+  void TearDown() override { fs::remove_all(directory_); }
+
+  std::vector<RankOutcome> sweep(cluster_test::LocalNetwork& network, int problems, double rank_timeout) {
+    std::string values;
+    for (int index = 1; index <= problems; ++index) values += (index > 1 ? ", " : "") + std::to_string(1000 * index);
+    const fs::path workload = directory_ / "workload.yaml";
+    std::ofstream(workload) << "workload: stand-in\ntasks:\n  - spec: " << spec_.string() << "\n    sweep: {N: ["
+                            << values << "]}\n";
+    std::vector<RankOutcome> outcomes(ranks);
+    std::vector<std::unique_ptr<Communicator>> communicators;
+    for (int rank = 0; rank < ranks; ++rank) communicators.push_back(network.communicator(rank));
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < ranks; ++rank)
+      threads.emplace_back([&, rank] {
+        ::kernlathe::SweepCommand command;
+        command.run.common.spec = workload.string();
+        command.run.common.json = true;
+        command.run.out = out_.string();
+        command.run.devices = rank == 1 ? "0,1" : "0";
+        command.run.budget = budget;
+        command.run.strategy = "random";
+        command.run.final_candidates = 0;
+        command.run.rank_timeout = rank_timeout;
+        command.run.best_dir = (directory_ / "best").string();
+        command.run.ceiling_cache = (directory_ / "ceilings").string();
+        const int pace_ms = rank == 2 ? 20 : 2;
+        command.run.open_device = [log = log_, rank, pace_ms](const KernelSpec& spec, int index) -> std::unique_ptr<Measurer> {
+          return std::make_unique<StandInGpu>(spec, 10 * rank + index, pace_ms, log);
+        };
+        command.ranks = communicators[static_cast<std::size_t>(rank)].get();
+        std::FILE* results = std::tmpfile();
+        try {
+          outcomes[static_cast<std::size_t>(rank)].exit_code = command.run_sweep(results);
+        } catch (const std::exception& error) {
+          outcomes[static_cast<std::size_t>(rank)].error = error.what();
+        }
+        outcomes[static_cast<std::size_t>(rank)].results = cli_test::read_back(results);
+      });
+    for (std::thread& thread : threads) thread.join();
+    std::ifstream in(out_ / "state.json");
+    state_ = nlohmann::json::parse(in);
+    return outcomes;
+  }
+
+  static std::string label(int index) { return fmt::format("{:02}-synthetic-N={}", index, 1000 * index); }
+  const nlohmann::json& entry(int index) const { return state_.at("problems").at(label(index)); }
+  // The ranks whose stand-in GPUs measured the problem, from the log, and their devices.
+  std::set<int> ranks_that_measured(int index) {
+    std::set<int> measured;
+    for (int device : log_->devices_of(1000 * index)) measured.insert(device / 10);
+    return measured;
+  }
+  std::set<int> devices_that_measured(int index) {
+    std::set<int> measured;
+    for (int device : log_->devices_of(1000 * index)) measured.insert(device % 10);
+    return measured;
+  }
+
+  fs::path directory_, spec_, out_;
+  std::shared_ptr<DeviceLog> log_ = std::make_shared<DeviceLog>();
+  nlohmann::json state_;
+};
+
+TEST_F(SweepOverRanks, EachProblemIsTunedOnceByOneRankAndRankZeroSumsUpForAll) {
+  // Five devices over four ranks: the first five devices to be prepared wait for each other, so every rank tunes a
+  // problem at the same time as the others (rank 1 two, or one over both of its devices).
+  log_->rendezvous = 5;
+  cluster_test::LocalNetwork network(ranks);
+  const std::vector<RankOutcome> outcomes = sweep(network, 8, 30);
+  for (int rank = 0; rank < ranks; ++rank) {
+    EXPECT_EQ(outcomes[rank].exit_code, 0) << "rank " << rank << ": " << outcomes[rank].error;
+    if (rank > 0) {
+      EXPECT_EQ(outcomes[rank].results, "") << "rank " << rank << " printed a summary";
+    }
+  }
+  EXPECT_TRUE(log_->met);
+  std::set<int> ranks_that_tuned;
+  for (int index = 1; index <= 8; ++index) {
+    EXPECT_EQ(entry(index).at("status"), "done") << label(index);
+    const int rank = entry(index).at("rank").get<int>();
+    ranks_that_tuned.insert(rank);
+    EXPECT_EQ(ranks_that_measured(index), std::set<int>{rank}) << label(index) << ": tuned by one rank, the state's";
+    const std::vector<int> devices = entry(index).at("devices").get<std::vector<int>>();
+    EXPECT_EQ(devices_that_measured(index), std::set<int>(devices.begin(), devices.end())) << label(index);
+    EXPECT_EQ(session_test::rows_each_configuration_once(out_ / label(index) / "evaluations.csv", spec_), budget)
+        << label(index);
+  }
+  EXPECT_EQ(ranks_that_tuned, (std::set<int>{0, 1, 2, 3}));
+  const nlohmann::json summary = nlohmann::json::parse(outcomes[0].results);
+  ASSERT_EQ(summary.at("problems").size(), 8u);
+  for (int index = 1; index <= 8; ++index) {
+    const nlohmann::json& row = summary.at("problems").at(index - 1);
+    EXPECT_EQ(row.at("problem"), label(index));
+    EXPECT_EQ(row.at("evaluated"), budget) << label(index);
+    EXPECT_EQ(row.at("rank"), entry(index).at("rank")) << label(index);
+    EXPECT_EQ(row.at("devices"), entry(index).at("devices")) << label(index);
+  }
+  // Again: every problem is done, nothing is measured, and rank 0 still sums up all eight.
+  const std::size_t measured = log_->entries.size();
+  cluster_test::LocalNetwork again(ranks);
+  const std::vector<RankOutcome> resumed = sweep(again, 8, 30);
+  for (int rank = 0; rank < ranks; ++rank) EXPECT_EQ(resumed[rank].exit_code, 0) << "rank " << rank;
+  EXPECT_EQ(log_->entries.size(), measured);
+  EXPECT_EQ(nlohmann::json::parse(resumed[0].results).at("problems").size(), 8u);
+}
+
+TEST_F(SweepOverRanks, ALostRankKeepsItsFinishedRecordsAndEveryRankExitsOne) {
+  // Rank 2 dies as it says its first problem finished: that record is whole, the state still says "started", and
+  // the next sweep resumes it (from its records) and tunes nothing else.
+  cluster_test::LocalNetwork network(ranks);
+  network.die_after_results(2, 0, finished_tag);
+  const std::vector<RankOutcome> outcomes = sweep(network, 6, 2);
+  for (int rank = 0; rank < ranks; ++rank)
+    EXPECT_EQ(outcomes[rank].exit_code, 1) << "rank " << rank << ": " << outcomes[rank].error;
+  ASSERT_TRUE(network.dead(2));
+  int lost = 0;
+  int lost_index = 0;
+  for (int index = 1; index <= 6; ++index) {
+    if (entry(index).value("rank", -1) != 2) {
+      EXPECT_EQ(entry(index).at("status"), "done") << label(index);
+      continue;
+    }
+    ++lost;
+    lost_index = index;
+    EXPECT_EQ(entry(index).at("status"), "started") << label(index);
+    EXPECT_EQ(session_test::rows_each_configuration_once(out_ / label(index) / "evaluations.csv", spec_), budget)
+        << label(index) << ": the lost rank's finished record";
+    const nlohmann::json summary = nlohmann::json::parse(outcomes[0].results);
+    ASSERT_EQ(summary.at("problems").size(), 6u) << outcomes[0].results;
+    const nlohmann::json& row = summary.at("problems").at(index - 1);
+    EXPECT_EQ(row.at("exit"), 1) << label(index);
+    EXPECT_EQ(row.at("lost"), true) << label(index);
+  }
+  ASSERT_EQ(lost, 1);
+  const std::size_t measured = log_->entries.size();
+  cluster_test::LocalNetwork again(ranks);
+  const std::vector<RankOutcome> resumed = sweep(again, 6, 30);
+  for (int rank = 0; rank < ranks; ++rank) EXPECT_EQ(resumed[rank].exit_code, 0) << "rank " << rank;
+  for (int index = 1; index <= 6; ++index) EXPECT_EQ(entry(index).at("status"), "done") << label(index);
+  // Only the lost problem was tuned again, resumed: its record keeps the first run's rows and adds the budget's.
+  ASSERT_GT(log_->entries.size(), measured);
+  for (std::size_t entry_index = measured; entry_index < log_->entries.size(); ++entry_index)
+    EXPECT_EQ(log_->entries[entry_index].problem, 1000 * lost_index);
+  EXPECT_EQ(session_test::rows_each_configuration_once(out_ / label(lost_index) / "evaluations.csv", spec_), 2 * budget);
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ int run_cli(int argc, char** argv) {
 
   SweepCommand sweep_command;
   CLI::App* sweep = app.add_subcommand(
-      "sweep", "tune every problem of a workload file, one after the other or several GPUs at once, resumably");
+      "sweep", "tune every problem of a workload file, one after the other, several GPUs at once, or dealt over the "
+      "ranks of mpirun, resumably");
   sweep_command.add_to(*sweep);
 
   CoverCommand cover_command;

@@ -557,7 +557,7 @@ int RunCommand::run(const RunOutput& output) const {
   if (!devices.empty()) options.devices = parse_device_list(devices, !replay.empty());
 
   std::vector<TuneReport> reports;
-  if (std::optional<LaunchedRank> launched = launched_by_mpirun(); launched && launched->size > 1) {
+  if (std::optional<LaunchedRank> launched = launched_by_mpirun(); launched && launched->size > 1 && !alone_under_mpirun) {
     // Under mpirun: rank 0 tunes with every rank's GPUs; the others measure for it and print what it chose. Each
     // rank measures on its --devices (ranks on one host each give their own, mpirun's "A : B" form), else on one
     // GPU: --device, or the GPU of its local rank.

@@ -62,6 +62,9 @@ struct RunCommand {
   // Not an option: opens device `index` in place of a GPU's evaluation worker (TuneOptions::open_device), so that
   // tests run whole sweeps over stand-in GPUs (tests/cli_sweep_command_test.cpp). Unset from the command line.
   std::function<std::unique_ptr<Measurer>(const KernelSpec& spec, int index)> open_device;
+  // Not an option: tune on this process's GPUs even when started by mpirun. A sweep under mpirun deals its problems
+  // over the ranks itself (sweep_command.h), and each rank tunes its problems alone.
+  bool alone_under_mpirun = false;
 
   void add_to(CLI::App& command);
   int run() const { return run(RunOutput{}); }

@@ -7,6 +7,12 @@
 // Resumable: the sweep keeps its state in STATE_DIR/state.json (results/workloads/<name>/ by default, or --out);
 // started again, it skips the problems that finished and resumes those that were interrupted. Each problem's
 // ranking (the JSON of `tune run --json`) is kept beside the state; stdout gets a summary table (or JSON).
+//
+// Under mpirun (`mpirun -n R tune sweep WORKLOAD`, each rank with its own --devices or the GPU of its local rank)
+// rank 0 deals the problems to the ranks as their devices come free, in workload order (tuner/cluster/sweep_deal.h):
+// each problem is tuned once, by one rank, over that rank's devices as above, and identical problems never at once.
+// Every rank writes its problems' records and reports into the one --out folder (shared by the hosts); rank 0 alone
+// writes state.json and prints the summary of every problem; every rank exits with rank 0's exit code.
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -16,9 +22,14 @@
 
 namespace kernlathe {
 
+class Communicator;
+
 struct SweepCommand {
   RunCommand run;  // its spec positional is the workload file
   bool restart = false;
+  // Not an option: the ranks to deal the problems over, in place of mpirun's, so that tests run a sweep's ranks as
+  // threads of one process (tests/cli_sweep_command_test.cpp). Null: MPI's ranks when started by mpirun, else none.
+  Communicator* ranks = nullptr;
 
   void add_to(CLI::App& command);
   int run_sweep() const { return run_sweep(stdout); }
