@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Attention at the shapes models give it (issue 33), verified on the GPU: for each problem below, `tune run` measures
 # every configuration of a small candidate space (the default; one, two or three consumers, in turn or overlapped,
-# ping-pong, persistent, either block order, 64- and 128-key tiles, two and three stages) and verifies each against
-# the fp32 reference path.
+# ping-pong, persistent, either block order, 64- and 128-key tiles, two and three stages; three of those kinds also in
+# clusters of query heads sharing K / V tiles, AT_KV_SHARE 2, 4 and 8 where they divide the group) and verifies each
+# against the fp32 reference path.
 # Sequences 1, 63, 200, 1000, 4096 and 4096 + 77; grouped-query ratios 1, 4 and 8; both layouts; causal and not;
 # prefills of 63 and 1000 queries against 1000 and 3000 cached keys; head dimension 256; the log-sum-exp output.
 # Exit 1 when a configuration fails verification or faults (statuses other than ok), or a run fails.
@@ -27,7 +28,9 @@ cat >>"$space" <<'EOF2'
     (AT_CONSUMERS == 3 and AT_BN == 64 and AT_STAGES == 2 and AT_OVERLAP and not AT_PINGPONG and AT_PERSISTENT and AT_ORDER == "tiles") or
     (AT_CONSUMERS == 3 and AT_BN == 64 and AT_STAGES == 3 and AT_PINGPONG and AT_PERSISTENT and AT_ORDER == "heads") or
     (AT_CONSUMERS == 2 and AT_BN == 64 and AT_STAGES == 2 and AT_OVERLAP and not AT_PINGPONG and AT_PERSISTENT and AT_ORDER == "heads") or
-    (AT_CONSUMERS == 3 and AT_BN == 128 and AT_STAGES == 2 and AT_PINGPONG and not AT_PERSISTENT and AT_ORDER == "tiles")))
+    (AT_CONSUMERS == 3 and AT_BN == 128 and AT_STAGES == 2 and AT_PINGPONG and not AT_PERSISTENT and AT_ORDER == "tiles")) and
+    (AT_KV_SHARE == 1 or (AT_CONSUMERS == 2 and AT_BN == 128 and AT_STAGES == 2 and not AT_PINGPONG) or
+     (AT_PINGPONG and AT_STAGES == 3)))
 EOF2
 for spec in attention_bf16 attention_f16 attention_bf16_lse; do
   sed -e "s|^template: .*|template: $PWD/templates/attention.cu|" -e "s|^space: .*|space: $space|" \

@@ -77,7 +77,12 @@ __device__ __forceinline__ long long row_offset(int batch, int head, int row, in
 #define ATTENTION_LSE_ARGUMENT nullptr
 #endif
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+// The wgmma path may run in thread-block clusters (AT_KV_SHARE > 1: the query heads of a cluster share K / V tiles).
+#ifndef ATTENTION_CLUSTER_DIMS
+#define ATTENTION_CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void ATTENTION_CLUSTER_DIMS __launch_bounds__(THREADS, 1)
     attention(int sequence, int keys, float scale, const Element* __restrict__ q, const Element* __restrict__ k,
               const Element* __restrict__ v, Element* __restrict__ o, ATTENTION_LSE_PARAMETER
               const __grid_constant__ TensorMap q_map, const __grid_constant__ TensorMap k_map,

@@ -6,12 +6,13 @@
 // divides (1, 63, 1000, 4096 + 77, and keys cached before the queries), grouped-query ratios 1, 4 and 8, in both
 // layouts, on sm_90 (where the specs ask for sm_90a). On sm_80 the space offers the reference path only, and that
 // compiles.
-// Each case is the first configuration of a deterministic sample of the shipped space that matches it, so the test
-// also fails if the space stops offering a path.
+// Each case is the first configuration of the shipped space, in a deterministic random order, that matches it, so the
+// test also fails if the space stops offering a path.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
@@ -94,8 +95,9 @@ std::vector<PathCase> path_cases() {
   };
 }
 
-// A sample of the space, not all of it (one problem's space holds 200 to 300 configurations).
-constexpr std::uint64_t sample_size = 48;
+// The whole space in a deterministic random order, so each path's case is a varied configuration and a path the
+// space offers is always found: a sample of 48 stopped finding the 6 reference configurations once AT_KV_SHARE made
+// a grouped-query problem's space 400 to 600 configurations.
 constexpr std::uint64_t sample_seed = 19;
 
 class AttentionTemplate : public testing::TestWithParam<AttentionProblem> {};
@@ -104,8 +106,8 @@ TEST_P(AttentionTemplate, EveryPathCompilesOnSm90) {
   const AttentionProblem& problem = GetParam();
   KernelSpec spec = load_spec(problem);
   SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
-  const std::vector<Configuration> sample = space.sample(sample_size, sample_seed);
-  ASSERT_EQ(sample.size(), sample_size);
+  const std::vector<Configuration> sample = space.sample(space.valid_count(), sample_seed);
+  ASSERT_EQ(sample.size(), space.valid_count());
   TemporaryDirectory cache;
   for (const PathCase& path : path_cases()) {
     SCOPED_TRACE(path.name);
@@ -208,6 +210,92 @@ INSTANTIATE_TEST_SUITE_P(Problems, AttentionTemplate,
                                          AttentionProblem{"attention_f16", 64, true, 4173, 8, 1, 0},
                                          AttentionProblem{"attention_bf16", 96, true, 1000, 32, 8, 1},
                                          AttentionProblem{"attention_f16", 96, false, 63, 16, 4, 0, 100}),
+                         problem_name);
+
+// Grouped-query heads in thread-block clusters (AT_KV_SHARE): the space offers exactly the cluster sizes of 1, 2, 4
+// and 8 that divide the group (HEADS / KV_HEADS) and keeps 1 as the default; every configuration's grid is whole
+// clusters along x, one block per (pair, query tile) without AT_PERSISTENT and at most one per SM with it, and a K / V
+// box is one block's share of a tile. Each offered size compiles in two kinds the schedule tells apart (one block per
+// query tile in "heads" order; persistent in "tiles" order), with a cubin that declares the cluster shape (the
+// launch takes it from there) and no ptxas performance warnings (spills, serialised wgmma); without a cluster the
+// cubin declares none.
+class AttentionKvShare : public testing::TestWithParam<AttentionProblem> {};
+
+// The attribute by which a cubin fixes its cluster shape at compile time (EIATTR_CTA_PER_CLUSTER, a value of three
+// 32-bit words): format 4, attribute 0x3d, 12 bytes, then x, y, z.
+std::string cluster_attribute(std::uint8_t blocks) {
+  const unsigned char bytes[] = {4, 0x3d, 12, 0, blocks, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0};
+  return std::string(reinterpret_cast<const char*>(bytes), sizeof bytes);
+}
+
+TEST_P(AttentionKvShare, TheSpaceOffersTheDivisorsOfTheGroupAndEachCompiles) {
+  const AttentionProblem& problem = GetParam();
+  KernelSpec spec = load_spec(problem);
+  SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
+  const std::int64_t group = problem.heads / problem.kv_heads;
+  const std::int64_t pairs = 2 * problem.heads;  // BATCH 2
+  const std::int64_t sm_count = Lookup{space.bindings(space.default_configuration())}.integer("sm_count");
+  EXPECT_EQ(Lookup{space.bindings(space.default_configuration())}.integer("AT_KV_SHARE"), 1);
+
+  std::set<std::int64_t> offered, expected;
+  for (const std::int64_t size : {1, 2, 4, 8})
+    if (group % size == 0) expected.insert(size);
+  // Per offered size, the first configuration of each kind in the space's order.
+  std::map<std::pair<std::int64_t, bool>, Configuration> chosen;
+  for (std::uint64_t index = 0; index < space.valid_count(); ++index) {
+    const Configuration configuration = space.at(index);
+    const Lookup values{space.bindings(configuration)};
+    if (!values.wgmma()) {
+      EXPECT_EQ(values.integer("AT_KV_SHARE"), 1);
+      continue;
+    }
+    SCOPED_TRACE(to_string(spec.space, configuration));
+    const std::int64_t share = values.integer("AT_KV_SHARE");
+    offered.insert(share);
+    const std::int64_t tiles = (problem.sequence + values.integer("AT_BM") - 1) / values.integer("AT_BM");
+    EXPECT_EQ(values.integer("GRID_X") % share, 0);
+    if (values.flag("AT_PERSISTENT")) {
+      EXPECT_EQ(values.integer("GRID_Y"), 1);
+      EXPECT_LE(values.integer("GRID_X"), sm_count);
+      EXPECT_EQ(values.integer("GRID_X"), std::min(sm_count / share, pairs / share * tiles) * share);
+    } else {
+      EXPECT_EQ(values.integer("GRID_X") * values.integer("GRID_Y"), pairs * tiles);
+      // "heads": a query tile's cluster along x, the sets of heads along y; "tiles": the pairs along x.
+      EXPECT_EQ(values.integer("GRID_X"), values.text("AT_ORDER") == "tiles" ? pairs : tiles * share);
+    }
+    EXPECT_EQ(values.integer("KV_BOX_ROWS") * share, values.integer("AT_KEY_TILE"));
+    const bool persistent_tiles = values.flag("AT_PERSISTENT") && values.text("AT_ORDER") == "tiles";
+    const bool heads = !values.flag("AT_PERSISTENT") && values.text("AT_ORDER") == "heads";
+    if (persistent_tiles || heads) chosen.emplace(std::make_pair(share, persistent_tiles), configuration);
+  }
+  EXPECT_EQ(offered, expected);
+  ASSERT_EQ(chosen.size(), 2 * expected.size());
+
+  TemporaryDirectory cache;
+  for (const auto& [kind, configuration] : chosen) {
+    SCOPED_TRACE(to_string(spec.space, configuration));
+    CompileResult result = compile_cubin(instantiate(spec, space, configuration, "sm_90"), cache.path(),
+                                         /*use_cache=*/false);
+    ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+    EXPECT_EQ(performance_warnings(result.log), std::vector<std::string>{}) << result.log;
+    const std::string cubin = read_file(result.cubin_path);
+    const std::int64_t share = kind.first;
+    if (share > 1) {
+      EXPECT_NE(cubin.find(cluster_attribute(static_cast<std::uint8_t>(share))), std::string::npos);
+    } else {
+      EXPECT_EQ(cubin.find(cluster_attribute(static_cast<std::uint8_t>(share)).substr(0, 4)), std::string::npos);
+    }
+  }
+}
+
+// Grouped-query ratios 1 (no cluster offered), 4 and 8, at ragged sequences (one row, less than a tile, 4096 + 77,
+// keys cached before the queries), both layouts, head dimensions 64 and 128, causal and not, both element types.
+INSTANTIATE_TEST_SUITE_P(Problems, AttentionKvShare,
+                         testing::Values(AttentionProblem{"attention_bf16", 128, false, 1000, 32, 8, 0},
+                                         AttentionProblem{"attention_bf16", 64, true, 4173, 32, 4, 1},
+                                         AttentionProblem{"attention_f16", 128, true, 63, 16, 2, 1, 1000},
+                                         AttentionProblem{"attention_f16", 64, false, 1, 8, 2, 0, 77},
+                                         AttentionProblem{"attention_bf16", 128, true, 4173, 16, 16, 1}),
                          problem_name);
 
 }  // namespace

@@ -30,6 +30,21 @@
 //     picks the blocks' order: "heads" walks the query tiles of one (batch, head) pair together (they share K and V
 //     in L2; causal: last tiles, the longest, first), "tiles" walks one query tile of every pair together, last
 //     tiles first, so under causal masking the longest blocks start first.
+//   - AT_KV_SHARE > 1 (grouped-query attention): a thread-block cluster of AT_KV_SHARE blocks computes the same query
+//     tile of AT_KV_SHARE consecutive query heads of one group, which read the same key/value head. Each K / V tile
+//     is loaded once for the cluster: block r's producer loads rows r * AT_KEY_TILE / AT_KV_SHARE onwards of each
+//     box (whole 8-row swizzle atoms) and multicasts them into the same offset of every block's stage, so the whole
+//     tile arrives in every block, each block's full barriers counting the bytes of all the shares. A stage is
+//     refilled only once every consumer warp of every block has released it: lane r of each consumer warp arrives on
+//     block r's empty barrier, whose count is consumers * 4 * AT_KV_SHARE (templates/gemm/wgmma.cuh multicasts its
+//     B operand the same way). Q and O stay the block's own. The blocks of a cluster walk the same units (the same
+//     query rows, so the same key range: causal tile counts and skipped tiles are the same in every block) and so
+//     the same stages in the same order; a cluster barrier after the barriers' initialisation and another before
+//     exit keep every remote copy and arrival within the cluster's lifetime. Both orders and the persistent schedule
+//     take clusters (spaces/attention.yaml's grid puts a cluster's blocks next to each other along x). With
+//     AT_KV_SHARE = 1 the kernel's code is the one without clusters. Not yet measured on a GPU: the L2 traffic it
+//     saves against the cluster's scheduling constraints (one block per SM, AT_KV_SHARE SMs of one GPC at once) is
+//     for the tuner to weigh.
 //   - Ragged shapes: any sequence and key count >= 1. TMA fills a box's rows past the tensor's end with zeros (the
 //     maps are 4-D, rows within one head, so a box never reaches into the next head's rows); the scores of keys
 //     past the last one are masked in the last K / V tile; query rows past the sequence are computed from the zeros
@@ -41,7 +56,8 @@
 // compute_dim / 64 boxes of 64 columns (one 128-byte swizzled row each) by AT_BM or AT_KEY_TILE rows of one head,
 // every box starting on a 1024-byte boundary: wgmma's K-major layout for Q and K, and its N-major layout, 64
 // columns per chunk, for V. Grouped-query heads: a block of query head h loads the K / V of head h / AT_KV_GROUP,
-// and the blocks of the heads of one group run next to each other ("heads" order), so those tiles come from L2.
+// and the blocks of the heads of one group run next to each other ("heads" order), so those tiles come from L2 (or,
+// with AT_KV_SHARE, are loaded once per cluster, above).
 // Head dimension 96 (issue 33): computed as 128, compute_dim, the head dimension rounded up to whole 64-column boxes.
 // The second box of a row reaches past the tensor's innermost dimension, so TMA fills columns 96 to 127 of Q, K and
 // V with zeros: S = Q K^T is unchanged, O's columns 96 to 127 are zero and not stored. A quarter of the tensor-core
@@ -54,8 +70,15 @@
 #define WGMMA_INPUT_TYPES ".f16.f16"
 #endif
 
+#include "common/cluster.cuh"
 #include "common/mbarrier.cuh"
 #include "common/wgmma.cuh"
+
+// AT_KV_SHARE > 1: the kernel runs in thread-block clusters of AT_KV_SHARE blocks along x (the space's grid puts a
+// cluster's blocks next to each other there).
+#if AT_KV_SHARE > 1
+#define ATTENTION_CLUSTER_DIMS __cluster_dims__(AT_KV_SHARE, 1, 1)
+#endif
 
 // Kept here rather than beside copy_tile in common/async_copy.cuh: a stored configuration is keyed by the hash of its
 // template and every file it includes, so an addition to a shared header would mark every other kernel's stored
@@ -71,6 +94,21 @@ __device__ __forceinline__ void copy_tile_4d(unsigned shared_destination, const 
       : "memory");
 }
 
+// The same box into the same shared-memory offset of every block of a cluster of kCluster blocks, each completing on
+// its own barrier at the given offset (common/async_copy.cuh's copy_tile_to_cluster for 4-D maps; here for the same
+// reason as copy_tile_4d).
+template <int kCluster>
+__device__ __forceinline__ void copy_tile_4d_to_cluster(unsigned shared_destination, const TensorMap& map,
+                                                        unsigned barrier, int c0, int c1, int c2, int c3) {
+  const unsigned short every_block = (1u << kCluster) - 1;
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;" ::"r"(shared_destination),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(barrier),
+      "h"(every_block)
+      : "memory");
+}
+
 
 namespace wgmma_path {
 
@@ -81,6 +119,8 @@ constexpr int consumers = AT_CONSUMERS;
 constexpr bool overlap = AT_OVERLAP;
 constexpr bool pingpong = AT_PINGPONG;
 constexpr bool persistent = AT_PERSISTENT;
+constexpr int kv_share = AT_KV_SHARE;                // blocks of a cluster, one query head each, sharing K / V tiles
+constexpr int kv_share_rows = AT_KEY_TILE / AT_KV_SHARE;  // the rows of each K / V tile one block of a cluster loads
 #if defined(AT_ORDER_tiles)
 constexpr bool tiles_first = true;
 #else
@@ -111,6 +151,9 @@ static_assert(block_m == instruction_m * consumers, "each consumer warpgroup own
 static_assert(head_dim % 32 == 0 && head_dim <= 256, "64, 96, 128 or 256 columns: whole or padded 64-column boxes");
 static_assert(THREADS == warpgroup_threads * (1 + consumers), "one producer and AT_CONSUMERS consumer warpgroups");
 static_assert(!pingpong || (overlap && consumers >= 2), "turns are taken by two or more overlapping consumers");
+static_assert(kv_group % kv_share == 0, "a cluster's query heads read one key/value head");
+static_assert(kv_share_rows % 8 == 0 && kv_share_rows * kv_share == block_n,
+              "each block's share of a K / V tile is whole 8-row swizzle atoms");
 
 // Named barrier 1 + c is consumer c's turn: it completes once c's 128 threads wait on it and the previous
 // consumer's 128 threads have arrived (barrier 0 is __syncthreads).
@@ -212,6 +255,80 @@ __device__ __forceinline__ void copy_rows(unsigned shared_destination, const Ten
   }
 }
 
+// A box of K or V: into this block only, or with a cluster into every block of it.
+__device__ __forceinline__ void copy_shared_rows(unsigned shared_destination, const TensorMap& map, unsigned barrier,
+                                                 int column, int row, int head, int batch) {
+  if constexpr (kv_share == 1) {
+    copy_rows(shared_destination, map, barrier, column, row, head, batch);
+  } else if constexpr (rows_outside_heads) {
+    copy_tile_4d_to_cluster<kv_share>(shared_destination, map, barrier, column, head, row, batch);
+  } else {
+    copy_tile_4d_to_cluster<kv_share>(shared_destination, map, barrier, column, row, head, batch);
+  }
+}
+
+// A unit of work is one query tile of one (batch, head) pair. Without AT_PERSISTENT a block has one, named by its
+// block index; with it, the grid is at most one block per SM and block b takes units b, b + gridDim.x, ..., in the
+// order AT_ORDER gives them. With AT_KV_SHARE > 1 a unit is a cluster's, one query tile of kv_share consecutive query
+// heads of one group (of one batch), its block `rank` taking the rank-th head: the blocks of a cluster are
+// consecutive along x, and cluster c takes units c, c + gridDim.x / kv_share, ... Causal masking aligns the last
+// query row with the last key: row i sees keys up to i + cached.
+struct Unit {
+  int batch, head, kv_head;
+  int first_row;  // the tile's first query row within the sequence
+  int kv_tiles;   // K / V tiles the producer loads: those the block's last row sees
+};
+
+struct Schedule {
+  static constexpr int head_sets = PAIRS / kv_share;  // the clusters' sets of query heads (the pairs without one)
+  int sequence, cached, q_tiles, key_tiles;
+  int rank;  // the block's place in its cluster
+  int unit_count, first_unit, unit_step;
+
+  __device__ __forceinline__ Schedule(int sequence_, int keys)
+      : sequence(sequence_),
+        cached(keys - sequence_),
+        q_tiles((sequence_ + block_m - 1) / block_m),
+        key_tiles((keys + block_n - 1) / block_n),
+        rank(kv_share > 1 ? static_cast<int>(blockIdx.x) % kv_share : 0),
+        unit_count(persistent ? head_sets * q_tiles : 1),
+        first_unit(persistent ? static_cast<int>(blockIdx.x) / kv_share : 0),
+        unit_step(persistent ? static_cast<int>(gridDim.x) / kv_share : 1) {}
+
+  // K / V tiles seen by query rows [first_row, first_row + row_count): causal, up to the last row's last key (rows
+  // past the sequence need none); otherwise all of them. The same for every block of a cluster: its query heads
+  // share the rows, and so the key range.
+  __device__ __forceinline__ int tiles_seen(int first_row, int row_count) const {
+    if (!causal) return key_tiles;
+    const int last_key = min(first_row + row_count, sequence) + cached;  // one past the last row's last key
+    return min(key_tiles, (last_key + block_n - 1) / block_n);
+  }
+
+  __device__ __forceinline__ Unit unit_at(int unit) const {
+    int head_set, tile_index;
+    if (!persistent) {
+      head_set = tiles_first ? static_cast<int>(blockIdx.x) / kv_share : blockIdx.y;
+      tile_index = tiles_first ? q_tiles - 1 - static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.x) / kv_share;
+    } else if (tiles_first) {
+      head_set = unit % head_sets;
+      tile_index = q_tiles - 1 - unit / head_sets;
+    } else {
+      head_set = unit / q_tiles;
+      tile_index = unit % q_tiles;
+    }
+    const int pair = head_set * kv_share + rank;
+    // Causal, "heads" order: a pair's longest tiles (its last rows) first.
+    if (causal && !tiles_first) tile_index = q_tiles - 1 - tile_index;
+    Unit result;
+    result.batch = pair / heads;
+    result.head = pair % heads;
+    result.kv_head = result.head / kv_group;
+    result.first_row = tile_index * block_m;
+    result.kv_tiles = tiles_seen(result.first_row, block_m);
+    return result;
+  }
+};
+
 }  // namespace wgmma_path
 
 
@@ -231,50 +348,8 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
   const auto v_full = [&](int stage) { return barriers_base + 8u * (2 + stages + stage); };
   const auto empty = [&](int stage) { return barriers_base + 8u * (2 + 2 * stages + stage); };
 
-  // A unit of work is one query tile of one (batch, head) pair. Without AT_PERSISTENT a block has one, named by its
-  // block index; with it, the grid is at most one block per SM and block b takes units b, b + gridDim.x, ..., in the
-  // order AT_ORDER gives them. Causal masking aligns the last query row with the last key: row i sees keys up to
-  // i + cached.
-  const int cached = keys - sequence;
-  const int q_tiles = (sequence + block_m - 1) / block_m;
-  const int key_tiles = (keys + block_n - 1) / block_n;
-  const int unit_count = persistent ? PAIRS * q_tiles : 1;
-  const int first_unit = persistent ? static_cast<int>(blockIdx.x) : 0;
-  const int unit_step = persistent ? static_cast<int>(gridDim.x) : 1;
-  // K / V tiles seen by query rows [first_row, first_row + row_count): causal, up to the last row's last key (rows
-  // past the sequence need none); otherwise all of them.
-  const auto tiles_seen = [&](int first_row, int row_count) {
-    if (!causal) return key_tiles;
-    const int last_key = min(first_row + row_count, sequence) + cached;  // one past the last row's last key
-    return min(key_tiles, (last_key + block_n - 1) / block_n);
-  };
-  struct Unit {
-    int batch, head, kv_head;
-    int first_row;  // the tile's first query row within the sequence
-    int kv_tiles;   // K / V tiles the producer loads: those the block's last row sees
-  };
-  const auto unit_at = [&](int unit) {
-    int pair, tile_index;
-    if (!persistent) {
-      pair = tiles_first ? blockIdx.x : blockIdx.y;
-      tile_index = tiles_first ? q_tiles - 1 - static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.x);
-    } else if (tiles_first) {
-      pair = unit % PAIRS;
-      tile_index = q_tiles - 1 - unit / PAIRS;
-    } else {
-      pair = unit / q_tiles;
-      tile_index = unit % q_tiles;
-    }
-    // Causal, "heads" order: a pair's longest tiles (its last rows) first.
-    if (causal && !tiles_first) tile_index = q_tiles - 1 - tile_index;
-    Unit result;
-    result.batch = pair / heads;
-    result.head = pair % heads;
-    result.kv_head = result.head / kv_group;
-    result.first_row = tile_index * block_m;
-    result.kv_tiles = tiles_seen(result.first_row, block_m);
-    return result;
-  };
+  const Schedule schedule(sequence, keys);
+  const int cached = schedule.cached;
   const int warpgroup = threadIdx.x / warpgroup_threads;
 
   if (threadIdx.x == 0) {
@@ -283,19 +358,26 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
     for (int stage = 0; stage < stages; ++stage) {
       barrier_init(k_full(stage), 1);
       barrier_init(v_full(stage), 1);
-      barrier_init(empty(stage), consumers * 4);
+      // One arrival per consumer warp of every block of the cluster: K and V arrive in every block from each
+      // block's share of the copies, so a stage may be refilled only once all of them have read it.
+      barrier_init(empty(stage), consumers * 4 * kv_share);
     }
     barrier_init_fence();
   }
-  __syncthreads();
+  // With a cluster, no block's copies or arrivals may reach another block's barriers before it has initialised them.
+  if constexpr (kv_share > 1) {
+    cluster_sync<kv_share>();
+  } else {
+    __syncthreads();
+  }
 
   if (warpgroup == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(producer_registers));
     if (threadIdx.x == 0) {
       int ring = 0;  // K / V tiles loaded so far: stage ring % stages, phase ring / stages % 2
       int round = 0;  // units started
-      for (int unit = first_unit; unit < unit_count; unit += unit_step, ++round) {
-        const Unit work = unit_at(unit);
+      for (int unit = schedule.first_unit; unit < schedule.unit_count; unit += schedule.unit_step, ++round) {
+        const Unit work = schedule.unit_at(unit);
         // The next Q overwrites the last: wait until every consumer's last score product has read it.
         if (round > 0) barrier_wait(q_empty, (round - 1) % 2);
         barrier_arrive_expect_bytes(q_full, q_bytes);  // the whole box, rows past the end zero-filled included
@@ -307,24 +389,28 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
         for (int tile = 0; tile < work.kv_tiles; ++tile, ++ring) {
           const int stage = ring % stages;
           barrier_wait(empty(stage), (ring / stages % 2) ^ 1);
-          const unsigned k_tile = stages_base + stage * stage_bytes;
+          // This block's share of the tile's rows (all of them without a cluster); the whole tile arrives in every
+          // block of the cluster, the other shares from the other blocks' copies.
+          const unsigned k_tile = stages_base + stage * stage_bytes + schedule.rank * kv_share_rows * swizzle_bytes;
           const unsigned v_tile = k_tile + kv_tile_bytes;
-          const int key_row = tile * block_n;
+          const int key_row = tile * block_n + schedule.rank * kv_share_rows;
           barrier_arrive_expect_bytes(k_full(stage), kv_tile_bytes);
 #pragma unroll
           for (int chunk = 0; chunk < chunks; ++chunk) {
-            copy_rows(k_tile + chunk * kv_box_bytes, k_map, k_full(stage), chunk * box_columns, key_row, work.kv_head,
-                      work.batch);
+            copy_shared_rows(k_tile + chunk * kv_box_bytes, k_map, k_full(stage), chunk * box_columns, key_row,
+                             work.kv_head, work.batch);
           }
           barrier_arrive_expect_bytes(v_full(stage), kv_tile_bytes);
 #pragma unroll
           for (int chunk = 0; chunk < chunks; ++chunk) {
-            copy_rows(v_tile + chunk * kv_box_bytes, v_map, v_full(stage), chunk * box_columns, key_row, work.kv_head,
-                      work.batch);
+            copy_shared_rows(v_tile + chunk * kv_box_bytes, v_map, v_full(stage), chunk * box_columns, key_row,
+                             work.kv_head, work.batch);
           }
         }
       }
     }
+    // A block leaves only once no other block of its cluster can still arrive on its barriers.
+    cluster_sync<kv_share>();
     return;
   }
 
@@ -363,6 +449,14 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
   const auto release = [&](unsigned barrier) {
     if (lane == 0) barrier_arrive(barrier);
   };
+  // A stage is this warp's to release in every block of the cluster (lane r arrives in block r).
+  const auto release_stage = [&](int stage) {
+    if constexpr (kv_share > 1) {
+      if (lane < kv_share) barrier_arrive_in_block(empty(stage), lane);
+    } else {
+      release(empty(stage));
+    }
+  };
 
   // Turns (AT_PINGPONG): per unit, one for tile 0's scores, one per later tile of the block for both its products
   // (an empty turn for a tile this consumer skips), one for the last output product: kv_tiles + 1 for every
@@ -379,13 +473,13 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
 
   int ring = 0;   // K / V tiles consumed so far, as the producer counts them
   int round = 0;  // units started
-  for (int unit = first_unit; unit < unit_count; unit += unit_step, ++round) {
-    const Unit work = unit_at(unit);
-    const bool last_unit = unit + unit_step >= unit_count;
+  for (int unit = schedule.first_unit; unit < schedule.unit_count; unit += schedule.unit_step, ++round) {
+    const Unit work = schedule.unit_at(unit);
+    const bool last_unit = unit + schedule.unit_step >= schedule.unit_count;
     const int consumer_first_row = work.first_row + consumer * instruction_m;
     // The tiles this consumer's rows see (one where they all lie past the sequence: a tile must be computed for the
     // pipeline's shape, and none is stored); the block's later tiles are released untouched.
-    const int kv_tiles = consumer_first_row >= sequence ? 1 : tiles_seen(consumer_first_row, instruction_m);
+    const int kv_tiles = consumer_first_row >= sequence ? 1 : schedule.tiles_seen(consumer_first_row, instruction_m);
     const int row0 = consumer_first_row + thread / 32 * 16 + lane / 4;  // the thread's first row
     int key_end[2];  // keys each of the thread's two rows sees
 #pragma unroll
@@ -404,7 +498,7 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
     const auto release_skipped = [&](int block_tiles, int own_tiles, bool final_unit) {
       for (int tile = own_tiles; tile < block_tiles; ++tile) {
         barrier_wait(k_full(stage_of(tile)), phase_of(tile));
-        release(empty(stage_of(tile)));
+        release_stage(stage_of(tile));
         last_turn = final_unit && tile == block_tiles - 1;
         take_turn();
         end_turn();
@@ -439,7 +533,7 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
         wgmma_commit();
         wgmma_wait<0>();
         accumulators_ready(output);
-        release(empty(stage));
+        release_stage(stage);
       }
     } else {
       // Tile 0's scores alone, then per tile j >= 1: issue S_j and O += P_{j-1} V_{j-1}, wait for S_j, softmax of
@@ -474,7 +568,7 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
         online_softmax(scores, state, scale_log2, masked(tile), key_end, tile * block_n, correction);
         wgmma_wait<0>();
         accumulators_ready(output);
-        release(empty(previous));
+        release_stage(previous);
         rescale_output(output, correction);
         pack_probabilities(scores, p);
       }
@@ -488,7 +582,7 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
       end_turn();
       wgmma_wait<0>();
       accumulators_ready(output);
-      release(empty(last));
+      release_stage(last);
       // With turns, the tiles skipped before the stores: the other consumers' next turns wait for these.
       if (pingpong) release_skipped(work.kv_tiles, kv_tiles, last_unit);
     }
@@ -524,4 +618,5 @@ __device__ __forceinline__ void attention_path(int sequence, int keys, float sca
     if (!pingpong) release_skipped(work.kv_tiles, kv_tiles, last_unit);
     ring += work.kv_tiles;
   }
+  cluster_sync<kv_share>();
 }

@@ -456,6 +456,83 @@ TEST_F(RuntimeOnDevice, AttentionVerifiesAtRaggedSequencesGroupedHeadsAndBothLay
   EXPECT_EQ(verified, 17);
 }
 
+// Grouped-query heads in thread-block clusters (AT_KV_SHARE): clusters of 2 and 4 blocks, each K / V tile loaded once
+// per cluster and multicast, at grouped-query ratios 4 and 8 (8 query heads over 2 and 1 key/value heads), sequences
+// 1, 63, 1000 and 4096 + 77, each (cluster size, ratio) causal and not and in both layouts; then clusters of 8 (the
+// whole group of 8) with cached keys, and head dimensions 64 and 96. The kinds take turns: two consumers taking turns
+// over 128-key tiles, one block per query tile ("heads" order: the cluster spans a query tile's heads); three
+// persistent consumers taking turns over 64-key tiles in "tiles" order; one consumer with the products in turn in
+// "tiles" order; two persistent consumers over 64-key tiles in "heads" order. Every output element is compared with
+// the reference path's (fp32 on CUDA cores) on the same inputs, outputs poisoned first.
+TEST_F(RuntimeOnDevice, AttentionWithKvSharingClustersVerifies) {
+  if (properties_.arch_major != 9) GTEST_SKIP() << "the wgmma path needs sm_90 (this device is " << properties_.arch_name() << ")";
+  struct Problem {
+    std::int64_t sequence, kv_heads, layout, causal, share, cached = 0, head_dim = 128;
+  };
+  std::vector<Problem> problems;
+  const std::int64_t sequences[] = {1, 63, 1000, 4096 + 77};
+  const std::int64_t kv_heads[] = {2, 1};  // ratios 4 and 8
+  for (std::size_t s = 0; s < 4; ++s)
+    for (std::size_t g = 0; g < 2; ++g)  // each (share, ratio) causal and not, in both layouts
+      problems.push_back({sequences[s], kv_heads[g], static_cast<std::int64_t>((s / 2 + g) % 2),
+                          static_cast<std::int64_t>(s / 2), (s + g) % 2 == 0 ? 2 : 4});
+  problems.push_back({63, 1, 1, 1, 8, 1000});
+  problems.push_back({1000, 1, 0, 0, 8, 0, 64});
+  problems.push_back({1000, 2, 1, 1, 4, 3000, 96});
+  problems.push_back({4096 + 77, 1, 0, 1, 8, 0, 64});
+  using Assignment = std::vector<std::pair<std::string, Value>>;
+  const std::vector<Assignment> configurations = {
+      {{"AT_CONSUMERS", std::int64_t{2}}, {"AT_BN", std::int64_t{128}}, {"AT_PINGPONG", true}, {"AT_PERSISTENT", false}},
+      {{"AT_CONSUMERS", std::int64_t{3}}, {"AT_BN", std::int64_t{64}}, {"AT_STAGES", std::int64_t{3}}, {"AT_PINGPONG", true},
+       {"AT_PERSISTENT", true}, {"AT_ORDER", std::string("tiles")}},
+      {{"AT_CONSUMERS", std::int64_t{1}}, {"AT_BN", std::int64_t{128}}, {"AT_OVERLAP", false}, {"AT_PINGPONG", false},
+       {"AT_ORDER", std::string("tiles")}},
+      {{"AT_CONSUMERS", std::int64_t{2}}, {"AT_BN", std::int64_t{64}}, {"AT_PERSISTENT", true}, {"AT_STAGES", std::int64_t{3}}},
+  };
+  int verified = 0;
+  for (std::size_t index = 0; index < problems.size(); ++index) {
+    const Problem& problem = problems[index];
+    const char* name = index % 2 == 0 ? "attention_bf16" : "attention_f16";
+    KernelSpec spec = load_kernel_spec(source_directory / "kernels" / (std::string(name) + ".yaml"));
+    for (auto& [symbol, value] : spec.problem) {
+      if (symbol == "BATCH") value = 2;
+      if (symbol == "HEADS") value = 8;
+      if (symbol == "KV_HEADS") value = problem.kv_heads;
+      if (symbol == "SEQ") value = problem.sequence;
+      if (symbol == "CACHED") value = problem.cached;
+      if (symbol == "LAYOUT") value = problem.layout;
+      if (symbol == "CAUSAL") value = problem.causal;
+      if (symbol == "HEAD_DIM") value = problem.head_dim;
+    }
+    SpaceEnumerator space(spec.space, constants(spec));
+    ConfigurationValues values = configuration_values(spec.space, space.default_configuration());
+    values["PATH"] = std::string("wgmma");
+    values["AT_KV_SHARE"] = problem.share;
+    for (const auto& [parameter, value] : configurations[index % configurations.size()]) values[parameter] = value;
+    std::optional<Configuration> configuration = configuration_from_values(spec.space, values);
+    ASSERT_TRUE(configuration.has_value()) << name;
+    SCOPED_TRACE(fmt::format("{} SEQ={} CACHED={} HEADS=8 KV_HEADS={} LAYOUT={} CAUSAL={} HEAD_DIM={} {}", name,
+                             problem.sequence, problem.cached, problem.kv_heads, problem.layout, problem.causal,
+                             problem.head_dim, to_string(spec.space, *configuration)));
+    ASSERT_TRUE(space.is_valid(*configuration));
+    auto got = run_through_runtime(spec, database_with(spec, space, *configuration, properties_.name, properties_.arch_name()));
+    Configuration reference = space.default_configuration();
+    for (const auto& [parameter, value] : spec.verification.reference)
+      for (std::size_t at = 0; at < spec.space.parameters.size(); ++at)
+        if (spec.space.parameters[at].name == parameter) reference[at] = value;
+    auto expected = run_through_runtime(spec, database_with(spec, space, reference, properties_.name, properties_.arch_name()));
+    const double worst = expect_outputs_match(spec, got, expected);
+    std::printf("[ runtime  ] %s SEQ=%lld CACHED=%lld KV_HEADS=%lld LAYOUT=%lld CAUSAL=%lld HEAD_DIM=%lld %s verified, "
+                "largest relative error %.2e\n",
+                name, static_cast<long long>(problem.sequence), static_cast<long long>(problem.cached),
+                static_cast<long long>(problem.kv_heads), static_cast<long long>(problem.layout),
+                static_cast<long long>(problem.causal), static_cast<long long>(problem.head_dim),
+                to_string(spec.space, *configuration).c_str(), worst);
+    ++verified;
+  }
+  EXPECT_EQ(verified, 12);
+}
+
 // q, k and v as views into one fused QKV projection output (issue 33): Llama-3-8B's heads (32 query, 8 key/value, 128
 // elements each: token rows of 6144 elements, q at element 0, k at 4096, v at 5120), BSHD, at ragged sequences 1000
 // and 63. Each configuration (a wgmma one and the reference path) runs on the packed tensors through the runtime and
