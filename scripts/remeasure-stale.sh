@@ -2,7 +2,7 @@
 # Measures again, on this host's GPU, the configurations of every stale entry of the named kernels (`tune best
 # KERNEL` says STALE: the spec, its space or a template file changed since the entry was measured), each with its own
 # problem: `tune run KERNEL --problem P --config C`, which verifies, times and stores it in results/best with its
-# record under results/runs/KERNEL/remeasured/. For an edit that leaves those kernels' code as it was (a new epilogue
+# record under results/runs/KERNEL/remeasured/DATE/. For an edit that leaves those kernels' code as it was (a new epilogue
 # behind a compile option of another spec, a comment), this brings the stored entries back without searching again;
 # after an edit that changes them, scripts/tune-shipped-kernels.sh searches again instead.
 # Entries of other GPUs are left alone (they say which device measured them). Logs go to LOG_DIR, one per run; exit 0
@@ -23,6 +23,9 @@ done
 device="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
 [[ -n "$device" ]] || { echo "remeasure-stale: no GPU (nvidia-smi names none)" >&2; exit 3; }
 
+# A folder per day: a record's columns are its space's parameters, so a re-measurement after a parameter was added
+# cannot go on in the folder of one made before.
+day="$(date -u +%F)"
 status=0
 for kernel in "$@"; do
   # One line per stale entry of this device: PROBLEM<TAB>CONFIGURATION (NAME=VALUE,...).
@@ -40,7 +43,7 @@ for entry in json.load(sys.stdin):
     name="${kernel}_${problem//[=,]/_}"
     start=$SECONDS
     "$tune" run "$kernel" --problem "$problem" --config "$configuration" \
-      --out "results/runs/$kernel/remeasured/${problem//,/_}" >"$logs/$name.log" 2>&1
+      --out "results/runs/$kernel/remeasured/$day/${problem//,/_}" >"$logs/$name.log" 2>&1
     code=$?
     echo "$kernel $problem: exit $code in $((SECONDS - start)) s"
     ((code == 0)) || status=1
