@@ -337,6 +337,45 @@ TEST_F(RecordTest, HeaderMismatchIsAnInputErrorNamingTheColumns) {
   Space extra = mixed_space();
   extra.parameters.push_back(integer_parameter("UNROLL", {1, 2}));
   EXPECT_THROW(RecordWriter(csv_, extra, metadata()), InputError);
+  // A parameter the file has and the space no longer declares is not dropped silently.
+  Space fewer = mixed_space();
+  fewer.parameters.pop_back();
+  EXPECT_THROW(read_records(csv_, fewer), InputError);
+}
+
+TEST_F(RecordTest, ParametersAddedAfterARecordWasWrittenReadAsTheirDefaultButAreNotAppendedTo) {
+  Space space = mixed_space();
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(measured_evaluation(), "hash-one");
+    writer.append(failed_evaluation(), "hash-two");
+  }
+  // The space gains a parameter at its end and one between two others, each with a default that is not its first
+  // value, as a space grows (spaces/gemm.yaml's WG_STORE, spaces/attention.yaml's AT_KV_SHARE).
+  Space grown = mixed_space();
+  Parameter unroll = integer_parameter("UNROLL", {1, 2, 4});
+  unroll.default_value = Value{std::int64_t{2}};
+  Parameter store = enumeration_parameter("STORE", {"bulk", "direct"});
+  store.default_value = Value{std::string("direct")};
+  grown.parameters.insert(grown.parameters.begin() + 1, store);
+  grown.parameters.push_back(unroll);
+  std::vector<RecordedEvaluation> records = read_records(csv_, grown);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].hash, "hash-one");
+  const Configuration expected = {Value{std::int64_t{128}}, Value{std::string("direct")}, Value{true},
+                                  Value{std::string("column major")}, Value{std::int64_t{2}}};
+  EXPECT_EQ(records[0].evaluation.configuration, expected);
+  EXPECT_EQ(records[0].evaluation.time.median_ms, measured_evaluation().time.median_ms);
+  EXPECT_EQ(records[1].evaluation.status, failed_evaluation().status);
+  EXPECT_EQ(records[1].evaluation.configuration.size(), 5u);
+  // Appending needs the space's own layout: a writer still refuses, and the file is left as it was.
+  const std::string before = read_text(csv_);
+  EXPECT_THROW(RecordWriter(csv_, grown, metadata()), InputError);
+  EXPECT_EQ(read_text(csv_), before);
+  // Parameters in another order than the space's are a different layout, not an addition.
+  Space reordered = grown;
+  std::swap(reordered.parameters[0], reordered.parameters[2]);
+  EXPECT_THROW(read_records(csv_, reordered), InputError);
 }
 
 std::vector<std::filesystem::path> side_files(const std::filesystem::path& directory) {

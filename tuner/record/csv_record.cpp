@@ -327,10 +327,49 @@ std::string join(const std::vector<std::string>& names) {
   return text;
 }
 
-// How many measurement-condition columns the header has (records written before some existed have fewer).
-std::size_t check_header(const std::vector<std::string>& found, const Space& space, const std::filesystem::path& path) {
+// The columns a record file's header holds: how many measurement-condition columns (records written before some
+// existed have fewer), and which of the space's parameters have a column. A reader accepts a header without the
+// columns of parameters added to the space after the file was written: their rows read as the parameter's default,
+// which by the project's rule for adding a parameter (docs/specs.md) is what the kernel did before it existed. A
+// writer needs every column, since it appends rows in the space's layout.
+struct HeaderLayout {
+  std::size_t condition_count = 0;
+  std::vector<bool> parameter_present;  // one per space parameter
+};
+
+enum class AddedParameters { refused, read_as_default };
+
+// The layout when found is the header of space (at condition_count) less some parameter columns; nullopt otherwise.
+std::optional<HeaderLayout> layout_without_added_parameters(const std::vector<std::string>& found, const Space& space,
+                                                            std::size_t condition_count) {
+  const std::vector<std::string> expected = record_columns(space, condition_count);
+  const std::size_t parameters = space.parameters.size();
+  if (found.empty() || found[0] != expected[0]) return std::nullopt;
+  HeaderLayout layout{condition_count, std::vector<bool>(parameters, false)};
+  std::size_t column = 1;
+  for (std::size_t index = 0; index < parameters; ++index) {
+    if (column < found.size() && found[column] == space.parameters[index].name) {
+      layout.parameter_present[index] = true;
+      ++column;
+    }
+  }
+  // The columns after the parameters are the measurement and condition columns, exactly.
+  if (!std::equal(found.begin() + static_cast<std::ptrdiff_t>(column), found.end(),
+                  expected.begin() + static_cast<std::ptrdiff_t>(1 + parameters), expected.end())) {
+    return std::nullopt;
+  }
+  if (found.size() - column != expected.size() - 1 - parameters) return std::nullopt;
+  return layout;
+}
+
+HeaderLayout check_header(const std::vector<std::string>& found, const Space& space, const std::filesystem::path& path,
+                          AddedParameters added) {
   for (std::size_t count : condition_layouts())
-    if (found == record_columns(space, count)) return count;
+    if (found == record_columns(space, count)) return {count, std::vector<bool>(space.parameters.size(), true)};
+  if (added == AddedParameters::read_as_default) {
+    for (std::size_t count : condition_layouts())
+      if (std::optional<HeaderLayout> layout = layout_without_added_parameters(found, space, count)) return *layout;
+  }
   std::vector<std::string> expected = record_columns(space);
   // Name the parameter columns: the usual cause is a space edited between a run and its resume.
   auto parameter_part = [](const std::vector<std::string>& columns) {
@@ -373,10 +412,12 @@ class RowParser {
     columns_ = record_columns(space);
   }
 
-  // Set from the header: a record written with fewer condition columns has rows without them.
-  void set_condition_count(std::size_t count) {
-    condition_count_ = count;
-    columns_ = record_columns(space_, count);
+  // Set from the header: a record written with fewer condition columns has rows without them, one written before
+  // a parameter was added has no column for it.
+  void set_layout(const HeaderLayout& layout, const std::vector<std::string>& header) {
+    condition_count_ = layout.condition_count;
+    parameter_present_ = layout.parameter_present;
+    columns_ = header;
   }
 
   RecordedEvaluation parse(std::vector<std::string>& fields, int line) const {
@@ -389,7 +430,12 @@ class RowParser {
     Evaluation& evaluation = record.evaluation;
     evaluation.configuration.reserve(space_.parameters.size());
     std::size_t column = 1;
-    for (const Parameter& parameter : space_.parameters) {
+    for (std::size_t index = 0; index < space_.parameters.size(); ++index) {
+      const Parameter& parameter = space_.parameters[index];
+      if (!parameter_present_.empty() && !parameter_present_[index]) {
+        evaluation.configuration.push_back(parameter.default_value);  // added after the file was written
+        continue;
+      }
       evaluation.configuration.push_back(parse_value(parameter, fields[column], line));
       ++column;
     }
@@ -490,13 +536,15 @@ class RowParser {
   const std::filesystem::path& path_;
   std::vector<std::string> columns_;
   std::size_t condition_count_ = condition_columns().size();
+  std::vector<bool> parameter_present_;  // empty: every parameter has its column
 };
 
 // The header, then every row parsed into an evaluation and handed to visit. header_seen (when given) tells
 // whether the text held a complete header row.
 ScanResult scan_records(std::string_view text, const std::filesystem::path& path, const Space& space,
                         const std::function<void(RecordedEvaluation&&)>& visit, bool* header_seen,
-                        std::size_t* layout_condition_count = nullptr) {
+                        std::size_t* layout_condition_count = nullptr,
+                        AddedParameters added = AddedParameters::read_as_default) {
   const std::vector<std::string> columns = record_columns(space);
   RowParser parser(space, path);
   bool header_done = false;
@@ -508,9 +556,9 @@ ScanResult scan_records(std::string_view text, const std::filesystem::path& path
   RecordScanner scanner(text, path, columns);
   ScanResult result = scanner.scan([&](std::vector<std::string>& fields, int line) {
     if (!header_done) {
-      const std::size_t condition_count = check_header(fields, space, path);
-      parser.set_condition_count(condition_count);
-      if (layout_condition_count) *layout_condition_count = condition_count;
+      const HeaderLayout layout = check_header(fields, space, path, added);
+      parser.set_layout(layout, fields);
+      if (layout_condition_count) *layout_condition_count = layout.condition_count;
       header_done = true;
       return;
     }
@@ -615,7 +663,8 @@ RecordWriter::RecordWriter(std::filesystem::path csv, const Space& space, const 
     const std::string contents = read_file(path_);
     // Every row is read before anything is written: appending to a record that cannot be read back would bury
     // the problem under more rows.
-    ScanResult scanned = scan_records(contents, path_, space, [&](RecordedEvaluation&&) {}, &has_header, &condition_count_);
+    ScanResult scanned = scan_records(contents, path_, space, [&](RecordedEvaluation&&) {}, &has_header,
+                                      &condition_count_, AddedParameters::refused);
     if (scanned.torn_line > 0) {
       torn_row_file_ = set_aside(path_, std::string_view(contents).substr(scanned.complete_bytes));
       torn_row_line_ = scanned.torn_line;
