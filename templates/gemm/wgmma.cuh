@@ -488,52 +488,6 @@ __device__ __forceinline__ void load_fragments(Fragments& fragments, unsigned b_
   }
 }
 
-// Split-K, after a work item's K blocks [first_k_block, last_k_block) of tile (tile_row, tile_column): its partial
-// sums into the workspace, then, in the item that arrives last on the tile's counter, the totals through the
-// epilogue into C (this consumer's share of the tile, from consumer_first).
-__device__ __forceinline__ void finish_split_work(float (&accumulators)[consumer_slices][accumulator_count],
-                                                  int consumer, int consumer_first, int tile_row, int tile_column,
-                                                  int tiles_n, int first_k_block, int last_k_block, int m, int n,
-                                                  float alpha, float beta, Output* c, const SplitWorkspace& split,
-                                                  unsigned last_split_flag, const Epilogue& epilogue) {
-  // A split left without K blocks (more splits than blocks) adds nothing but still arrives. Its accumulators
-  // are not zeroed instead: with that write on one path, ptxas serialised every wgmma of the kernel (its
-  // C7514 "wgmma.mma_async instructions are serialized", seen with nvcc on 64 x 128 tiles split 2 ways; H200,
-  // 16 x 6144 x 4096: 0.0415 ms split 2 ways against 0.0246 unsplit while it did).
-#pragma unroll
-  for (int slice = 0; slice < consumer_slices; ++slice) accumulators_ready(accumulators[slice]);
-  if (first_k_block < last_k_block) {
-#pragma unroll
-    for (int slice = 0; slice < consumer_slices; ++slice) {
-      add_partial_slice(accumulators[slice], tile_row * block_m + consumer_first + slice * instruction_m,
-                        tile_column * block_n, m, n, split.partials);
-    }
-  }
-  // Every addition of the warpgroup is visible device-wide before its arrival is counted; the arrival that
-  // completes the count sees all the others' additions.
-  __threadfence();
-  consumer_barrier(consumer);
-  if (threadIdx.x % warpgroup_threads == 0) {
-    // One count per tile and consumer where consumers split tiles by rows, per tile where they take turns.
-    const int tile = tile_row * tiles_n + tile_column;
-    unsigned* counter = split.counters + (pingpong ? tile : tile * consumers + consumer);
-    const bool last = atomicAdd(counter, 1u) == split_k - 1;
-    if (last) *counter = 0;  // every split has arrived: the count starts again at the next launch
-    asm volatile("st.shared.u32 [%0], %1;" ::"r"(last_split_flag), "r"(last ? 1u : 0u) : "memory");
-  }
-  consumer_barrier(consumer);
-  unsigned last = 0;
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(last) : "r"(last_split_flag) : "memory");
-  if (last) {
-    __threadfence();
-#pragma unroll
-    for (int slice = 0; slice < consumer_slices; ++slice) {
-      finish_split_slice(tile_row * block_m + consumer_first + slice * instruction_m, tile_column * block_n, m,
-                         n, alpha, beta, c, split.partials, epilogue);
-    }
-  }
-}
-
 }  // namespace wgmma_path
 
 __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, float beta, const Input* /*a*/,
@@ -798,8 +752,42 @@ __device__ __forceinline__ void gemm_path(int m, int n, int k, float alpha, floa
       }
       if constexpr (split_k > 1) {
         if (tile_row * block_m >= m) continue;  // a cluster's tile wholly below C: nothing to add, nobody waits
-        finish_split_work(accumulators, consumer, consumer_first, tile_row, tile_column, tiles_n, first_k_block,
-                          last_k_block, m, n, alpha, beta, c, split, last_split_flag(consumer), epilogue);
+        // A split left without K blocks (more splits than blocks) adds nothing but still arrives. Its accumulators
+        // are not zeroed instead: with that write on one path, ptxas serialised every wgmma of the kernel (its
+        // C7514 "wgmma.mma_async instructions are serialized", seen with nvcc on 64 x 128 tiles split 2 ways; H200,
+        // 16 x 6144 x 4096: 0.0415 ms split 2 ways against 0.0246 unsplit while it did).
+#pragma unroll
+        for (int slice = 0; slice < consumer_slices; ++slice) accumulators_ready(accumulators[slice]);
+        if (first_k_block < last_k_block) {
+#pragma unroll
+          for (int slice = 0; slice < consumer_slices; ++slice) {
+            add_partial_slice(accumulators[slice], tile_row * block_m + consumer_first + slice * instruction_m,
+                              tile_column * block_n, m, n, split.partials);
+          }
+        }
+        // Every addition of the warpgroup is visible device-wide before its arrival is counted; the arrival that
+        // completes the count sees all the others' additions.
+        __threadfence();
+        consumer_barrier(consumer);
+        if (threadIdx.x % warpgroup_threads == 0) {
+          // One count per tile and consumer where consumers split tiles by rows, per tile where they take turns.
+          const int tile = tile_row * tiles_n + tile_column;
+          unsigned* counter = split.counters + (pingpong ? tile : tile * consumers + consumer);
+          const bool last = atomicAdd(counter, 1u) == split_k - 1;
+          if (last) *counter = 0;  // every split has arrived: the count starts again at the next launch
+          asm volatile("st.shared.u32 [%0], %1;" ::"r"(last_split_flag(consumer)), "r"(last ? 1u : 0u) : "memory");
+        }
+        consumer_barrier(consumer);
+        unsigned last = 0;
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(last) : "r"(last_split_flag(consumer)) : "memory");
+        if (last) {
+          __threadfence();
+#pragma unroll
+          for (int slice = 0; slice < consumer_slices; ++slice) {
+            finish_split_slice(tile_row * block_m + consumer_first + slice * instruction_m, tile_column * block_n, m,
+                               n, alpha, beta, c, split.partials, epilogue);
+          }
+        }
         continue;
       }
       if constexpr (bulk_store) {
