@@ -524,6 +524,45 @@ TEST(Cli, RunSetsATornLastRowAsideAndResumes) {
   EXPECT_EQ(lines_of(after).size(), 111u);
 }
 
+TEST(Cli, RunResumesARecordWrittenBeforeAParameterWasAddedWithTheDefaultInItsColumn) {
+  ReplayRun replay;
+  ASSERT_EQ(replay.run("--budget 200").exit_code, 0);
+  // The record as a space without ITEMS would have written it: the rows at ITEMS' default (1), its column gone.
+  std::vector<std::string> lines = lines_of(read_text(replay.csv));
+  const auto without_items = [](const std::string& line) {
+    const std::size_t first = line.find(',', line.find(',', line.find(',') + 1) + 1);  // after hash, BLOCK, VEC
+    const std::size_t second = line.find(',', first + 1);
+    return std::pair{line.substr(0, first) + line.substr(second), line.substr(first + 1, second - first - 1)};
+  };
+  std::string old_record = without_items(lines[0]).first + "\n";
+  ASSERT_EQ(without_items(lines[0]).second, "ITEMS");
+  std::size_t kept = 0;
+  for (std::size_t index = 1; index < lines.size(); ++index) {
+    auto [line, items] = without_items(lines[index]);
+    if (items != "1") continue;
+    old_record += line + "\n";
+    ++kept;
+  }
+  ASSERT_GT(kept, 10u);
+  std::ofstream(replay.csv, std::ios::binary | std::ios::trunc) << old_record;
+
+  CommandResult resumed = replay.run("--resume --budget 10 --json");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("written before ITEMS joined the space"), std::string::npos) << resumed.err;
+  const nlohmann::json report = nlohmann::json::parse(resumed.out);
+  EXPECT_EQ(report["record_added_columns"], nlohmann::json::array({"ITEMS"}));
+  EXPECT_EQ(report["skipped_by_resume"], kept);  // every old row counts, as the configuration it stood for
+  EXPECT_EQ(report["evaluated"], 10);
+  const std::vector<std::string> after = lines_of(read_text(replay.csv));
+  EXPECT_EQ(after[0], lines[0]);  // the space's own header again
+  EXPECT_EQ(after.size(), kept + 11);
+  EXPECT_EQ(without_items(after[1]).second, "1");
+  // Resumed once more, the record is in the space's layout: no note.
+  CommandResult again = replay.run("--resume --budget 5 --json");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.err.find("joined the space"), std::string::npos) << again.err;
+}
+
 TEST(Cli, RunRefusesARecordWithAStrayQuoteNamingItsLineAndLeavesItAlone) {
   ReplayRun replay;
   ASSERT_EQ(replay.run("--budget 50").exit_code, 0);

@@ -334,9 +334,6 @@ TEST_F(RecordTest, HeaderMismatchIsAnInputErrorNamingTheColumns) {
     EXPECT_NE(message.find("[BLOCK, USE_SHMEM, LAYOUT]"), std::string::npos) << message;
   }
   EXPECT_THROW(read_records(csv_, renamed), InputError);
-  Space extra = mixed_space();
-  extra.parameters.push_back(integer_parameter("UNROLL", {1, 2}));
-  EXPECT_THROW(RecordWriter(csv_, extra, metadata()), InputError);
   // A parameter the file has and the space no longer declares is not dropped silently.
   Space fewer = mixed_space();
   fewer.parameters.pop_back();
@@ -368,14 +365,42 @@ TEST_F(RecordTest, ParametersAddedAfterARecordWasWrittenReadAsTheirDefaultButAre
   EXPECT_EQ(records[0].evaluation.time.median_ms, measured_evaluation().time.median_ms);
   EXPECT_EQ(records[1].evaluation.status, failed_evaluation().status);
   EXPECT_EQ(records[1].evaluation.configuration.size(), 5u);
-  // Appending needs the space's own layout: a writer still refuses, and the file is left as it was.
-  const std::string before = read_text(csv_);
-  EXPECT_THROW(RecordWriter(csv_, grown, metadata()), InputError);
-  EXPECT_EQ(read_text(csv_), before);
-  // Parameters in another order than the space's are a different layout, not an addition.
+  // Parameters in another order than the space's are a different layout, not an addition: readers and writers
+  // refuse it, and the file is left as it was.
   Space reordered = grown;
   std::swap(reordered.parameters[0], reordered.parameters[2]);
+  const std::string before = read_text(csv_);
   EXPECT_THROW(read_records(csv_, reordered), InputError);
+  EXPECT_THROW(RecordWriter(csv_, reordered, metadata()), InputError);
+  EXPECT_EQ(read_text(csv_), before);
+  // A writer rewrites the file in the space's layout, the added columns at their defaults, and appends after it.
+  {
+    RecordWriter writer(csv_, grown, metadata());
+    EXPECT_TRUE(writer.resumed());
+    EXPECT_EQ(writer.added_columns(), (std::vector<std::string>{"STORE", "UNROLL"}));
+    Evaluation more = measured_evaluation();
+    more.configuration = {Value{std::int64_t{64}}, Value{std::string("bulk")}, Value{false},
+                          Value{std::string("a,b")}, Value{std::int64_t{4}}};
+    writer.append(more, "hash-three");
+  }
+  const std::string text = read_text(csv_);
+  std::string grown_header;
+  for (const std::string& column : record_columns(grown)) grown_header += (grown_header.empty() ? "" : ",") + column;
+  EXPECT_EQ(text.substr(0, text.find('\n')), grown_header);
+  EXPECT_EQ(grown_header.substr(0, 39), "hash,BLOCK,STORE,USE_SHMEM,LAYOUT,UNROL");
+  std::vector<RecordedEvaluation> after = read_records(csv_, grown);
+  ASSERT_EQ(after.size(), 3u);
+  EXPECT_EQ(after[0].evaluation.configuration, expected);
+  Evaluation first = after[0].evaluation;
+  first.configuration = measured_evaluation().configuration;  // every other field as it was written
+  expect_same(measured_evaluation(), first);
+  EXPECT_EQ(after[2].hash, "hash-three");
+  EXPECT_EQ(after[2].evaluation.configuration[1], Value{std::string("bulk")});
+  EXPECT_EQ(after[2].evaluation.configuration[4], Value{std::int64_t{4}});
+  EXPECT_FALSE(std::filesystem::exists(csv_.string() + ".rewrite"));
+  // Opened again in its own layout now, nothing is added.
+  RecordWriter again(csv_, grown, metadata());
+  EXPECT_TRUE(again.added_columns().empty());
 }
 
 std::vector<std::filesystem::path> side_files(const std::filesystem::path& directory) {

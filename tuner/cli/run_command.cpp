@@ -274,6 +274,7 @@ Json report_json(const TuneReport& report) {
   output["skipped_by_resume"] = report.skipped_by_resume;
   output["other_hash_rows"] = report.other_hash_rows;
   if (!report.torn_row_file.empty()) output["torn_row_file"] = report.torn_row_file.string();
+  if (!report.record_added_columns.empty()) output["record_added_columns"] = report.record_added_columns;
   output["statuses"] = report.status_counts;
   output["seconds"] = report.seconds;
   output["evaluations_per_second"] = report.evaluations_per_second;
@@ -371,6 +372,13 @@ int print_reports(const std::vector<TuneReport>& reports, bool json, const RunOu
       print_to_stderr(output.stderr_prefix,
                       fmt::format("tune: note: the last row of {} was torn (a run killed while writing it); it was "
                                   "moved to {}\n", report.records.string(), report.torn_row_file.string()));
+    if (!report.record_added_columns.empty())
+      print_to_stderr(output.stderr_prefix,
+                      fmt::format("tune: note: {} was written before {} joined the space; its rows now hold the "
+                                  "default{} of {}\n", report.records.string(),
+                                  fmt::join(report.record_added_columns, ", "),
+                                  report.record_added_columns.size() > 1 ? "s" : "",
+                                  report.record_added_columns.size() > 1 ? "those parameters" : "that parameter"));
     std::string profile = reports.size() > 1 ? fmt::format("{} ({}):\n", report.device_name, report.arch) : "";
     print_to_stderr(output.stderr_prefix, profile + format_profile(report.profile));
     if (json) {

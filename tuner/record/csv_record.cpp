@@ -569,6 +569,66 @@ ScanResult scan_records(std::string_view text, const std::filesystem::path& path
   return result;
 }
 
+// A record written before parameters were added to its space, rewritten in the space's layout: each complete row
+// gains the added parameters' columns holding their defaults (as readers take them), every other field as it was; a
+// torn last row is kept after them as it was, for the writer to set aside. nullopt when the header is the space's
+// own, or not such an earlier layout (the writer's strict check then names the difference). added receives the
+// names of the added columns.
+std::optional<std::string> with_added_parameter_columns(std::string_view text, const std::filesystem::path& path,
+                                                        const Space& space, std::vector<std::string>& added) {
+  const std::size_t header_end = text.find('\n');
+  if (header_end == std::string_view::npos) return std::nullopt;
+  std::vector<std::string> header;
+  RecordScanner(text.substr(0, header_end + 1), path, record_columns(space))
+      .scan([&](std::vector<std::string>& fields, int) { header = fields; });
+  std::optional<HeaderLayout> layout;
+  for (std::size_t count : condition_layouts()) {
+    if (header == record_columns(space, count)) return std::nullopt;
+    if (!layout) layout = layout_without_added_parameters(header, space, count);
+  }
+  if (!layout) return std::nullopt;
+  for (std::size_t index = 0; index < space.parameters.size(); ++index)
+    if (!layout->parameter_present[index]) added.push_back(space.parameters[index].name);
+  std::string rewritten;
+  bool header_row = true;
+  const ScanResult scanned = RecordScanner(text, path, header).scan([&](std::vector<std::string>& fields, int) {
+    RowText row;
+    if (header_row) {
+      for (const std::string& column : record_columns(space, layout->condition_count)) row.add(column);
+      header_row = false;
+    } else {
+      row.add(fields[0]);
+      std::size_t column = 1;
+      for (std::size_t index = 0; index < space.parameters.size(); ++index) {
+        const bool present = layout->parameter_present[index];
+        row.add(present ? fields[column++] : expr::to_string(space.parameters[index].default_value));
+      }
+      for (; column < fields.size(); ++column) row.add(fields[column]);
+    }
+    rewritten += std::move(row).finish();
+  });
+  rewritten += text.substr(scanned.complete_bytes);
+  return rewritten;
+}
+
+// Replaces path's contents with text through a file beside it, synced and renamed over it, so that a crash leaves
+// either the old record or the new one.
+void replace_file(const std::filesystem::path& path, std::string_view text) {
+  const std::filesystem::path replacement = path.string() + ".rewrite";
+  const int descriptor = ::open(replacement.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (descriptor < 0) throw TunerError(fmt::format("{}: cannot create: {}", replacement.string(), system_error_text()));
+  try {
+    write_all(descriptor, text, replacement);
+  } catch (...) {
+    ::close(descriptor);
+    throw;
+  }
+  const bool synced = ::fsync(descriptor) == 0;
+  ::close(descriptor);
+  if (!synced) throw TunerError(fmt::format("{}: fsync failed: {}", replacement.string(), system_error_text()));
+  std::filesystem::rename(replacement, path);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- columns and keys
@@ -660,7 +720,13 @@ RecordWriter::RecordWriter(std::filesystem::path csv, const Space& space, const 
   read_run_metadata(path_);
   bool has_header = false;
   if (std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0) {
-    const std::string contents = read_file(path_);
+    std::string contents = read_file(path_);
+    // A record written before parameters were added to the space goes on in the space's layout, its rows holding
+    // the added parameters at their defaults (what readers take them as, docs/specs.md).
+    if (std::optional<std::string> rewritten = with_added_parameter_columns(contents, path_, space, added_columns_)) {
+      replace_file(path_, *rewritten);
+      contents = std::move(*rewritten);
+    }
     // Every row is read before anything is written: appending to a record that cannot be read back would bury
     // the problem under more rows.
     ScanResult scanned = scan_records(contents, path_, space, [&](RecordedEvaluation&&) {}, &has_header,

@@ -57,7 +57,8 @@ class RecordWriter {
   // Creates csv with its header when missing or empty. Otherwise reads every row first (InputError naming
   // file:line for a row that cannot be read, or naming the difference when the header does not match the space;
   // the file is left as it was), sets a torn last row aside (torn_row_file()) and appends after the last
-  // complete row. Appends metadata to the companion JSON file.
+  // complete row. A file written before parameters were added to the space is first rewritten in the space's
+  // layout, the added columns holding their defaults (added_columns()). Appends metadata to the companion JSON file.
   RecordWriter(std::filesystem::path csv, const Space& space, const RunMetadata& metadata);
   ~RecordWriter();
   RecordWriter(const RecordWriter&) = delete;
@@ -75,6 +76,9 @@ class RecordWriter {
   // Where the torn last row found on opening was copied before it was cut off; empty when there was none.
   const std::filesystem::path& torn_row_file() const { return torn_row_file_; }
   int torn_row_line() const { return torn_row_line_; }  // its line in the record file, 0 when none
+  // The parameters whose columns the file gained on opening: it was written before they were added to the space,
+  // and its rows now hold their defaults. Empty when the file already had the space's layout.
+  const std::vector<std::string>& added_columns() const { return added_columns_; }
 
  private:
   std::filesystem::path path_;
@@ -86,6 +90,7 @@ class RecordWriter {
   bool sync_every_row_ = false;
   std::filesystem::path torn_row_file_;
   int torn_row_line_ = 0;
+  std::vector<std::string> added_columns_;
 };
 
 struct RecordedEvaluation {

@@ -559,6 +559,7 @@ class TuningRun {
       std::filesystem::create_directories(out_dir_);
       writer_.emplace(report_.records, spec_.space, run_metadata());  // also adds this run to run.json
       report_.torn_row_file = writer_->torn_row_file();
+      report_.record_added_columns = writer_->added_columns();
     }
     profile_.add_startup("open records", lap_.lap());
   }

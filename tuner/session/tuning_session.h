@@ -137,6 +137,8 @@ struct TuneReport {
   std::uint64_t skipped_by_resume = 0;
   std::uint64_t other_hash_rows = 0;   // --resume: rows of the record measured under another spec hash, ignored
   std::filesystem::path torn_row_file; // a torn last row found in the record, set aside there (csv_record.h)
+  // Parameters added to the space after the record was written: the record gained their columns, at their defaults.
+  std::vector<std::string> record_added_columns;
   std::map<std::string, std::uint64_t> status_counts;  // of this run's evaluations
   double seconds = 0;
   double evaluations_per_second = 0;
