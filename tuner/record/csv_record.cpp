@@ -103,6 +103,19 @@ std::string compact_utc_now() {
   return text;
 }
 
+// Writes bytes to the open descriptor of path, syncs them to disk and closes it; closed on failure too.
+void write_synced_and_close(int descriptor, std::string_view bytes, const std::filesystem::path& path) {
+  try {
+    write_all(descriptor, bytes, path);
+  } catch (...) {
+    ::close(descriptor);
+    throw;
+  }
+  const bool synced = ::fsync(descriptor) == 0;
+  ::close(descriptor);
+  if (!synced) throw TunerError(fmt::format("{}: fsync failed: {}", path.string(), system_error_text()));
+}
+
 // Writes bytes to a new file beside csv named <csv>.torn-<UTC time> (-2, -3, ... when that exists), synced to
 // disk before the caller cuts anything off the record.
 std::filesystem::path set_aside(const std::filesystem::path& csv, std::string_view bytes) {
@@ -115,15 +128,7 @@ std::filesystem::path set_aside(const std::filesystem::path& csv, std::string_vi
       throw TunerError(fmt::format("{}: cannot create a file for the torn last row of {}: {}", side.string(),
                                    csv.string(), system_error_text()));
     }
-    try {
-      write_all(descriptor, bytes, side);
-    } catch (...) {
-      ::close(descriptor);
-      throw;
-    }
-    const bool synced = ::fsync(descriptor) == 0;
-    ::close(descriptor);
-    if (!synced) throw TunerError(fmt::format("{}: fsync failed: {}", side.string(), system_error_text()));
+    write_synced_and_close(descriptor, bytes, side);
     return side;
   }
 }
@@ -617,15 +622,7 @@ void replace_file(const std::filesystem::path& path, std::string_view text) {
   const std::filesystem::path replacement = path.string() + ".rewrite";
   const int descriptor = ::open(replacement.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (descriptor < 0) throw TunerError(fmt::format("{}: cannot create: {}", replacement.string(), system_error_text()));
-  try {
-    write_all(descriptor, text, replacement);
-  } catch (...) {
-    ::close(descriptor);
-    throw;
-  }
-  const bool synced = ::fsync(descriptor) == 0;
-  ::close(descriptor);
-  if (!synced) throw TunerError(fmt::format("{}: fsync failed: {}", replacement.string(), system_error_text()));
+  write_synced_and_close(descriptor, text, replacement);
   std::filesystem::rename(replacement, path);
 }
 
