@@ -39,6 +39,7 @@
 #include "tuner/record/run_metadata.h"
 #include "tuner/search/strategy.h"
 #include "tuner/search/t4_dataset.h"
+#include "tuner/search/replay.h"
 #include "tuner/search/transfer_benchmark.h"
 #include "tuner/spec/spec_loader.h"
 #include "tuner/spec/t1_reader.h"
@@ -227,7 +228,18 @@ int main(int argc, char** argv) {
           kernlathe::load_kernel_spec(spec_file, kernlathe::parse_problem_overrides(group.problem));
       kernlathe::Constants constants = kernlathe::device_property_values(kernlathe::device_profile("sm_90"));
       for (const auto& [symbol, value] : spec.problem) constants.emplace_back(symbol, kernlathe::Value{value});
-      const kernlathe::SpaceEnumerator enumerator(spec.space, constants);
+      // Parameters added to the space after any of the records was written are held at their default: the records
+      // measured nothing else (a replay over the grown space would spend its budget off the landscapes).
+      std::vector<std::string> held;
+      for (const auto& [gpu, file] : group.record_by_gpu) {
+        try {
+          for (std::string& name : kernlathe::parameters_missing_from(file, spec.space))
+            if (std::find(held.begin(), held.end(), name) == held.end()) held.push_back(std::move(name));
+        } catch (const kernlathe::InputError&) {
+          // reported below, where the file is left out
+        }
+      }
+      const kernlathe::SpaceEnumerator enumerator(kernlathe::replay_space(spec.space, held), constants);
       std::vector<kernlathe::TransferLandscape> landscapes;
       for (const auto& [gpu, file] : group.record_by_gpu) {
         try {

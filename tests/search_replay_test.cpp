@@ -62,6 +62,34 @@ TEST(ReplaySource, ReadsOneSpecVersionOrAll) {
   EXPECT_EQ(read_run_metadata(recorded_csv).at(0).arch, "sm_90");
 }
 
+TEST(ReplaySource, ARecordWrittenBeforeAParameterWasAddedIsReplayedWithItHeldAtItsDefault) {
+  // The space grew an UNROLL parameter (default 2) after tests/data/record/saxpy_small.csv was written.
+  Space grown = saxpy_space();
+  Parameter unroll = integer_parameter("UNROLL", {1, 2, 4});
+  unroll.default_value = Value{std::int64_t{2}};
+  grown.parameters.push_back(unroll);
+  const std::vector<std::string> missing = parameters_missing_from(recorded_csv, grown);
+  EXPECT_EQ(missing, std::vector<std::string>{"UNROLL"});
+  EXPECT_TRUE(parameters_missing_from(recorded_csv, saxpy_space()).empty());
+
+  const SpaceEnumerator whole(grown, {});
+  const SpaceEnumerator held(replay_space(grown, missing), {});
+  EXPECT_EQ(whole.valid_count(), 48u);  // 16 valid combinations times 3 values of UNROLL
+  EXPECT_EQ(held.valid_count(), 16u);
+  for (std::uint64_t index = 0; index < held.valid_count(); ++index) EXPECT_EQ(held.at(index)[3], Value{std::int64_t{2}});
+  ReplaySource source(recorded_csv, held, "specA");
+  EXPECT_EQ(source.size(), 16u);
+  EXPECT_EQ(source.optimum_ms(), 0.0101);
+  EXPECT_EQ(source.lookup({Value{std::int64_t{64}}, Value{std::int64_t{1}}, Value{false}, Value{std::int64_t{2}}})
+                ->time.median_ms,
+            0.05);
+  EXPECT_THROW(replay_space(grown, {"NO_SUCH"}), TunerError);
+  // A space that lost a parameter the file has: not an earlier layout, an error naming both lists.
+  Space fewer = saxpy_space();
+  fewer.parameters.pop_back();
+  EXPECT_THROW(parameters_missing_from(recorded_csv, fewer), InputError);
+}
+
 TEST(ReplaySearch, ExhaustiveFindsTheRecordedOptimum) {
   Space space = saxpy_space();
   SpaceEnumerator enumerator(space, {});

@@ -1,12 +1,15 @@
 #include "tuner/cli/replay_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "tuner/record/csv_record.h"
 #include "tuner/search/benchmark.h"
 #include "tuner/search/prior_sources.h"
+#include "tuner/search/replay.h"
 #include "tuner/search/t4_dataset.h"
 #include "tuner/session/tuning_session.h"
 #include "tuner/spec/spec_loader.h"
@@ -117,7 +120,13 @@ int ReplayCommand::run() const {
     data_name = std::filesystem::path(t4).filename().string();
   } else {
     kernel = load_kernel_spec(find_spec(spec), parse_problem_overrides(problem));
-    space.emplace(kernel.space, run_constants(kernel, device_profile(arch)));
+    // A record written before parameters were added to the space measured their defaults only: the replay holds
+    // them there.
+    const std::vector<std::string> held = parameters_missing_from(csv, kernel.space);
+    if (!held.empty())
+      fmt::print(stderr, "{}: written before {} joined the space; the replay holds {} at the default\n", csv,
+                 fmt::join(held, ", "), held.size() > 1 ? "them" : "it");
+    space.emplace(replay_space(kernel.space, held), run_constants(kernel, device_profile(arch)));
     source.emplace(csv, *space, "");
     data_name = std::filesystem::path(csv).string();
   }

@@ -558,7 +558,14 @@ ScanResult scan_records(std::string_view text, const std::filesystem::path& path
   constexpr std::string_view byte_order_mark = "\xEF\xBB\xBF";
   const std::size_t skipped = text.starts_with(byte_order_mark) ? byte_order_mark.size() : 0;
   text.remove_prefix(skipped);
-  RecordScanner scanner(text, path, columns);
+  // The scanner finds the message column (whose legacy line breaks it mends) by name: in the file's own header,
+  // which for a record written before a parameter was added is not the space's.
+  std::vector<std::string> file_columns = columns;
+  if (const std::size_t first_newline = text.find('\n'); first_newline != std::string_view::npos) {
+    RecordScanner(text.substr(0, first_newline + 1), path, columns)
+        .scan([&](std::vector<std::string>& fields, int) { file_columns = fields; });
+  }
+  RecordScanner scanner(text, path, file_columns);
   ScanResult result = scanner.scan([&](std::vector<std::string>& fields, int line) {
     if (!header_done) {
       const HeaderLayout layout = check_header(fields, space, path, added);
@@ -820,6 +827,26 @@ void for_each_record(const std::filesystem::path& csv, const Space& space,
 void for_each_record_in_text(std::string_view text, const std::filesystem::path& name, const Space& space,
                              const std::function<void(RecordedEvaluation&&)>& visit) {
   scan_records(text, name, space, visit, nullptr);
+}
+
+std::vector<std::string> parameters_missing_from(const std::filesystem::path& csv, const Space& space) {
+  // The same refusals as for_each_record for what is not a record, in the same words.
+  if (std::filesystem::is_directory(csv))
+    throw InputError(SourceLocation{csv.string()}, "is a folder; a record file (such as evaluations.csv) was expected");
+  const std::string contents = read_file(csv);
+  const std::size_t first_newline = contents.find('\n');
+  if (first_newline == std::string::npos)
+    throw InputError(SourceLocation{csv.string(), 1},
+                     contents.empty() ? "the record file is empty: not even a header row"
+                                      : "the header row ends without its newline: the file was cut off");
+  std::vector<std::string> header;
+  RecordScanner(std::string_view(contents).substr(0, first_newline + 1), csv, record_columns(space))
+      .scan([&](std::vector<std::string>& fields, int) { header = fields; });
+  const HeaderLayout layout = check_header(header, space, csv, AddedParameters::read_as_default);
+  std::vector<std::string> missing;
+  for (std::size_t index = 0; index < space.parameters.size(); ++index)
+    if (!layout.parameter_present[index]) missing.push_back(space.parameters[index].name);
+  return missing;
 }
 
 std::vector<RecordedEvaluation> read_records(const std::filesystem::path& csv, const Space& space) {

@@ -108,6 +108,11 @@ std::vector<RecordedEvaluation> read_records(const std::filesystem::path& csv, c
 void for_each_record(const std::filesystem::path& csv, const Space& space,
                      const std::function<void(RecordedEvaluation&&)>& visit);
 
+// The space's parameters that a record file has no column for (it was written before they were added to the space),
+// in the space's order; empty when the file has the space's layout. Reads the header only; a header that is neither
+// is an InputError as for read_records.
+std::vector<std::string> parameters_missing_from(const std::filesystem::path& csv, const Space& space);
+
 // The same on record text already in memory; name stands for the file in messages.
 void for_each_record_in_text(std::string_view text, const std::filesystem::path& name, const Space& space,
                              const std::function<void(RecordedEvaluation&&)>& visit);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include <fmt/format.h>
+
+#include "tuner/common/error.h"
 #include "tuner/record/csv_record.h"
 
 namespace kernlathe {
@@ -18,6 +21,21 @@ bool stands_before(const Evaluation& candidate, const Evaluation& incumbent) {
 }
 
 }  // namespace
+
+Space replay_space(Space space, const std::vector<std::string>& held_at_default) {
+  for (const std::string& name : held_at_default) {
+    const auto parameter = std::find_if(space.parameters.begin(), space.parameters.end(),
+                                        [&](const Parameter& candidate) { return candidate.name == name; });
+    if (parameter == space.parameters.end())
+      throw TunerError(fmt::format("replay_space: space '{}' has no parameter {}", space.name, name));
+    const Value& value = parameter->default_value;
+    const std::string literal = std::holds_alternative<std::string>(value)
+                                    ? fmt::format("\"{}\"", std::get<std::string>(value))
+                                    : expr::to_string(value);
+    space.constraints.push_back(Constraint{Expression::parse(fmt::format("{} == {}", name, literal))});
+  }
+  return space;
+}
 
 ReplaySource::ReplaySource(const std::filesystem::path& csv, const SpaceEnumerator& space, std::string hash)
     : optimum_ms_(std::numeric_limits<double>::infinity()) {

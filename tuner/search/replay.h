@@ -18,6 +18,11 @@ namespace kernlathe {
 // Seconds a recorded evaluation took on the machine that recorded it: compile time plus every timed sample.
 double simulated_seconds(const Evaluation& evaluation);
 
+// The space a replay of a record searches: space with each named parameter held at its default (a constraint
+// NAME == default). A record written before a parameter was added measured its default only, and a replay over the
+// grown space would spend its budget on configurations no row covers.
+Space replay_space(Space space, const std::vector<std::string>& held_at_default);
+
 class ReplaySource {
  public:
   // Reads csv (record_columns(space) header). hash selects the rows of one spec version; empty takes every row.
