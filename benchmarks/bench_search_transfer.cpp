@@ -62,7 +62,7 @@ std::string device_of(const fs::path& t4_file) {
 struct RecordGroup {
   std::string kernel;
   std::string problem;
-  std::map<std::string, fs::path> record_by_gpu;  // the first record of each model, by path
+  std::map<std::string, fs::path> record_by_gpu;  // the largest record of each model
 };
 
 std::vector<RecordGroup> record_groups(const fs::path& runs) {
@@ -80,7 +80,10 @@ std::vector<RecordGroup> record_groups(const fs::path& runs) {
     RecordGroup& group = groups[{run.kernel, run.problem}];
     group.kernel = run.kernel;
     group.problem = run.problem;
-    group.record_by_gpu.try_emplace(run.gpu_name, file);
+    // Of several records of one GPU (a full search, a re-measurement of the stored configuration), the largest file:
+    // the landscape with the most configurations.
+    auto [slot, added] = group.record_by_gpu.try_emplace(run.gpu_name, file);
+    if (!added && fs::file_size(file, error) > fs::file_size(slot->second, error)) slot->second = file;
   }
   std::vector<RecordGroup> several;
   for (auto& [key, group] : groups)
