@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "compile_test_support.h"
 #include "tuner/common/error.h"
 #include "tuner/compile/instantiate.h"
@@ -175,6 +177,62 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<GatedCase>& info) {
       return info.param.arch + "_B_LAYOUT" + std::to_string(info.param.problem.back().second);
     });
+
+// WG_STORE bulk (templates/gemm/wgmma.cuh): a cooperative and a ping-pong configuration of every 16-bit GEMM spec,
+// at a ragged nn.Linear problem and a K x N one, compile for sm_90a without ptxas's performance warnings (a
+// serialised wgmma among them), and differ from the same configuration with direct stores, except with the SiLU-gated
+// epilogue, which stores directly whatever WG_STORE says (its C is n / 2 wide).
+TEST(GemmBulkStore, EverySixteenBitSpecCompilesItWithoutPerformanceWarnings) {
+  using Assignment = std::vector<std::pair<std::string, Value>>;
+  const std::vector<Assignment> configurations = {
+      {{"WG_BM", std::int64_t{128}}, {"WG_BN", std::int64_t{256}}, {"WG_STAGES", std::int64_t{3}},
+       {"WG_CONSUMERS", std::int64_t{2}}},
+      {{"WG_BM", std::int64_t{128}}, {"WG_BN", std::int64_t{128}}, {"WG_STAGES", std::int64_t{4}},
+       {"WG_CONSUMERS", std::int64_t{2}}, {"WG_PINGPONG", true}, {"WG_CLUSTER", std::int64_t{2}}},
+  };
+  const std::vector<ProblemOverrides> problems = {{{"M", 1000}, {"N", 4000}, {"K", 4096}, {"B_LAYOUT", 1}},
+                                                  {{"M", 300}, {"N", 1024}, {"K", 520}, {"B_LAYOUT", 0}}};
+  TemporaryDirectory cache;
+  int compiled = 0;
+  for (const char* name : {"gemm_bf16", "gemm_f16", "gemm_bf16_bias_gelu", "gemm_bf16_bias_residual",
+                           "gemm_bf16_silu_gated"}) {
+    for (const ProblemOverrides& problem : problems) {
+      KernelSpec spec = load_kernel_spec(spec_path(name), problem);
+      SpaceEnumerator space(spec.space, constants_for(spec, "sm_90"));
+      for (const Assignment& assignment : configurations) {
+        std::string cubins[2];
+        for (const char* store : {"direct", "bulk"}) {
+          Assignment values = assignment;
+          values.emplace_back("PATH", std::string("wgmma"));
+          values.emplace_back("BLOCKS_PER_SM", std::int64_t{1});
+          values.emplace_back("WG_STORE", std::string(store));
+          Configuration configuration = space.default_configuration();
+          for (const auto& [parameter, value] : values) {
+            const auto& parameters = spec.space.parameters;
+            const auto found = std::find_if(parameters.begin(), parameters.end(),
+                                            [&](const Parameter& candidate) { return candidate.name == parameter; });
+            ASSERT_NE(found, parameters.end()) << parameter;
+            configuration[static_cast<std::size_t>(found - parameters.begin())] = value;
+          }
+          configuration = space.canonical(std::move(configuration));
+          SCOPED_TRACE(fmt::format("{} {}", name, to_string(spec.space, configuration)));
+          ASSERT_TRUE(space.is_valid(configuration));
+          CompileResult result = compile_cubin(instantiate(spec, space, configuration, "sm_90"), cache.path(), false);
+          ASSERT_TRUE(result.ok) << result.error << "\n" << result.log;
+          EXPECT_EQ(performance_warnings(result.log), std::vector<std::string>{}) << result.log;
+          cubins[std::string(store) == "bulk"] = read_file(result.cubin_path);
+          ++compiled;
+        }
+        if (std::string(name) == "gemm_bf16_silu_gated") {
+          EXPECT_EQ(cubins[0], cubins[1]) << name << ": the gated epilogue stores directly";
+        } else {
+          EXPECT_NE(cubins[0], cubins[1]) << name << ": bulk stores compiled to the direct kernel";
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compiled, 5 * 2 * 2 * 2);
+}
 
 // An odd N leaves a gate column without its up column: the spec's count of C is negative there, so the problem is
 // refused before any configuration is compiled.
