@@ -403,6 +403,26 @@ TEST_F(RecordTest, ParametersAddedAfterARecordWasWrittenReadAsTheirDefaultButAre
   EXPECT_TRUE(again.added_columns().empty());
 }
 
+TEST_F(RecordTest, AnEarlierLayoutWithARowThatCannotBeReadIsNotRewritten) {
+  Space space = mixed_space();
+  {
+    RecordWriter writer(csv_, space, metadata());
+    writer.append(measured_evaluation(), "hash-one");
+  }
+  append_text(csv_, "hash-two,64,true\n");  // a row cut short, not at the end of a kill (a complete line)
+  const std::string before = read_text(csv_);
+  Space grown = mixed_space();
+  grown.parameters.push_back(integer_parameter("UNROLL", {1, 2}));
+  try {
+    RecordWriter writer(csv_, grown, metadata());
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("evaluations.csv:3"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(read_text(csv_), before);
+  EXPECT_FALSE(std::filesystem::exists(csv_.string() + ".rewrite"));
+}
+
 std::vector<std::filesystem::path> side_files(const std::filesystem::path& directory) {
   std::vector<std::filesystem::path> found;
   for (const auto& entry : std::filesystem::directory_iterator(directory))

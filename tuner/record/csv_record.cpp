@@ -588,6 +588,8 @@ ScanResult scan_records(std::string_view text, const std::filesystem::path& path
 // names of the added columns.
 std::optional<std::string> with_added_parameter_columns(std::string_view text, const std::filesystem::path& path,
                                                         const Space& space, std::vector<std::string>& added) {
+  constexpr std::string_view byte_order_mark = "\xEF\xBB\xBF";  // as scan_records: not part of the header
+  if (text.starts_with(byte_order_mark)) text.remove_prefix(byte_order_mark.size());
   const std::size_t header_end = text.find('\n');
   if (header_end == std::string_view::npos) return std::nullopt;
   std::vector<std::string> header;
@@ -599,6 +601,9 @@ std::optional<std::string> with_added_parameter_columns(std::string_view text, c
     if (!layout) layout = layout_without_added_parameters(header, space, count);
   }
   if (!layout) return std::nullopt;
+  // Every row is read as a reader would first: a row that cannot be read is an InputError naming its line, and the
+  // file is left as it was.
+  scan_records(text, path, space, [](RecordedEvaluation&&) {}, nullptr);
   for (std::size_t index = 0; index < space.parameters.size(); ++index)
     if (!layout->parameter_present[index]) added.push_back(space.parameters[index].name);
   std::string rewritten;
