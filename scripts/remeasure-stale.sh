@@ -23,8 +23,7 @@ done
 device="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)"
 [[ -n "$device" ]] || { echo "remeasure-stale: no GPU (nvidia-smi names none)" >&2; exit 3; }
 
-# A folder per day: a record's columns are its space's parameters, so a re-measurement after a parameter was added
-# cannot go on in the folder of one made before.
+# A folder per day keeps each day's re-measurements apart from the searches and from each other.
 day="$(date -u +%F)"
 status=0
 for kernel in "$@"; do

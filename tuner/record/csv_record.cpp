@@ -838,15 +838,21 @@ std::vector<std::string> parameters_missing_from(const std::filesystem::path& cs
   // The same refusals as for_each_record for what is not a record, in the same words.
   if (std::filesystem::is_directory(csv))
     throw InputError(SourceLocation{csv.string()}, "is a folder; a record file (such as evaluations.csv) was expected");
-  const std::string contents = read_file(csv);
-  const std::size_t first_newline = contents.find('\n');
-  if (first_newline == std::string::npos)
+  // The header row only: a replay reads the whole file afterwards.
+  std::ifstream input(csv, std::ios::binary);
+  if (!input) throw InputError(SourceLocation{csv.string()}, "cannot open the record file for reading");
+  std::string header_line;
+  std::getline(input, header_line);
+  if (input.eof())
     throw InputError(SourceLocation{csv.string(), 1},
-                     contents.empty() ? "the record file is empty: not even a header row"
-                                      : "the header row ends without its newline: the file was cut off");
+                     header_line.empty() ? "the record file is empty: not even a header row"
+                                         : "the header row ends without its newline: the file was cut off");
+  if (header_line.starts_with("\xEF\xBB\xBF")) header_line.erase(0, 3);  // a byte order mark, as scan_records
+  header_line += '\n';
   std::vector<std::string> header;
-  RecordScanner(std::string_view(contents).substr(0, first_newline + 1), csv, record_columns(space))
-      .scan([&](std::vector<std::string>& fields, int) { header = fields; });
+  RecordScanner(header_line, csv, record_columns(space)).scan([&](std::vector<std::string>& fields, int) {
+    header = fields;
+  });
   const HeaderLayout layout = check_header(header, space, csv, AddedParameters::read_as_default);
   std::vector<std::string> missing;
   for (std::size_t index = 0; index < space.parameters.size(); ++index)
