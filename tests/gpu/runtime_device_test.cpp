@@ -72,6 +72,51 @@ class RuntimeOnDevice : public ::testing::Test {
     if (context_ != nullptr) KERNLATHE_CUDA_CHECK_NOTHROW(gpu::cuda_driver().cuDevicePrimaryCtxRelease(device_));
   }
 
+  // Attention (issue 33) at one problem of 8 query heads and a batch of 2, one wgmma configuration (assignment on the
+  // space's defaults, AT_KV_SHARE share) launched through the runtime and compared element by element with the
+  // reference path's output on the same inputs.
+  struct AttentionProblem {
+    std::int64_t sequence, kv_heads, layout, causal, cached, head_dim, share;
+  };
+  void verify_attention(const char* name, const AttentionProblem& problem,
+                        const std::vector<std::pair<std::string, Value>>& assignment) {
+    KernelSpec spec = load_kernel_spec(source_directory / "kernels" / (std::string(name) + ".yaml"));
+    for (auto& [symbol, value] : spec.problem) {
+      if (symbol == "BATCH") value = 2;
+      if (symbol == "HEADS") value = 8;
+      if (symbol == "KV_HEADS") value = problem.kv_heads;
+      if (symbol == "SEQ") value = problem.sequence;
+      if (symbol == "CACHED") value = problem.cached;
+      if (symbol == "LAYOUT") value = problem.layout;
+      if (symbol == "CAUSAL") value = problem.causal;
+      if (symbol == "HEAD_DIM") value = problem.head_dim;
+    }
+    SpaceEnumerator space(spec.space, constants(spec));
+    ConfigurationValues values = configuration_values(spec.space, space.default_configuration());
+    values["PATH"] = std::string("wgmma");
+    values["AT_KV_SHARE"] = problem.share;
+    for (const auto& [parameter, value] : assignment) values[parameter] = value;
+    std::optional<Configuration> configuration = configuration_from_values(spec.space, values);
+    ASSERT_TRUE(configuration.has_value()) << name;
+    SCOPED_TRACE(fmt::format("{} SEQ={} CACHED={} HEADS=8 KV_HEADS={} LAYOUT={} CAUSAL={} HEAD_DIM={} {}", name,
+                             problem.sequence, problem.cached, problem.kv_heads, problem.layout, problem.causal,
+                             problem.head_dim, to_string(spec.space, *configuration)));
+    ASSERT_TRUE(space.is_valid(*configuration));
+    auto got = run_through_runtime(spec, database_with(spec, space, *configuration, properties_.name, properties_.arch_name()));
+    Configuration reference = space.default_configuration();
+    for (const auto& [parameter, value] : spec.verification.reference)
+      for (std::size_t at = 0; at < spec.space.parameters.size(); ++at)
+        if (spec.space.parameters[at].name == parameter) reference[at] = value;
+    auto expected = run_through_runtime(spec, database_with(spec, space, reference, properties_.name, properties_.arch_name()));
+    const double worst = expect_outputs_match(spec, got, expected);
+    std::printf("[ runtime  ] %s SEQ=%lld CACHED=%lld KV_HEADS=%lld LAYOUT=%lld CAUSAL=%lld HEAD_DIM=%lld %s verified, "
+                "largest relative error %.2e\n",
+                name, static_cast<long long>(problem.sequence), static_cast<long long>(problem.cached),
+                static_cast<long long>(problem.kv_heads), static_cast<long long>(problem.layout),
+                static_cast<long long>(problem.causal), static_cast<long long>(problem.head_dim),
+                to_string(spec.space, *configuration).c_str(), worst);
+  }
+
   Constants constants(const KernelSpec& spec) const {
     Constants values = device_property_values(properties_);
     for (const auto& [symbol, value] : spec.problem) values.emplace_back(symbol, Value{value});
@@ -424,40 +469,10 @@ TEST_F(RuntimeOnDevice, AttentionVerifiesAtRaggedSequencesGroupedHeadsAndBothLay
   for (std::size_t index = 0; index < problems.size(); ++index) {
     const Problem& problem = problems[index];
     const char* name = index % 2 == 0 ? "attention_bf16" : "attention_f16";
-    KernelSpec spec = load_kernel_spec(source_directory / "kernels" / (std::string(name) + ".yaml"));
-    for (auto& [symbol, value] : spec.problem) {
-      if (symbol == "BATCH") value = 2;
-      if (symbol == "HEADS") value = 8;
-      if (symbol == "KV_HEADS") value = problem.kv_heads;
-      if (symbol == "SEQ") value = problem.sequence;
-      if (symbol == "CACHED") value = problem.cached;
-      if (symbol == "LAYOUT") value = problem.layout;
-      if (symbol == "CAUSAL") value = problem.causal;
-      if (symbol == "HEAD_DIM") value = problem.head_dim;
-    }
-    SpaceEnumerator space(spec.space, constants(spec));
-    ConfigurationValues values = configuration_values(spec.space, space.default_configuration());
-    values["PATH"] = std::string("wgmma");
-    for (const auto& [parameter, value] : configurations[index % configurations.size()]) values[parameter] = value;
-    std::optional<Configuration> configuration = configuration_from_values(spec.space, values);
-    ASSERT_TRUE(configuration.has_value()) << name;
-    SCOPED_TRACE(fmt::format("{} SEQ={} CACHED={} HEADS=8 KV_HEADS={} LAYOUT={} CAUSAL={} HEAD_DIM={} {}", name,
-                             problem.sequence, problem.cached, problem.kv_heads, problem.layout, problem.causal,
-                             problem.head_dim, to_string(spec.space, *configuration)));
-    ASSERT_TRUE(space.is_valid(*configuration));
-    auto got = run_through_runtime(spec, database_with(spec, space, *configuration, properties_.name, properties_.arch_name()));
-    Configuration reference = space.default_configuration();
-    for (const auto& [parameter, value] : spec.verification.reference)
-      for (std::size_t at = 0; at < spec.space.parameters.size(); ++at)
-        if (spec.space.parameters[at].name == parameter) reference[at] = value;
-    auto expected = run_through_runtime(spec, database_with(spec, space, reference, properties_.name, properties_.arch_name()));
-    const double worst = expect_outputs_match(spec, got, expected);
-    std::printf("[ runtime  ] %s SEQ=%lld CACHED=%lld KV_HEADS=%lld LAYOUT=%lld CAUSAL=%lld HEAD_DIM=%lld %s verified, "
-                "largest relative error %.2e\n",
-                name, static_cast<long long>(problem.sequence), static_cast<long long>(problem.cached),
-                static_cast<long long>(problem.kv_heads), static_cast<long long>(problem.layout),
-                static_cast<long long>(problem.causal), static_cast<long long>(problem.head_dim),
-                to_string(spec.space, *configuration).c_str(), worst);
+    verify_attention(name, {problem.sequence, problem.kv_heads, problem.layout, problem.causal, problem.cached,
+                            problem.head_dim, 1},
+                     configurations[index % configurations.size()]);
+    if (HasFatalFailure()) return;
     ++verified;
   }
   EXPECT_EQ(verified, 17);
@@ -500,41 +515,10 @@ TEST_F(RuntimeOnDevice, AttentionWithKvSharingClustersVerifies) {
   for (std::size_t index = 0; index < problems.size(); ++index) {
     const Problem& problem = problems[index];
     const char* name = index % 2 == 0 ? "attention_bf16" : "attention_f16";
-    KernelSpec spec = load_kernel_spec(source_directory / "kernels" / (std::string(name) + ".yaml"));
-    for (auto& [symbol, value] : spec.problem) {
-      if (symbol == "BATCH") value = 2;
-      if (symbol == "HEADS") value = 8;
-      if (symbol == "KV_HEADS") value = problem.kv_heads;
-      if (symbol == "SEQ") value = problem.sequence;
-      if (symbol == "CACHED") value = problem.cached;
-      if (symbol == "LAYOUT") value = problem.layout;
-      if (symbol == "CAUSAL") value = problem.causal;
-      if (symbol == "HEAD_DIM") value = problem.head_dim;
-    }
-    SpaceEnumerator space(spec.space, constants(spec));
-    ConfigurationValues values = configuration_values(spec.space, space.default_configuration());
-    values["PATH"] = std::string("wgmma");
-    values["AT_KV_SHARE"] = problem.share;
-    for (const auto& [parameter, value] : configurations[index % configurations.size()]) values[parameter] = value;
-    std::optional<Configuration> configuration = configuration_from_values(spec.space, values);
-    ASSERT_TRUE(configuration.has_value()) << name;
-    SCOPED_TRACE(fmt::format("{} SEQ={} CACHED={} HEADS=8 KV_HEADS={} LAYOUT={} CAUSAL={} HEAD_DIM={} {}", name,
-                             problem.sequence, problem.cached, problem.kv_heads, problem.layout, problem.causal,
-                             problem.head_dim, to_string(spec.space, *configuration)));
-    ASSERT_TRUE(space.is_valid(*configuration));
-    auto got = run_through_runtime(spec, database_with(spec, space, *configuration, properties_.name, properties_.arch_name()));
-    Configuration reference = space.default_configuration();
-    for (const auto& [parameter, value] : spec.verification.reference)
-      for (std::size_t at = 0; at < spec.space.parameters.size(); ++at)
-        if (spec.space.parameters[at].name == parameter) reference[at] = value;
-    auto expected = run_through_runtime(spec, database_with(spec, space, reference, properties_.name, properties_.arch_name()));
-    const double worst = expect_outputs_match(spec, got, expected);
-    std::printf("[ runtime  ] %s SEQ=%lld CACHED=%lld KV_HEADS=%lld LAYOUT=%lld CAUSAL=%lld HEAD_DIM=%lld %s verified, "
-                "largest relative error %.2e\n",
-                name, static_cast<long long>(problem.sequence), static_cast<long long>(problem.cached),
-                static_cast<long long>(problem.kv_heads), static_cast<long long>(problem.layout),
-                static_cast<long long>(problem.causal), static_cast<long long>(problem.head_dim),
-                to_string(spec.space, *configuration).c_str(), worst);
+    verify_attention(name, {problem.sequence, problem.kv_heads, problem.layout, problem.causal, problem.cached,
+                            problem.head_dim, problem.share},
+                     configurations[index % configurations.size()]);
+    if (HasFatalFailure()) return;
     ++verified;
   }
   EXPECT_EQ(verified, 12);
